@@ -1,0 +1,195 @@
+// The C ABI of portals4.h: argument plumbing only; the engine does the work.
+#include <portals4.h>
+
+#include "engine/engine.hpp"
+
+using portico::engine::Engine;
+
+namespace {
+Engine &E() { return Engine::instance(); }
+bool up() { return E().initialized(); }
+ptl_me_t as_me(const ptl_le_t *le) {
+    // An LE is an ME that matches everything (used on non-matching NIs only).
+    ptl_me_t me{};
+    me.start = le->start;
+    me.length = le->length;
+    me.ct_handle = le->ct_handle;
+    me.uid = le->uid;
+    me.options = le->options;
+    me.match_id.phys.nid = PTL_NID_ANY;
+    me.match_id.phys.pid = PTL_PID_ANY;
+    me.ignore_bits = ~ptl_match_bits_t{0};
+    return me;
+}
+} // namespace
+
+#define PORTICO_API extern "C" __attribute__((visibility("default")))
+#define REQUIRE_INIT                                                                                                   \
+    if (!up()) return PTL_NO_INIT
+
+PORTICO_API int PtlInit(void) { return E().init(); }
+PORTICO_API void PtlFini(void) { E().fini(); }
+PORTICO_API void PtlAbort(void) { E().abort(); }
+
+PORTICO_API int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid, const ptl_ni_limits_t *desired,
+                          ptl_ni_limits_t *actual, ptl_handle_ni_t *ni_handle) {
+    REQUIRE_INIT;
+    return E().ni_init(iface, options, pid, desired, actual, ni_handle);
+}
+PORTICO_API int PtlNIFini(ptl_handle_ni_t ni) {
+    REQUIRE_INIT;
+    return E().ni_fini(ni);
+}
+PORTICO_API int PtlNIStatus(ptl_handle_ni_t ni, ptl_sr_index_t reg, ptl_sr_value_t *status) {
+    REQUIRE_INIT;
+    return E().ni_status(ni, reg, status);
+}
+PORTICO_API int PtlNIHandle(ptl_handle_any_t h, ptl_handle_ni_t *ni) {
+    REQUIRE_INIT;
+    return E().ni_handle(h, ni);
+}
+PORTICO_API int PtlSetMap(ptl_handle_ni_t ni, ptl_size_t n, const ptl_process_t *map) {
+    REQUIRE_INIT;
+    return E().set_map(ni, n, map);
+}
+PORTICO_API int PtlGetMap(ptl_handle_ni_t ni, ptl_size_t n, ptl_process_t *map, ptl_size_t *actual) {
+    REQUIRE_INIT;
+    return E().get_map(ni, n, map, actual);
+}
+PORTICO_API int PtlPTAlloc(ptl_handle_ni_t ni, unsigned int options, ptl_handle_eq_t eq, ptl_pt_index_t req,
+                           ptl_pt_index_t *idx) {
+    REQUIRE_INIT;
+    return E().pt_alloc(ni, options, eq, req, idx);
+}
+PORTICO_API int PtlPTFree(ptl_handle_ni_t ni, ptl_pt_index_t idx) {
+    REQUIRE_INIT;
+    return E().pt_free(ni, idx);
+}
+PORTICO_API int PtlPTDisable(ptl_handle_ni_t ni, ptl_pt_index_t idx) {
+    REQUIRE_INIT;
+    return E().pt_disable(ni, idx);
+}
+PORTICO_API int PtlPTEnable(ptl_handle_ni_t ni, ptl_pt_index_t idx) {
+    REQUIRE_INIT;
+    return E().pt_enable(ni, idx);
+}
+PORTICO_API int PtlGetUid(ptl_handle_ni_t ni, ptl_uid_t *uid) {
+    REQUIRE_INIT;
+    return E().get_uid(ni, uid);
+}
+PORTICO_API int PtlGetId(ptl_handle_ni_t ni, ptl_process_t *id) {
+    REQUIRE_INIT;
+    return E().get_id(ni, id);
+}
+PORTICO_API int PtlGetPhysId(ptl_handle_ni_t ni, ptl_process_t *id) {
+    REQUIRE_INIT;
+    return E().get_phys_id(ni, id);
+}
+PORTICO_API int PtlMDBind(ptl_handle_ni_t ni, const ptl_md_t *md, ptl_handle_md_t *h) {
+    REQUIRE_INIT;
+    return E().md_bind(ni, md, h);
+}
+PORTICO_API int PtlMDRelease(ptl_handle_md_t h) {
+    REQUIRE_INIT;
+    return E().md_release(h);
+}
+PORTICO_API int PtlLEAppend(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_le_t *le, ptl_list_t list, void *user_ptr,
+                            ptl_handle_le_t *h) {
+    REQUIRE_INIT;
+    if (!le) return PTL_ARG_INVALID;
+    return E().append(ni, pt, as_me(le), false, list, user_ptr, h);
+}
+PORTICO_API int PtlLEUnlink(ptl_handle_le_t h) {
+    REQUIRE_INIT;
+    return E().unlink(h, false);
+}
+PORTICO_API int PtlLESearch(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_le_t *le, ptl_search_op_t op,
+                            void *user_ptr) {
+    REQUIRE_INIT;
+    if (!le) return PTL_ARG_INVALID;
+    return E().search(ni, pt, as_me(le), false, op, user_ptr);
+}
+PORTICO_API int PtlMEAppend(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_t *me, ptl_list_t list, void *user_ptr,
+                            ptl_handle_me_t *h) {
+    REQUIRE_INIT;
+    if (!me) return PTL_ARG_INVALID;
+    return E().append(ni, pt, *me, true, list, user_ptr, h);
+}
+PORTICO_API int PtlMEUnlink(ptl_handle_me_t h) {
+    REQUIRE_INIT;
+    return E().unlink(h, true);
+}
+PORTICO_API int PtlMESearch(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_t *me, ptl_search_op_t op,
+                            void *user_ptr) {
+    REQUIRE_INIT;
+    if (!me) return PTL_ARG_INVALID;
+    return E().search(ni, pt, *me, true, op, user_ptr);
+}
+PORTICO_API int PtlEQAlloc(ptl_handle_ni_t ni, ptl_size_t count, ptl_handle_eq_t *h) {
+    REQUIRE_INIT;
+    return E().eq_alloc(ni, count, h);
+}
+PORTICO_API int PtlEQFree(ptl_handle_eq_t h) {
+    REQUIRE_INIT;
+    return E().eq_free(h);
+}
+PORTICO_API int PtlEQGet(ptl_handle_eq_t h, ptl_event_t *ev) {
+    REQUIRE_INIT;
+    return E().eq_get(h, ev);
+}
+PORTICO_API int PtlEQWait(ptl_handle_eq_t h, ptl_event_t *ev) {
+    REQUIRE_INIT;
+    return E().eq_poll(&h, 1, PTL_TIME_FOREVER, ev, nullptr);
+}
+PORTICO_API int PtlEQPoll(const ptl_handle_eq_t *hs, unsigned int n, ptl_time_t timeout, ptl_event_t *ev,
+                          unsigned int *which) {
+    REQUIRE_INIT;
+    return E().eq_poll(hs, n, timeout, ev, which);
+}
+PORTICO_API int PtlCTAlloc(ptl_handle_ni_t ni, ptl_handle_ct_t *h) {
+    REQUIRE_INIT;
+    return E().ct_alloc(ni, h);
+}
+PORTICO_API int PtlCTFree(ptl_handle_ct_t h) {
+    REQUIRE_INIT;
+    return E().ct_free(h);
+}
+PORTICO_API int PtlCTCancelTriggered(ptl_handle_ct_t h) {
+    REQUIRE_INIT;
+    ptl_ct_event_t ignored;
+    // No triggered operations exist yet, so there is never anything to cancel; the handle is checked.
+    return E().ct_get(h, &ignored);
+}
+PORTICO_API int PtlCTGet(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
+    REQUIRE_INIT;
+    return E().ct_get(h, ev);
+}
+PORTICO_API int PtlCTWait(ptl_handle_ct_t h, ptl_size_t test, ptl_ct_event_t *ev) {
+    REQUIRE_INIT;
+    return E().ct_poll(&h, &test, 1, PTL_TIME_FOREVER, ev, nullptr);
+}
+PORTICO_API int PtlCTPoll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned int n, ptl_time_t timeout,
+                          ptl_ct_event_t *ev, unsigned int *which) {
+    REQUIRE_INIT;
+    return E().ct_poll(hs, tests, n, timeout, ev, which);
+}
+PORTICO_API int PtlCTSet(ptl_handle_ct_t h, ptl_ct_event_t v) {
+    REQUIRE_INIT;
+    return E().ct_set(h, v);
+}
+PORTICO_API int PtlCTInc(ptl_handle_ct_t h, ptl_ct_event_t v) {
+    REQUIRE_INIT;
+    return E().ct_inc(h, v);
+}
+PORTICO_API int PtlPut(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                       ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                       void *user_ptr, ptl_hdr_data_t hdr_data) {
+    REQUIRE_INIT;
+    return E().put(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data);
+}
+PORTICO_API int PtlGet(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
+                       ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr) {
+    REQUIRE_INIT;
+    return E().get(md, local_offset, length, target, pt, bits, remote_offset, user_ptr);
+}
+PORTICO_API int PtlHandleIsEqual(ptl_handle_any_t a, ptl_handle_any_t b) { return a == b; }

@@ -1,0 +1,62 @@
+#include "common/guarded_copy.hpp"
+
+#include <csetjmp>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+
+namespace portico {
+
+namespace {
+// initial-exec TLS: reading it from the signal handler must not allocate.
+__attribute__((tls_model("initial-exec"))) thread_local sigjmp_buf *t_guard = nullptr;
+struct sigaction g_old_segv, g_old_bus;
+std::once_flag g_once;
+
+void chain(int sig, siginfo_t *info, void *ctx) {
+    struct sigaction &old = sig == SIGSEGV ? g_old_segv : g_old_bus;
+    if (old.sa_flags & SA_SIGINFO) {
+        old.sa_sigaction(sig, info, ctx);
+    } else if (old.sa_handler == SIG_IGN) {
+        return;
+    } else if (old.sa_handler != SIG_DFL) {
+        old.sa_handler(sig);
+    } else {
+        // Restore the default action and return: the faulting instruction runs again and the
+        // process dies with the original signal, exactly as without Portico.
+        signal(sig, SIG_DFL);
+    }
+}
+
+void on_fault(int sig, siginfo_t *info, void *ctx) {
+    if (sigjmp_buf *g = t_guard) {
+        t_guard = nullptr;
+        siglongjmp(*g, 1);
+    }
+    chain(sig, info, ctx);
+}
+} // namespace
+
+void install_fault_guard() {
+    std::call_once(g_once, [] {
+        struct sigaction sa;
+        std::memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGSEGV, &sa, &g_old_segv);
+        sigaction(SIGBUS, &sa, &g_old_bus);
+    });
+}
+
+bool guarded_copy(void *dst, const void *src, size_t n) {
+    if (n == 0) return true;
+    sigjmp_buf env;
+    if (sigsetjmp(env, 0) != 0) return false; // a fault inside memcpy landed here
+    t_guard = &env;
+    std::memcpy(dst, src, n);
+    t_guard = nullptr;
+    return true;
+}
+
+} // namespace portico

@@ -1,0 +1,109 @@
+// Counting events (spec §3.14). Counts are atomics: reading them never takes the engine lock.
+#include "engine/wait.hpp"
+
+namespace portico::engine {
+
+int Engine::ct_alloc(ptl_handle_ni_t h, ptl_handle_ct_t *out) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || !out) return PTL_ARG_INVALID;
+    if (ni->n_cts >= ni->limits.max_cts) return PTL_NO_SPACE;
+    auto *ct = new CT;
+    ct->ni = ni;
+    ct->handle = cts_.insert(ObjType::CT, ct);
+    ++ni->n_cts;
+    *out = ct->handle;
+    return PTL_OK;
+}
+
+int Engine::ct_free(ptl_handle_ct_t h) {
+    std::lock_guard g(mutex_);
+    CT *ct = ct_of(h);
+    if (!ct) return PTL_ARG_INVALID;
+    // MDs and entries that still name the CT stop counting into it.
+    mds_.for_each([&](MD *m) {
+        if (m->ct == ct) m->ct = nullptr;
+    });
+    entries_.for_each([&](Entry *e) {
+        if (e->ct == ct) e->ct = nullptr;
+    });
+    cts_.remove(h);
+    --ct->ni->n_cts;
+    if (ct->users.load() > 0) {
+        dead_cts_.emplace_back(ct);
+        notify_waiters();
+    } else {
+        delete ct;
+    }
+    return PTL_OK;
+}
+
+void Engine::ct_add(CT *ct, uint64_t success, uint64_t failure) {
+    if (!ct) return;
+    if (success) ct->success.fetch_add(success, std::memory_order_acq_rel);
+    if (failure) ct->failure.fetch_add(failure, std::memory_order_acq_rel);
+    notify_waiters();
+}
+
+int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
+    std::lock_guard g(mutex_);
+    CT *ct = ct_of(h);
+    if (!ct || !ev) return PTL_ARG_INVALID;
+    ev->success = ct->success.load(std::memory_order_acquire);
+    ev->failure = ct->failure.load(std::memory_order_acquire);
+    return PTL_OK;
+}
+
+int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout,
+                    ptl_ct_event_t *ev, unsigned *which) {
+    if (!hs || !tests || n == 0 || !ev) return PTL_ARG_INVALID;
+    std::vector<CT *> cts(n);
+    Endpoint *ep = nullptr;
+    {
+        std::lock_guard g(mutex_);
+        for (unsigned i = 0; i < n; ++i) {
+            cts[i] = ct_of(hs[i]);
+            if (!cts[i]) return PTL_ARG_INVALID;
+            if (ep && cts[i]->ni->ep != ep) return PTL_ARG_INVALID;
+            ep = cts[i]->ni->ep;
+        }
+        for (CT *c : cts) c->users.fetch_add(1);
+    }
+    auto ready = [&] {
+        for (unsigned i = 0; i < n; ++i) {
+            const uint64_t s = cts[i]->success.load(std::memory_order_acquire);
+            const uint64_t f = cts[i]->failure.load(std::memory_order_acquire);
+            // A counter with failures satisfies every wait, so that errors are never missed.
+            if (s >= tests[i] || f != 0) {
+                ev->success = s;
+                ev->failure = f;
+                if (which) *which = i;
+                return true;
+            }
+        }
+        return false;
+    };
+    int rc = wait_for(ep, timeout, PTL_CT_NONE_REACHED, ready);
+    for (CT *c : cts) c->users.fetch_sub(1);
+    return rc;
+}
+
+int Engine::ct_set(ptl_handle_ct_t h, ptl_ct_event_t v) {
+    std::lock_guard g(mutex_);
+    CT *ct = ct_of(h);
+    if (!ct) return PTL_ARG_INVALID;
+    ct->success.store(v.success, std::memory_order_release);
+    ct->failure.store(v.failure, std::memory_order_release);
+    notify_waiters();
+    return PTL_OK;
+}
+
+int Engine::ct_inc(ptl_handle_ct_t h, ptl_ct_event_t v) {
+    std::lock_guard g(mutex_);
+    CT *ct = ct_of(h);
+    if (!ct || (v.success != 0 && v.failure != 0)) return PTL_ARG_INVALID; // one field at a time
+    ct_add(ct, v.success, v.failure);
+    return PTL_OK;
+}
+
+} // namespace portico::engine

@@ -1,0 +1,663 @@
+// Put and get: the initiator side (operations, SEND/ACK/REPLY) and the target side (matching,
+// permissions, flow control, delivery, target events, acks and replies) — spec §2.5, §2.8, §3.15.
+#include <unistd.h>
+
+#include "common/guarded_copy.hpp"
+#include "common/log.hpp"
+#include "engine/engine.hpp"
+
+namespace portico::engine {
+
+namespace {
+
+// A memory region of an MD or list entry: contiguous from `base` (which may be 0 for a region
+// covering the whole address space), or a gather list.
+struct Region {
+    uintptr_t base = 0;
+    const ptl_iovec_t *iov = nullptr;
+    size_t iovcnt = 0;
+};
+
+Region region_of(const MD &m) {
+    if (m.desc.options & PTL_IOVEC) return {0, m.iov.data(), m.iov.size()};
+    return {reinterpret_cast<uintptr_t>(m.desc.start), nullptr, 0};
+}
+Region region_of(const Entry &e) {
+    if (e.d.options & PTL_IOVEC) return {0, e.iov.data(), e.iov.size()};
+    return {reinterpret_cast<uintptr_t>(e.d.start), nullptr, 0};
+}
+
+void *address_at(const Region &r, ptl_size_t off) {
+    if (!r.iov) return reinterpret_cast<void *>(r.base + off);
+    for (size_t i = 0; i < r.iovcnt; ++i) {
+        if (off < r.iov[i].iov_len) return static_cast<std::byte *>(r.iov[i].iov_base) + off;
+        off -= r.iov[i].iov_len;
+    }
+    return r.iovcnt ? static_cast<std::byte *>(r.iov[r.iovcnt - 1].iov_base) + r.iov[r.iovcnt - 1].iov_len : nullptr;
+}
+
+// Appends the pieces of [off, off+len) to out.
+void gather(const Region &r, ptl_size_t off, ptl_size_t len, std::vector<iovec> &out) {
+    if (len == 0) return;
+    if (!r.iov) {
+        out.push_back({reinterpret_cast<void *>(r.base + off), len});
+        return;
+    }
+    for (size_t i = 0; i < r.iovcnt && len > 0; ++i) {
+        if (off >= r.iov[i].iov_len) {
+            off -= r.iov[i].iov_len;
+            continue;
+        }
+        const ptl_size_t take = std::min(len, r.iov[i].iov_len - off);
+        out.push_back({static_cast<std::byte *>(r.iov[i].iov_base) + off, take});
+        len -= take;
+        off = 0;
+    }
+}
+
+// Copies n bytes into the region at off; false if the destination faulted.
+bool copy_into(const Region &r, ptl_size_t off, const std::byte *src, size_t n) {
+    if (!r.iov) return guarded_copy(reinterpret_cast<void *>(r.base + off), src, n);
+    bool ok = true;
+    for (size_t i = 0; i < r.iovcnt && n > 0; ++i) {
+        if (off >= r.iov[i].iov_len) {
+            off -= r.iov[i].iov_len;
+            continue;
+        }
+        const size_t take = std::min<size_t>(n, r.iov[i].iov_len - off);
+        ok &= guarded_copy(static_cast<std::byte *>(r.iov[i].iov_base) + off, src, take);
+        src += take;
+        n -= take;
+        off = 0;
+    }
+    return ok;
+}
+
+ptl_uid_t my_uid() {
+    static const ptl_uid_t uid = static_cast<ptl_uid_t>(getuid());
+    return uid;
+}
+
+bool valid_ack(ptl_ack_req_t a) {
+    return a == PTL_ACK_REQ || a == PTL_NO_ACK_REQ || a == PTL_CT_ACK_REQ || a == PTL_OC_ACK_REQ;
+}
+
+thread_local std::vector<iovec> t_iov; // gather lists, reused: no allocation per message
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Operations (initiator side)
+
+uint64_t Engine::alloc_op() {
+    uint32_t idx;
+    if (!free_ops_.empty()) {
+        idx = free_ops_.back();
+        free_ops_.pop_back();
+    } else {
+        idx = static_cast<uint32_t>(ops_.size());
+        ops_.emplace_back();
+    }
+    Op &op = ops_[idx];
+    const uint32_t gen = op.gen;
+    op = Op{};
+    op.gen = gen;
+    op.in_use = true;
+    return (uint64_t(gen) << 32) | idx;
+}
+
+Op *Engine::op_of(uint64_t cookie) {
+    const uint32_t idx = static_cast<uint32_t>(cookie);
+    if (idx >= ops_.size()) return nullptr;
+    Op &op = ops_[idx];
+    return op.in_use && op.gen == static_cast<uint32_t>(cookie >> 32) ? &op : nullptr;
+}
+
+void Engine::free_op_if_done(uint64_t cookie) {
+    Op *op = op_of(cookie);
+    if (!op || op->await_send || op->await_ack || op->await_reply) return;
+    md_release_ref(op->md);
+    op->in_use = false;
+    if (++op->gen == 0) op->gen = 1; // cookie 0 never names an operation
+    free_ops_.push_back(static_cast<uint32_t>(cookie));
+}
+
+void Engine::md_event(MD *md, ptl_event_kind_t type, void *user_ptr, ptl_ni_fail_t fail, ptl_size_t mlength,
+                      ptl_size_t remote_offset, ptl_list_t list) {
+    const unsigned o = md->desc.options;
+    if (md->eq && !(type == PTL_EVENT_SEND && (o & PTL_MD_EVENT_SEND_DISABLE)) &&
+        !(fail == PTL_NI_OK && (o & PTL_MD_EVENT_SUCCESS_DISABLE))) {
+        ptl_event_t ev{};
+        ev.type = type;
+        ev.user_ptr = user_ptr;
+        ev.ni_fail_type = fail;
+        ev.mlength = mlength;
+        ev.remote_offset = remote_offset;
+        ev.ptl_list = list;
+        push_event(md->eq, ev);
+    }
+}
+
+
+void Engine::complete_send(uint64_t cookie, ptl_ni_fail_t fail) {
+    Op *op = op_of(cookie);
+    if (!op || !op->await_send) return;
+    op->await_send = false;
+    MD *md = op->md;
+    md_event(md, PTL_EVENT_SEND, op->user_ptr, fail, op->length, 0, PTL_PRIORITY_LIST);
+    if (md->ct && (md->desc.options & PTL_MD_EVENT_CT_SEND))
+        fail != PTL_NI_OK ? ct_add(md->ct, 0, 1)
+                          : ct_add(md->ct, (md->desc.options & PTL_MD_EVENT_CT_BYTES) ? op->length : 1, 0);
+    --md->pending;
+    free_op_if_done(cookie);
+}
+
+void Engine::complete_ack(uint64_t cookie, const wire::Header *h, ptl_ni_fail_t fail) {
+    Op *op = op_of(cookie);
+    if (!op || !op->await_ack) {
+        log_debug("dropped an ack for an unknown operation");
+        return;
+    }
+    op->await_ack = false;
+    MD *md = op->md;
+    if (md->released) {
+        // The MD was released before its ack came back: the ack is discarded (§3.10.4).
+        md->ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
+    } else {
+        const ptl_size_t mlength = h ? h->length : 0;
+        if (op->ack_req == PTL_ACK_REQ)
+            md_event(md, PTL_EVENT_ACK, op->user_ptr, fail, mlength, h ? h->remote_offset : 0,
+                     h ? static_cast<ptl_list_t>(h->list) : PTL_PRIORITY_LIST);
+        if (md->ct && (md->desc.options & PTL_MD_EVENT_CT_ACK)) {
+            const bool bytes = (md->desc.options & PTL_MD_EVENT_CT_BYTES) && op->ack_req != PTL_OC_ACK_REQ;
+            fail != PTL_NI_OK ? ct_add(md->ct, 0, 1) : ct_add(md->ct, bytes ? mlength : 1, 0);
+        }
+    }
+    free_op_if_done(cookie);
+}
+
+void Engine::complete_reply(uint64_t cookie, const wire::Header *h, ptl_ni_fail_t fail) {
+    Op *op = op_of(cookie);
+    if (!op || !op->await_reply) return;
+    op->await_reply = false;
+    MD *md = op->md;
+    const ptl_size_t mlength = h && fail == PTL_NI_OK ? h->length : 0;
+    md_event(md, PTL_EVENT_REPLY, op->user_ptr, fail, mlength, h ? h->remote_offset : 0,
+             h ? static_cast<ptl_list_t>(h->list) : PTL_PRIORITY_LIST);
+    if (md->ct && (md->desc.options & PTL_MD_EVENT_CT_REPLY))
+        fail != PTL_NI_OK ? ct_add(md->ct, 0, 1)
+                          : ct_add(md->ct, (md->desc.options & PTL_MD_EVENT_CT_BYTES) ? mlength : 1, 0);
+    --md->pending;
+    free_op_if_done(cookie);
+}
+
+int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                void *user_ptr, ptl_hdr_data_t hdr_data) {
+    std::lock_guard g(mutex_);
+    MD *md = mds_.lookup(ObjType::MD, mdh);
+    if (!md || !valid_ack(ack)) return PTL_ARG_INVALID;
+    if (local_offset > md->length || length > md->length - local_offset) return PTL_ARG_INVALID;
+    if ((md->desc.options & PTL_MD_UNRELIABLE) && ack != PTL_NO_ACK_REQ) return PTL_ARG_INVALID;
+    NI *ni = md->ni;
+    transport::PeerId peer;
+    if (!resolve_target(ni, target, &peer) || length > ni->limits.max_msg_size) return PTL_ARG_INVALID;
+    // No ack is asked for when nothing could observe it (no EQ and no CT on the MD).
+    const bool want_ack = ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
+
+    const uint64_t cookie = alloc_op();
+    Op &op = ops_[static_cast<uint32_t>(cookie)];
+    op.kind = wire::Kind::Put;
+    op.md = md;
+    op.ni = ni;
+    op.user_ptr = user_ptr;
+    op.ack_req = ack;
+    op.local_offset = local_offset;
+    op.length = length;
+    op.peer = peer;
+    op.await_send = true;
+    op.await_ack = want_ack;
+    ++md->pending;
+    ++md->refs;
+
+    wire::Header h{};
+    h.kind = wire::Kind::Put;
+    h.ni_kind = static_cast<uint8_t>(ni->kind);
+    h.flags = (want_ack ? wire::kFlagWantAck : 0) | ((md->desc.options & PTL_MD_UNORDERED) ? wire::kFlagUnordered : 0);
+    h.ack_req = static_cast<uint8_t>(ack);
+    h.pt_index = pt;
+    h.uid = my_uid();
+    h.src_nid = ni->ep->transport->self().nid;
+    h.src_pid = ni->ep->transport->self().pid;
+    h.src_rank = ni->rank;
+    h.match_bits = ni->matching() ? bits : 0;
+    h.hdr_data = hdr_data;
+    h.remote_offset = remote_offset;
+    h.length = length;
+    h.cookie = cookie;
+    t_iov.clear();
+    gather(region_of(*md), local_offset, length, t_iov);
+    const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
+    const auto st = ni->ep->transport->send(peer, h, {t_iov.data(), static_cast<int>(t_iov.size()), length}, cookie, copy);
+    switch (st) {
+    case transport::SendStatus::Sent:
+        complete_send(cookie, PTL_NI_OK);
+        break;
+    case transport::SendStatus::Queued:
+        break; // the SEND event comes when the last byte has left (handle_send_complete)
+    case transport::SendStatus::SourceFault:
+    case transport::SendStatus::Unreachable: {
+        log_debug("put to %08x/%u: %s", peer.nid, peer.pid, st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
+        const ptl_ni_fail_t fail = st == transport::SendStatus::SourceFault ? PTL_NI_SEGV : PTL_NI_UNDELIVERABLE;
+        if (want_ack) complete_ack(cookie, nullptr, fail);
+        complete_send(cookie, fail);
+        break;
+    }
+    }
+    return PTL_OK;
+}
+
+int Engine::get(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
+                ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr) {
+    std::lock_guard g(mutex_);
+    MD *md = mds_.lookup(ObjType::MD, mdh);
+    if (!md) return PTL_ARG_INVALID;
+    if (local_offset > md->length || length > md->length - local_offset) return PTL_ARG_INVALID;
+    if (md->desc.options & PTL_MD_UNRELIABLE) return PTL_ARG_INVALID; // unreliable MDs only put without acks
+    NI *ni = md->ni;
+    transport::PeerId peer;
+    if (!resolve_target(ni, target, &peer) || length > ni->limits.max_msg_size) return PTL_ARG_INVALID;
+
+    const uint64_t cookie = alloc_op();
+    Op &op = ops_[static_cast<uint32_t>(cookie)];
+    op.kind = wire::Kind::Get;
+    op.md = md;
+    op.ni = ni;
+    op.user_ptr = user_ptr;
+    op.local_offset = local_offset;
+    op.length = length;
+    op.peer = peer;
+    op.await_reply = true;
+    ++md->pending;
+    ++md->refs;
+
+    wire::Header h{};
+    h.kind = wire::Kind::Get;
+    h.ni_kind = static_cast<uint8_t>(ni->kind);
+    h.pt_index = pt;
+    h.uid = my_uid();
+    h.src_nid = ni->ep->transport->self().nid;
+    h.src_pid = ni->ep->transport->self().pid;
+    h.src_rank = ni->rank;
+    h.match_bits = ni->matching() ? bits : 0;
+    h.remote_offset = remote_offset;
+    h.length = length;
+    h.cookie = cookie;
+    const auto st = ni->ep->transport->send(peer, h, {}, cookie, false);
+    if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
+    return PTL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frames from the transport
+
+namespace {
+RxState &rx_of(Endpoint &ep, transport::Link &link) {
+    if (!link.rx_state) {
+        ep.rx_states.push_back(std::make_unique<RxState>());
+        link.rx_state = ep.rx_states.back().get();
+    }
+    return *static_cast<RxState *>(link.rx_state);
+}
+} // namespace
+
+void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload) {
+    std::lock_guard g(mutex_);
+    RxState &rx = rx_of(ep, link);
+    const bool fault = h.flags & wire::kFlagSourceFault;
+    if (h.kind == wire::Kind::Data) {
+        if (!rx.active) {
+            if (NI *ni = ep.nis[0] ? ep.nis[0] : ep.nis[1]) ni->sr[PTL_SR_MALFORMED_MESSAGES].fetch_add(1);
+            return;
+        }
+        if (rx.h.kind == wire::Kind::Reply)
+            initiator_reply_data(rx, payload, h.frame_payload, fault);
+        else
+            target_data(ep, rx, payload, h.frame_payload, fault);
+        return;
+    }
+    if (rx.active) {
+        // A new message before the previous one's payload ended: the peer broke the protocol.
+        log_error("protocol error from %08x/%u: message interrupted; dropping it", link.peer.nid, link.peer.pid);
+        if (rx.entry) {
+            --rx.entry->busy;
+            --rx.ni->pts[rx.entry->pt_index].streams;
+        }
+        rx = RxState{};
+    }
+    switch (h.kind) {
+    case wire::Kind::Put:
+    case wire::Kind::Get:
+        target_request(ep, link, h, payload);
+        break;
+    case wire::Kind::Ack: {
+        Op *op = op_of(h.cookie);
+        if (op && op->peer == link.peer && op->kind == wire::Kind::Put)
+            complete_ack(h.cookie, &h, static_cast<ptl_ni_fail_t>(h.ni_fail));
+        break;
+    }
+    case wire::Kind::Reply: {
+        Op *op = op_of(h.cookie);
+        const bool ours = op && op->peer == link.peer && op->kind == wire::Kind::Get && op->await_reply &&
+                          h.length <= op->length && h.payload_total == (h.ni_fail == PTL_NI_OK ? h.length : 0);
+        rx = RxState{};
+        rx.h = h;
+        rx.cookie = ours ? h.cookie : 0;
+        if (!ours) {
+            // A reply nobody waits for (its MD went with its NI, or a confused peer): dropped.
+            if (NI *ni = ep.nis[h.ni_kind & 3]) ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
+        }
+        rx.active = true;
+        initiator_reply_data(rx, payload, h.frame_payload, fault);
+        break;
+    }
+    case wire::Kind::Data:
+        break;
+    }
+}
+
+void Engine::initiator_reply_data(RxState &rx, const std::byte *payload, size_t n, bool fault) {
+    Op *op = rx.cookie ? op_of(rx.cookie) : nullptr;
+    if (op && n > 0) {
+        const ptl_size_t room = rx.h.length > rx.received ? rx.h.length - rx.received : 0;
+        const size_t take = std::min<size_t>(n, room);
+        if (!copy_into(region_of(*op->md), op->local_offset + rx.received, payload, take)) rx.fail = PTL_NI_SEGV;
+    }
+    if (fault) rx.fail = PTL_NI_SEGV;
+    rx.received += n;
+    if (rx.received >= rx.h.payload_total) {
+        rx.active = false;
+        if (op) {
+            const ptl_ni_fail_t fail = rx.fail != PTL_NI_OK ? rx.fail : static_cast<ptl_ni_fail_t>(rx.h.ni_fail);
+            complete_reply(rx.cookie, &rx.h, fail);
+        }
+        rx = RxState{};
+    }
+}
+
+ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire::Kind kind, ptl_ni_fail_t fail,
+                                    ptl_size_t mlength, ptl_size_t offset, ptl_list_t list,
+                                    const transport::Gather &payload) {
+    wire::Header h{};
+    h.kind = kind;
+    h.ni_kind = req.ni_kind;
+    h.ni_fail = static_cast<uint8_t>(fail);
+    h.list = static_cast<uint8_t>(list);
+    h.pt_index = req.pt_index;
+    h.uid = my_uid();
+    h.src_nid = ep.transport->self().nid;
+    h.src_pid = ep.transport->self().pid;
+    h.length = mlength;
+    h.remote_offset = offset;
+    h.cookie = req.cookie;
+    auto st = ep.transport->send({req.src_nid, req.src_pid}, h, payload, 0, true);
+    if (st == transport::SendStatus::SourceFault) {
+        // The entry's memory could not be read: the reply says so instead of carrying data.
+        h.ni_fail = PTL_NI_SEGV;
+        h.length = 0;
+        ep.transport->send({req.src_nid, req.src_pid}, h, {}, 0, false);
+        return PTL_NI_SEGV;
+    }
+    return fail;
+}
+
+void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload) {
+    RxState &rx = rx_of(ep, link);
+    const bool is_put = h.kind == wire::Kind::Put;
+    const bool wants_ack = is_put && (h.flags & wire::kFlagWantAck);
+    NI *ni = ep.nis[h.ni_kind & 3];
+
+    // Every path below consumes the whole message, delivering it or discarding its payload.
+    auto discard = [&] {
+        rx = RxState{};
+        rx.h = h;
+        rx.active = true;
+        target_data(ep, rx, payload, h.frame_payload, false);
+    };
+    // Tells the initiator about a failure. OC acks count processing, not delivery (§3.15.1).
+    auto refuse = [&](ptl_ni_fail_t fail) {
+        if (wants_ack)
+            send_response(ep, h, wire::Kind::Ack, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset,
+                          PTL_PRIORITY_LIST, {});
+        else if (!is_put)
+            send_response(ep, h, wire::Kind::Reply, fail, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
+    };
+    // Dropped with no ack or reply (§2.8), but an OC ack still reports completed processing.
+    auto drop = [&] {
+        if (ni) ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
+        if (wants_ack && h.ack_req == PTL_OC_ACK_REQ)
+            send_response(ep, h, wire::Kind::Ack, PTL_NI_OK, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
+        discard();
+    };
+
+    if (!ni) {
+        log_debug("message for an NI kind %u that is not open; dropped", h.ni_kind);
+        discard();
+        return;
+    }
+    if (h.pt_index >= ni->pts.size() || !ni->pts[h.pt_index].allocated) {
+        drop();
+        return;
+    }
+    PT &pt = ni->pts[h.pt_index];
+    auto flow_control = [&](Entry *culprit) {
+        // Disable the PT, tell the target application (reserved slot), fail the message.
+        pt.enabled = false;
+        if (pt.eq && !(culprit && (culprit->d.options & PTL_LE_EVENT_FLOWCTRL_DISABLE))) {
+            ptl_event_t ev{};
+            ev.type = PTL_EVENT_PT_DISABLED;
+            ev.pt_index = h.pt_index;
+            ev.ni_fail_type = PTL_NI_PT_DISABLED;
+            push_event(pt.eq, ev);
+        }
+        ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
+        refuse(PTL_NI_PT_DISABLED);
+        discard();
+    };
+    if (!pt.enabled) {
+        ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
+        refuse(PTL_NI_PT_DISABLED);
+        discard();
+        return;
+    }
+
+    ptl_process_t initiator{};
+    if (ni->logical())
+        initiator.rank = h.src_rank;
+    else
+        initiator.phys = {h.src_nid, h.src_pid};
+
+    Entry *e = nullptr;
+    for (int l = 0; l < 2 && !e; ++l)
+        for (Entry *cand : pt.lists[l])
+            if (entry_matches(*ni, *cand, h.match_bits, initiator, h.src_rank, h.length, h.remote_offset)) {
+                e = cand;
+                break;
+            }
+    if (!e) {
+        if (pt.options & PTL_PT_FLOWCTRL)
+            flow_control(nullptr);
+        else
+            drop();
+        return;
+    }
+    // A matched entry that refuses the message ends the search (§3.12): no fall-through.
+    if (e->d.uid != PTL_UID_ANY && e->d.uid != h.uid) {
+        ni->sr[PTL_SR_PERMISSION_VIOLATIONS].fetch_add(1);
+        refuse(PTL_NI_PERM_VIOLATION);
+        discard();
+        return;
+    }
+    if (!(e->d.options & (is_put ? PTL_LE_OP_PUT : PTL_LE_OP_GET))) {
+        ni->sr[PTL_SR_OPERATION_VIOLATIONS].fetch_add(1);
+        refuse(PTL_NI_OP_VIOLATION);
+        discard();
+        return;
+    }
+    const bool keeps_header = e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE);
+    if (keeps_header && pt.unexpected.size() >= static_cast<size_t>(ni->limits.max_unexpected_headers)) {
+        if (pt.options & PTL_PT_FLOWCTRL)
+            flow_control(e);
+        else
+            drop();
+        return;
+    }
+    const bool full_event = pt.eq && !(e->d.options & (PTL_LE_EVENT_COMM_DISABLE | PTL_LE_EVENT_SUCCESS_DISABLE));
+    if ((pt.options & PTL_PT_FLOWCTRL) && full_event && !pt.eq->has_room()) {
+        flow_control(e);
+        return;
+    }
+
+    // Deliver.
+    const bool local = e->d.options & PTL_ME_MANAGE_LOCAL;
+    const ptl_size_t offset = local ? e->local_offset : h.remote_offset;
+    const ptl_size_t mlength = offset >= e->length ? 0 : std::min<ptl_size_t>(h.length, e->length - offset);
+    if (local) e->local_offset += mlength;
+    // Unlink conditions are decided now, so no later message matches a spent entry; the
+    // AUTO_UNLINK event follows the operation's own event.
+    const bool spent = (e->d.options & PTL_LE_USE_ONCE) ||
+                       (local && e->d.min_free && (e->local_offset > e->length || e->length - e->local_offset < e->d.min_free));
+    if (spent && e->linked) {
+        pt.lists[e->list].erase(e->pos);
+        e->linked = false;
+    }
+
+    if (is_put) {
+        rx = RxState{};
+        rx.active = true;
+        rx.h = h;
+        rx.ni = ni;
+        rx.entry = e;
+        rx.offset = offset;
+        rx.mlength = mlength;
+        ++e->busy;
+        ++pt.streams;
+        target_data(ep, rx, payload, h.frame_payload, h.flags & wire::kFlagSourceFault);
+        return;
+    }
+
+    // Get: the reply carries the entry's bytes.
+    const Region r = region_of(*e);
+    t_iov.clear();
+    gather(r, offset, mlength, t_iov);
+    const ptl_ni_fail_t fail = send_response(ep, h, wire::Kind::Reply, PTL_NI_OK, mlength, offset, e->list,
+                                             {t_iov.data(), static_cast<int>(t_iov.size()), mlength});
+    ptl_event_t ev{};
+    ev.start = address_at(r, offset);
+    ev.match_bits = h.match_bits;
+    ev.rlength = h.length;
+    ev.mlength = mlength;
+    ev.remote_offset = h.remote_offset;
+    ev.uid = h.uid;
+    ev.initiator = initiator;
+    ev.ptl_list = e->list;
+    ev.ni_fail_type = fail;
+    entry_event(e, PTL_EVENT_GET, ev);
+    entry_count(e, false, fail, mlength);
+    if (keeps_header) {
+        pt.unexpected.push_back({wire::Kind::Get, initiator, h.src_rank, h.uid, h.match_bits, 0, h.length, mlength,
+                                 h.remote_offset, ev.start, e, fail});
+        ++e->uh_refs;
+    }
+    if (spent) auto_unlink(e);
+}
+
+void Engine::target_data(Endpoint &ep, RxState &rx, const std::byte *payload, size_t n, bool fault) {
+    if (rx.entry && n > 0 && rx.received < rx.mlength) {
+        const size_t take = std::min<size_t>(n, rx.mlength - rx.received);
+        if (!copy_into(region_of(*rx.entry), rx.offset + rx.received, payload, take)) rx.fail = PTL_NI_SEGV;
+    }
+    if (fault && rx.entry) rx.fail = PTL_NI_SEGV; // the initiator could not read its own buffer
+    rx.received += n;
+    if (rx.received >= rx.h.payload_total) {
+        rx.active = false;
+        if (rx.entry) finish_put(ep, rx);
+        rx = RxState{};
+    }
+}
+
+void Engine::finish_put(Endpoint &ep, RxState &rx) {
+    Entry *e = rx.entry;
+    NI *ni = rx.ni;
+    PT &pt = ni->pts[e->pt_index];
+    --e->busy;
+    --pt.streams;
+    const wire::Header &h = rx.h;
+    ptl_process_t initiator{};
+    if (ni->logical())
+        initiator.rank = h.src_rank;
+    else
+        initiator.phys = {h.src_nid, h.src_pid};
+    ptl_event_t ev{};
+    ev.start = address_at(region_of(*e), rx.offset);
+    ev.hdr_data = h.hdr_data;
+    ev.match_bits = h.match_bits;
+    ev.rlength = h.length;
+    ev.mlength = rx.mlength;
+    ev.remote_offset = h.remote_offset;
+    ev.uid = h.uid;
+    ev.initiator = initiator;
+    ev.ptl_list = e->list;
+    ev.ni_fail_type = rx.fail;
+    entry_event(e, PTL_EVENT_PUT, ev);
+    entry_count(e, false, rx.fail, rx.mlength);
+    if (e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
+        pt.unexpected.push_back({wire::Kind::Put, initiator, h.src_rank, h.uid, h.match_bits, h.hdr_data, h.length,
+                                 rx.mlength, h.remote_offset, ev.start, e, rx.fail});
+        ++e->uh_refs;
+    }
+    if (h.flags & wire::kFlagWantAck)
+        send_response(ep, h, wire::Kind::Ack,
+                      h.ack_req == PTL_OC_ACK_REQ && rx.fail != PTL_NI_SEGV ? PTL_NI_OK : rx.fail, rx.mlength,
+                      rx.offset, e->list, {});
+    if (!e->linked && !e->auto_unlinked) auto_unlink(e);
+}
+
+void Engine::handle_link_failed(Endpoint &ep, transport::Link &link) {
+    std::lock_guard g(mutex_);
+    if (link.rx_state) {
+        RxState &rx = *static_cast<RxState *>(link.rx_state);
+        if (rx.active && rx.entry) {
+            --rx.entry->busy;
+            --rx.ni->pts[rx.entry->pt_index].streams;
+        }
+        rx = RxState{};
+    }
+    // Every operation still waiting on that peer ends now, with the failure reported.
+    for (size_t i = 0; i < ops_.size(); ++i) {
+        Op &op = ops_[i];
+        if (!op.in_use || !(op.peer == link.peer) || op.ni->ep != &ep) continue;
+        const uint64_t cookie = (uint64_t(op.gen) << 32) | i;
+        if (op.await_ack) complete_ack(cookie, nullptr, PTL_NI_UNDELIVERABLE);
+        if (op_of(cookie) && ops_[i].await_send) complete_send(cookie, PTL_NI_UNDELIVERABLE);
+        if (op_of(cookie) && ops_[i].await_reply) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
+    }
+    log_debug("link to %08x/%u closed", link.peer.nid, link.peer.pid);
+}
+
+void Engine::handle_send_complete(uint64_t token, bool ok, bool source_fault) {
+    if (token == 0) return;
+    std::lock_guard g(mutex_);
+    Op *op = op_of(token);
+    if (!op) return;
+    if (op->kind == wire::Kind::Get) {
+        if (!ok) complete_reply(token, nullptr, PTL_NI_UNDELIVERABLE);
+        return;
+    }
+    const ptl_ni_fail_t fail = !ok ? PTL_NI_UNDELIVERABLE : source_fault ? PTL_NI_SEGV : PTL_NI_OK;
+    if (!ok) log_debug("queued message abandoned");
+    if (!ok && op->await_ack) complete_ack(token, nullptr, fail);
+    complete_send(token, fail);
+}
+
+} // namespace portico::engine

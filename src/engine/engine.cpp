@@ -1,0 +1,196 @@
+#include "engine/engine.hpp"
+
+#include <climits>
+
+#include "bootstrap/pmi_client.hpp"
+#include "common/env.hpp"
+#include "common/futex.hpp"
+#include "common/guarded_copy.hpp"
+#include "common/log.hpp"
+
+namespace portico::engine {
+
+const Tunables &Tunables::get() {
+    static const Tunables t = [] {
+        Tunables v;
+        v.wait_spin_ns = env_u64("PORTICO_WAIT_SPIN_US", 20) * 1000;
+        v.progress_spin_ns = env_u64("PORTICO_PROGRESS_SPIN_US", 10) * 1000;
+        v.shm_ring_bytes = env_u64("PORTICO_SHM_RING_BYTES", 256 * 1024);
+        return v;
+    }();
+    return t;
+}
+
+ptl_ni_limits_t default_limits() {
+    ptl_ni_limits_t l{};
+    l.max_entries = static_cast<int>(env_u64("PORTICO_MAX_ENTRIES", 1 << 20));
+    l.max_unexpected_headers = static_cast<int>(env_u64("PORTICO_MAX_UNEXPECTED_HEADERS", 1 << 20));
+    l.max_mds = static_cast<int>(env_u64("PORTICO_MAX_MDS", 1 << 20));
+    l.max_cts = static_cast<int>(env_u64("PORTICO_MAX_CTS", 1 << 16));
+    l.max_eqs = static_cast<int>(env_u64("PORTICO_MAX_EQS", 1 << 12));
+    l.max_pt_index = static_cast<int>(env_u64("PORTICO_MAX_PT_INDEX", 255));
+    l.max_iovecs = static_cast<int>(env_u64("PORTICO_MAX_IOVECS", 1 << 16));
+    l.max_list_size = static_cast<int>(env_u64("PORTICO_MAX_LIST_SIZE", 1 << 20));
+    l.max_triggered_ops = 0; // triggered operations come with the Portals completion work
+    l.max_msg_size = PTL_SIZE_MAX;
+    l.max_atomic_size = 0;
+    l.max_fetch_atomic_size = 0;
+    // Messages are applied whole and in order per link, so any size keeps write-after-write order.
+    l.max_waw_ordered_size = PTL_SIZE_MAX;
+    l.max_war_ordered_size = PTL_SIZE_MAX;
+    l.max_volatile_size = env_u64("PORTICO_MAX_VOLATILE_SIZE", 64 * 1024);
+    l.features = PTL_TARGET_BIND_INACCESSIBLE | PTL_TOTAL_DATA_ORDERING;
+    return l;
+}
+
+Engine &Engine::instance() {
+    // Never destroyed: an application may call Portals from atexit handlers or other threads.
+    static Engine *e = new Engine;
+    return *e;
+}
+
+int Engine::init() {
+    std::lock_guard g(mutex_);
+    if (finalized_ && init_count_ == 0) return PTL_FAIL; // "cannot be called after the library has been finalized"
+    if (init_count_++ == 0) {
+        install_fault_guard();
+        aborted_ = false;
+    }
+    return PTL_OK;
+}
+
+void Engine::fini() {
+    std::vector<NI *> to_close;
+    {
+        std::lock_guard g(mutex_);
+        if (init_count_ == 0) return;
+        if (--init_count_ > 0) return;
+        nis_.for_each([&](NI *ni) { to_close.push_back(ni); });
+    }
+    for (NI *ni : to_close) {
+        // Drop every reference so the NI closes now.
+        std::unique_lock g(mutex_);
+        ni->refs = 1;
+        g.unlock();
+        ni_fini(ni->handle);
+    }
+    std::lock_guard g(mutex_);
+    finalized_ = true;
+    if (pmi_) {
+        try {
+            pmi_->finalize();
+        } catch (const std::exception &e) {
+            log_error("PMI finalize: %s", e.what());
+        }
+        pmi_.reset();
+    }
+    dead_eqs_.clear();
+    dead_cts_.clear();
+}
+
+void Engine::abort() {
+    aborted_.store(true, std::memory_order_release);
+    notify_waiters();
+}
+
+void Engine::notify_waiters() {
+    notify_seq_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(notify_seq_);
+}
+
+void Engine::start_progress(Endpoint &ep) {
+    ep.stop = false;
+    ep.progress_thread = std::thread([this, &ep] { progress_loop(ep); });
+}
+
+void Engine::stop_progress(Endpoint &ep) {
+    ep.stop = true;
+    ep.transport->interrupt();
+    if (ep.progress_thread.joinable()) ep.progress_thread.join();
+}
+
+void Engine::progress_loop(Endpoint &ep) {
+    const uint64_t spin_ns = Tunables::get().progress_spin_ns;
+    uint64_t idle_since = 0;
+    while (!ep.stop.load(std::memory_order_acquire)) {
+        if (ep.poll() > 0) {
+            idle_since = 0;
+            continue;
+        }
+        const uint64_t now = monotonic_ns();
+        if (idle_since == 0) idle_since = now;
+        if (now - idle_since < spin_ns) {
+            cpu_relax();
+            continue;
+        }
+        // Go to sleep. Peers ring our doorbell only while nobody polls on this side.
+        {
+            std::lock_guard g(ep.sleep_mutex);
+            ep.progress_sleeping = true;
+            if (ep.active_waiters == 0) {
+                ep.transport->arm_sleep();
+                ep.armed = true;
+            }
+        }
+        if (!ep.transport->has_pending() && !ep.stop.load()) ep.transport->wait(*ep.receiver, -1);
+        {
+            std::lock_guard g(ep.sleep_mutex);
+            ep.progress_sleeping = false;
+            if (ep.armed) {
+                ep.transport->disarm_sleep();
+                ep.armed = false;
+            }
+        }
+        idle_since = 0;
+    }
+}
+
+void EndpointReceiver::on_frame(transport::Link &link, const wire::Header &h, const std::byte *payload) {
+    engine_.handle_frame(ep_, link, h, payload);
+}
+void EndpointReceiver::on_link_failed(transport::Link &link) { engine_.handle_link_failed(ep_, link); }
+void EndpointReceiver::on_send_complete(uint64_t token, bool ok, bool source_fault) {
+    engine_.handle_send_complete(token, ok, source_fault);
+}
+
+int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self) {
+    // Caller holds the engine lock. The first logical NI of a job is a collective over the job:
+    // every rank publishes its physical id and reads everybody else's.
+    if (!pmi_checked_) {
+        pmi_checked_ = true;
+        try {
+            pmi_ = bootstrap::PmiClient::from_environment();
+        } catch (const std::exception &e) {
+            log_error("PMI: %s", e.what());
+            return PTL_FAIL;
+        }
+        if (!pmi_) return PTL_IGNORED;
+        try {
+            char value[64];
+            std::snprintf(value, sizeof value, "%x:%x", self.phys.nid, self.phys.pid);
+            pmi_->put("portico.phys." + std::to_string(pmi_->rank()), value);
+            pmi_->barrier();
+            job_map_.resize(static_cast<size_t>(pmi_->size()));
+            for (int r = 0; r < pmi_->size(); ++r) {
+                auto v = pmi_->get("portico.phys." + std::to_string(r));
+                unsigned nid = 0, pid = 0;
+                if (!v || std::sscanf(v->c_str(), "%x:%x", &nid, &pid) != 2) {
+                    log_error("PMI: rank %d published no physical id", r);
+                    return PTL_FAIL;
+                }
+                job_map_[static_cast<size_t>(r)].phys.nid = nid;
+                job_map_[static_cast<size_t>(r)].phys.pid = pid;
+            }
+            job_rank_ = static_cast<ptl_rank_t>(pmi_->rank());
+        } catch (const std::exception &e) {
+            log_error("PMI: %s", e.what());
+            return PTL_FAIL;
+        }
+    }
+    if (!pmi_) return PTL_IGNORED;
+    *map = job_map_;
+    *rank = job_rank_;
+    return PTL_OK;
+}
+
+} // namespace portico::engine

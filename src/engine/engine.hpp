@@ -1,0 +1,358 @@
+// The Portals engine: Portico's software "NIC".
+//
+// All object state (NIs, portal tables, MDs, list entries, unexpected headers, operations) is
+// guarded by one engine mutex, taken by API calls and by whichever thread handles incoming frames
+// (the endpoint's progress thread, or an application thread waiting in PtlEQWait/PtlCTWait that
+// polls the transport itself). EQ reads and CT values have their own synchronisation so that
+// polling them does not contend with message processing.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <portals4.h>
+
+#include "engine/handles.hpp"
+#include "transport/transport.hpp"
+
+namespace portico::bootstrap {
+class PmiClient;
+}
+
+namespace portico::engine {
+
+struct NI;
+struct Endpoint;
+struct Entry;
+
+struct EQ {
+    NI *ni = nullptr;
+    ptl_handle_eq_t handle = 0;
+    std::mutex mutex; // guards the ring (readers need no engine lock)
+    std::vector<ptl_event_t> ring;
+    size_t head = 0;   // next event to read
+    size_t count = 0;  // events waiting
+    size_t reserved = 0; // slots kept for PT_DISABLED of the FLOWCTRL PTs that use this EQ
+    bool dropped = false;
+    std::atomic<int> users{0}; // threads inside a wait on this EQ
+
+    // Room for an ordinary event without eating into the reserved slots.
+    bool has_room() {
+        std::lock_guard g(mutex);
+        return count + reserved < ring.size();
+    }
+};
+
+struct CT {
+    NI *ni = nullptr;
+    ptl_handle_ct_t handle = 0;
+    std::atomic<uint64_t> success{0};
+    std::atomic<uint64_t> failure{0};
+    std::atomic<int> users{0};
+};
+
+struct MD {
+    NI *ni = nullptr;
+    ptl_handle_md_t handle = 0;
+    ptl_md_t desc{};
+    std::vector<ptl_iovec_t> iov; // PTL_IOVEC: the caller's array, copied
+    ptl_size_t length = 0;        // bytes described
+    EQ *eq = nullptr;
+    CT *ct = nullptr;
+    int pending = 0; // operations whose SEND or REPLY has not been delivered
+    int refs = 0;    // operations that still refer to it (acks included)
+    bool released = false;
+};
+
+struct Unexpected {
+    wire::Kind kind;
+    ptl_process_t initiator;
+    uint32_t src_rank;
+    ptl_uid_t uid;
+    ptl_match_bits_t match_bits;
+    ptl_hdr_data_t hdr_data;
+    ptl_size_t rlength;
+    ptl_size_t mlength;
+    ptl_size_t remote_offset;
+    void *start;
+    Entry *entry; // the overflow entry holding the data
+    ptl_ni_fail_t fail;
+};
+
+struct PT {
+    bool allocated = false;
+    bool enabled = false;
+    unsigned options = 0;
+    EQ *eq = nullptr;
+    std::list<Entry *> lists[2]; // PTL_PRIORITY_LIST, PTL_OVERFLOW_LIST
+    std::list<Unexpected> unexpected;
+    int streams = 0; // messages partly received into entries of this PT
+};
+
+struct Entry {
+    NI *ni = nullptr;
+    ptl_handle_any_t handle = 0;
+    bool is_me = false;
+    ptl_pt_index_t pt_index = 0;
+    ptl_list_t list = PTL_PRIORITY_LIST;
+    ptl_me_t d{}; // an LE is kept as an ME that matches everything
+    std::vector<ptl_iovec_t> iov;
+    ptl_size_t length = 0; // bytes described
+    CT *ct = nullptr;
+    void *user_ptr = nullptr;
+    ptl_size_t local_offset = 0;
+    bool linked = false;
+    std::list<Entry *>::iterator pos;
+    int busy = 0;          // messages partly received into it
+    int uh_refs = 0;       // unexpected headers whose data lives in it
+    bool auto_unlinked = false; // unlinked by the engine; the handle answers IN_USE until retired
+    bool free_pending = false;  // AUTO_FREE owed once uh_refs drops to 0
+};
+
+// An operation started by this process and not yet complete.
+struct Op {
+    uint32_t gen = 1;
+    bool in_use = false;
+    wire::Kind kind = wire::Kind::Put;
+    MD *md = nullptr;
+    NI *ni = nullptr;
+    void *user_ptr = nullptr;
+    ptl_ack_req_t ack_req = PTL_NO_ACK_REQ;
+    ptl_size_t local_offset = 0;
+    ptl_size_t length = 0;
+    transport::PeerId peer;
+    bool await_send = false;
+    bool await_ack = false;
+    bool await_reply = false;
+};
+
+// A message partly received on one link (its payload spans several frames).
+struct RxState {
+    bool active = false;
+    wire::Header h{};
+    ptl_size_t received = 0;
+    // Put at the target
+    NI *ni = nullptr;
+    Entry *entry = nullptr;
+    ptl_size_t offset = 0;
+    ptl_size_t mlength = 0;
+    ptl_ni_fail_t fail = PTL_NI_OK;
+    // Reply at the initiator
+    uint64_t cookie = 0;
+};
+
+struct NI {
+    Endpoint *ep = nullptr;
+    ptl_handle_ni_t handle = 0;
+    unsigned options = 0;
+    int kind = 0; // wire::kNiMatching | wire::kNiLogical
+    int refs = 0;
+    ptl_ni_limits_t limits{};
+    std::vector<PT> pts;
+    std::atomic<int64_t> sr[PTL_SR_LAST] = {};
+    std::vector<ptl_process_t> map; // logical NIs: rank -> physical id
+    bool map_static = false;        // supplied by the launcher; PtlSetMap answers IGNORED
+    ptl_rank_t rank = 0;
+    int n_mds = 0, n_eqs = 0, n_cts = 0, n_entries = 0;
+    std::vector<Entry *> retired; // auto-unlinked entries whose handles stay valid until the next append
+
+    bool matching() const { return kind & wire::kNiMatching; }
+    bool logical() const { return kind & wire::kNiLogical; }
+};
+
+struct Endpoint;
+
+class Engine;
+
+class EndpointReceiver final : public transport::Receiver {
+public:
+    EndpointReceiver(Engine &e, Endpoint &ep) : engine_(e), ep_(ep) {}
+    void on_frame(transport::Link &link, const wire::Header &h, const std::byte *payload) override;
+    void on_link_failed(transport::Link &link) override;
+    void on_send_complete(uint64_t token, bool ok, bool source_fault) override;
+
+private:
+    Engine &engine_;
+    Endpoint &ep_;
+};
+
+struct Endpoint {
+    ptl_interface_t iface = 0;
+    std::unique_ptr<transport::Transport> transport;
+    std::unique_ptr<EndpointReceiver> receiver;
+    NI *nis[4] = {nullptr, nullptr, nullptr, nullptr};
+    int open_nis = 0;
+    std::vector<std::unique_ptr<RxState>> rx_states;
+
+    // Background progress, and the handshake that lets waiting threads poll instead of it.
+    std::thread progress_thread;
+    std::atomic<bool> stop{false};
+    std::mutex sleep_mutex;
+    int active_waiters = 0;        // threads polling in a wait (guarded by sleep_mutex)
+    bool progress_sleeping = false; // progress thread in wait() (guarded by sleep_mutex)
+    bool armed = false;             // peers have been told to wake us (guarded by sleep_mutex)
+
+    int poll() { return transport->poll(*receiver); }
+};
+
+class Engine {
+public:
+    static Engine &instance();
+
+    // ---- library (engine.cpp)
+    int init();
+    void fini();
+    void abort();
+    bool initialized() const { return init_count_.load(std::memory_order_acquire) > 0; }
+
+    // ---- NI and portal table (ni.cpp)
+    int ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, const ptl_ni_limits_t *desired,
+                ptl_ni_limits_t *actual, ptl_handle_ni_t *out);
+    int ni_fini(ptl_handle_ni_t h);
+    int ni_status(ptl_handle_ni_t h, ptl_sr_index_t reg, ptl_sr_value_t *status);
+    int ni_handle(ptl_handle_any_t h, ptl_handle_ni_t *out);
+    int set_map(ptl_handle_ni_t h, ptl_size_t n, const ptl_process_t *map);
+    int get_map(ptl_handle_ni_t h, ptl_size_t n, ptl_process_t *map, ptl_size_t *actual);
+    int get_uid(ptl_handle_ni_t h, ptl_uid_t *uid);
+    int get_id(ptl_handle_ni_t h, ptl_process_t *id);
+    int get_phys_id(ptl_handle_ni_t h, ptl_process_t *id);
+    int pt_alloc(ptl_handle_ni_t h, unsigned options, ptl_handle_eq_t eq, ptl_pt_index_t req, ptl_pt_index_t *out);
+    int pt_free(ptl_handle_ni_t h, ptl_pt_index_t idx);
+    int pt_disable(ptl_handle_ni_t h, ptl_pt_index_t idx);
+    int pt_enable(ptl_handle_ni_t h, ptl_pt_index_t idx);
+
+    // ---- MDs (md.cpp)
+    int md_bind(ptl_handle_ni_t h, const ptl_md_t *md, ptl_handle_md_t *out);
+    int md_release(ptl_handle_md_t h);
+
+    // ---- list entries (list_entry.cpp)
+    int append(ptl_handle_ni_t h, ptl_pt_index_t pt, const ptl_me_t &me, bool is_me, ptl_list_t list,
+               void *user_ptr, ptl_handle_any_t *out);
+    int unlink(ptl_handle_any_t h, bool is_me);
+    int search(ptl_handle_ni_t h, ptl_pt_index_t pt, const ptl_me_t &me, bool is_me, ptl_search_op_t op,
+               void *user_ptr);
+
+    // ---- EQs and CTs (eq.cpp, ct.cpp)
+    int eq_alloc(ptl_handle_ni_t h, ptl_size_t count, ptl_handle_eq_t *out);
+    int eq_free(ptl_handle_eq_t h);
+    int eq_get(ptl_handle_eq_t h, ptl_event_t *ev);
+    int eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which);
+    int ct_alloc(ptl_handle_ni_t h, ptl_handle_ct_t *out);
+    int ct_free(ptl_handle_ct_t h);
+    int ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev);
+    int ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout,
+                ptl_ct_event_t *ev, unsigned *which);
+    int ct_set(ptl_handle_ct_t h, ptl_ct_event_t v);
+    int ct_inc(ptl_handle_ct_t h, ptl_ct_event_t v);
+
+    // ---- data movement (data_movement.cpp)
+    int put(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+            ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+            void *user_ptr, ptl_hdr_data_t hdr_data);
+    int get(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
+            ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr);
+
+    // ---- called by the transport receiver (data_movement.cpp)
+    void handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
+    void handle_link_failed(Endpoint &ep, transport::Link &link);
+    void handle_send_complete(uint64_t token, bool ok, bool source_fault);
+
+private:
+    friend class EndpointReceiver;
+
+    // engine.cpp: progress and waiting
+    void start_progress(Endpoint &ep);
+    void stop_progress(Endpoint &ep);
+    void progress_loop(Endpoint &ep);
+    // Waits until ready() (called without the engine lock) holds, polling `ep` for a bounded time
+    // and then sleeping. Returns PTL_OK, PTL_ABORTED, or PTL_EQ_EMPTY/PTL_CT_NONE_REACHED on timeout.
+    template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready);
+    void notify_waiters();
+
+    // ni.cpp
+    NI *ni_of(ptl_handle_ni_t h) const { return nis_.lookup(ObjType::NI, h); }
+    int fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self);
+    bool resolve_target(NI *ni, ptl_process_t target, transport::PeerId *peer);
+    void destroy_ni(NI *ni);
+
+    // eq.cpp / ct.cpp (engine lock held by callers that produce events)
+    void push_event(EQ *eq, const ptl_event_t &ev);
+    void ct_add(CT *ct, uint64_t success, uint64_t failure);
+    EQ *eq_of(ptl_handle_eq_t h) const { return eqs_.lookup(ObjType::EQ, h); }
+    CT *ct_of(ptl_handle_ct_t h) const { return cts_.lookup(ObjType::CT, h); }
+
+    // list_entry.cpp
+    bool entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, ptl_process_t initiator, uint32_t src_rank,
+                       ptl_size_t rlength, ptl_size_t remote_offset) const;
+    void auto_unlink(Entry *e);
+    void release_header(Unexpected &u);
+    void retire_entries(NI *ni);
+    void destroy_entry(Entry *e);
+    void entry_event(Entry *e, ptl_event_kind_t type, const ptl_event_t &base);
+    void entry_count(Entry *e, bool overflow_kind, ptl_ni_fail_t fail, ptl_size_t mlength);
+    int consume_unexpected(NI *ni, PT &pt, Entry *e, bool searching, ptl_search_op_t op, bool *linked);
+
+    // data_movement.cpp
+    uint64_t alloc_op();
+    Op *op_of(uint64_t cookie);
+    void free_op_if_done(uint64_t cookie);
+    void complete_send(uint64_t cookie, ptl_ni_fail_t fail);
+    void complete_ack(uint64_t cookie, const wire::Header *h, ptl_ni_fail_t fail);
+    void complete_reply(uint64_t cookie, const wire::Header *h, ptl_ni_fail_t fail);
+    void md_event(MD *md, ptl_event_kind_t type, void *user_ptr, ptl_ni_fail_t fail, ptl_size_t mlength,
+                  ptl_size_t remote_offset, ptl_list_t list);
+    void md_release_ref(MD *md);
+    void target_request(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
+    void target_data(Endpoint &ep, RxState &rx, const std::byte *payload, size_t n, bool fault);
+    void finish_put(Endpoint &ep, RxState &rx);
+    // Sends an Ack or Reply; returns PTL_NI_SEGV if the payload could not be read (sent without it).
+    ptl_ni_fail_t send_response(Endpoint &ep, const wire::Header &req, wire::Kind kind, ptl_ni_fail_t fail,
+                                ptl_size_t mlength, ptl_size_t offset, ptl_list_t list,
+                                const transport::Gather &payload);
+    void initiator_reply_data(RxState &rx, const std::byte *payload, size_t n, bool fault);
+
+    std::mutex mutex_; // the engine lock
+    std::atomic<int> init_count_{0};
+    bool finalized_ = false;
+    std::atomic<bool> aborted_{false};
+
+    HandleTable<NI> nis_;
+    HandleTable<MD> mds_;
+    HandleTable<Entry> entries_;
+    HandleTable<EQ> eqs_;
+    HandleTable<CT> cts_;
+    std::vector<std::unique_ptr<Endpoint>> endpoints_;
+    std::vector<Op> ops_;
+    std::vector<uint32_t> free_ops_;
+
+    // Every sleeping waiter (EQ or CT) sleeps on this word; any event or count bumps it.
+    std::atomic<uint32_t> notify_seq_{0};
+    std::atomic<int> sleepers_{0};
+
+    std::unique_ptr<bootstrap::PmiClient> pmi_;
+    bool pmi_checked_ = false;
+    std::vector<ptl_process_t> job_map_;
+    ptl_rank_t job_rank_ = 0;
+
+    // Objects freed while another thread may still be inside a wait on them; deleted at PtlFini.
+    std::vector<std::unique_ptr<EQ>> dead_eqs_;
+    std::vector<std::unique_ptr<CT>> dead_cts_;
+};
+
+// Tunables (see portico-info)
+struct Tunables {
+    uint64_t wait_spin_ns;
+    uint64_t progress_spin_ns;
+    size_t shm_ring_bytes;
+    static const Tunables &get();
+};
+
+ptl_ni_limits_t default_limits();
+
+} // namespace portico::engine

@@ -1,0 +1,118 @@
+// Event queues (spec §3.13).
+#include "engine/wait.hpp"
+
+namespace portico::engine {
+
+int Engine::eq_alloc(ptl_handle_ni_t h, ptl_size_t count, ptl_handle_eq_t *out) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || !out || count == 0) return PTL_ARG_INVALID;
+    if (ni->n_eqs >= ni->limits.max_eqs || count > (1u << 26)) return PTL_NO_SPACE;
+    auto *eq = new EQ;
+    eq->ni = ni;
+    eq->ring.resize(count);
+    eq->handle = eqs_.insert(ObjType::EQ, eq);
+    ++ni->n_eqs;
+    *out = eq->handle;
+    return PTL_OK;
+}
+
+int Engine::eq_free(ptl_handle_eq_t h) {
+    std::lock_guard g(mutex_);
+    EQ *eq = eq_of(h);
+    if (!eq) return PTL_ARG_INVALID;
+    // PTs and MDs that still name the EQ stop producing full events into it.
+    for (PT &pt : eq->ni->pts)
+        if (pt.eq == eq) pt.eq = nullptr;
+    mds_.for_each([&](MD *m) {
+        if (m->eq == eq) m->eq = nullptr;
+    });
+    eqs_.remove(h);
+    --eq->ni->n_eqs;
+    if (eq->users.load() > 0) {
+        dead_eqs_.emplace_back(eq); // a waiter is still inside; it leaves when woken
+        notify_waiters();
+    } else {
+        delete eq;
+    }
+    return PTL_OK;
+}
+
+void Engine::push_event(EQ *eq, const ptl_event_t &ev) {
+    {
+        std::lock_guard q(eq->mutex);
+        const size_t cap = eq->ring.size();
+        const bool reserved_use = ev.type == PTL_EVENT_PT_DISABLED;
+        if (eq->count + (reserved_use ? 0 : eq->reserved) >= cap) {
+            // Full: the oldest event is lost and the reader is told so (PTL_EQ_DROPPED).
+            eq->head = (eq->head + 1) % cap;
+            --eq->count;
+            eq->dropped = true;
+        }
+        eq->ring[(eq->head + eq->count) % cap] = ev;
+        ++eq->count;
+    }
+    notify_waiters();
+}
+
+namespace {
+int take_event(EQ *eq, ptl_event_t *ev) {
+    std::lock_guard q(eq->mutex);
+    if (eq->count == 0) return PTL_EQ_EMPTY;
+    *ev = eq->ring[eq->head];
+    eq->head = (eq->head + 1) % eq->ring.size();
+    --eq->count;
+    if (eq->dropped) {
+        eq->dropped = false;
+        return PTL_EQ_DROPPED;
+    }
+    return PTL_OK;
+}
+} // namespace
+
+int Engine::eq_get(ptl_handle_eq_t h, ptl_event_t *ev) {
+    EQ *eq;
+    {
+        std::lock_guard g(mutex_);
+        eq = eq_of(h);
+        if (!eq || !ev) return PTL_ARG_INVALID;
+        eq->users.fetch_add(1);
+    }
+    int rc = take_event(eq, ev);
+    eq->users.fetch_sub(1);
+    return rc;
+}
+
+int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which) {
+    if (!hs || n == 0 || !ev) return PTL_ARG_INVALID;
+    std::vector<EQ *> eqs(n);
+    Endpoint *ep = nullptr;
+    {
+        std::lock_guard g(mutex_);
+        for (unsigned i = 0; i < n; ++i) {
+            eqs[i] = eq_of(hs[i]);
+            if (!eqs[i]) return PTL_ARG_INVALID;
+            if (ep && eqs[i]->ni->ep != ep) return PTL_ARG_INVALID; // one physical interface
+            ep = eqs[i]->ni->ep;
+        }
+        for (EQ *q : eqs) q->users.fetch_add(1);
+    }
+    int result = PTL_EQ_EMPTY;
+    auto ready = [&] {
+        for (unsigned i = 0; i < n; ++i) {
+            // The first EQ of the array that has an event wins.
+            int rc = take_event(eqs[i], ev);
+            if (rc != PTL_EQ_EMPTY) {
+                result = rc;
+                if (which) *which = i;
+                return true;
+            }
+        }
+        return false;
+    };
+    int rc = wait_for(ep, timeout, PTL_EQ_EMPTY, ready);
+    for (EQ *q : eqs) q->users.fetch_sub(1);
+    return rc == PTL_OK ? result : rc;
+}
+
+} // namespace portico::engine

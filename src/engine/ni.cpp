@@ -1,0 +1,397 @@
+// Network interfaces, ids, the rank map and the portal table (spec §3.6–3.9).
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <system_error>
+#include <unistd.h>
+
+#include "common/env.hpp"
+#include "common/log.hpp"
+#include "engine/engine.hpp"
+#include "transport/shm/shm_transport.hpp"
+
+namespace portico::engine {
+
+namespace {
+
+// The nid names the machine: its IPv4 address (PORTICO_NID overrides, PORTICO_IFACE picks the
+// network interface), so that peers on other machines (TCP) and on this one (shared memory) are
+// told apart by nid alone.
+uint32_t local_nid() {
+    const std::string forced = env_str("PORTICO_NID");
+    if (!forced.empty()) return static_cast<uint32_t>(std::strtoul(forced.c_str(), nullptr, 0));
+    const std::string want = env_str("PORTICO_IFACE");
+    uint32_t nid = 0x7f000001;
+    ifaddrs *list = nullptr;
+    if (getifaddrs(&list) == 0) {
+        for (ifaddrs *i = list; i; i = i->ifa_next) {
+            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+            if (!want.empty() ? want != i->ifa_name : (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
+            nid = ntohl(reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr);
+            break;
+        }
+        freeifaddrs(list);
+    }
+    return nid;
+}
+
+template <class T> void take_smaller(T &ours, T desired) {
+    if (desired > 0 && desired < ours) ours = desired;
+}
+
+} // namespace
+
+int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, const ptl_ni_limits_t *desired,
+                    ptl_ni_limits_t *actual, ptl_handle_ni_t *out) {
+    const unsigned match = options & (PTL_NI_MATCHING | PTL_NI_NO_MATCHING);
+    const unsigned addr = options & (PTL_NI_LOGICAL | PTL_NI_PHYSICAL);
+    if (!out || (options & ~(PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL)) ||
+        (match != PTL_NI_MATCHING && match != PTL_NI_NO_MATCHING) || (addr != PTL_NI_LOGICAL && addr != PTL_NI_PHYSICAL))
+        return PTL_ARG_INVALID;
+    if (iface != PTL_IFACE_DEFAULT && iface != 0) return PTL_ARG_INVALID;
+    if (pid != PTL_PID_ANY && pid >= PTL_PID_MAX) return PTL_ARG_INVALID;
+    const int kind = (match == PTL_NI_MATCHING ? wire::kNiMatching : 0) | (addr == PTL_NI_LOGICAL ? wire::kNiLogical : 0);
+
+    std::unique_lock g(mutex_);
+    Endpoint *ep = endpoints_.empty() ? nullptr : endpoints_.front().get();
+    if (ep && ep->nis[kind]) {
+        NI *ni = ep->nis[kind];
+        ++ni->refs; // repeated PtlNIInit: same handle and limits, pid ignored
+        if (actual) *actual = ni->limits;
+        *out = ni->handle;
+        return PTL_OK;
+    }
+    if (ep && pid != PTL_PID_ANY && pid != ep->transport->self().pid) return PTL_PID_IN_USE;
+    bool new_endpoint = false;
+    if (!ep) {
+        auto e = std::make_unique<Endpoint>();
+        transport::shm::ShmConfig cfg;
+        cfg.ring_bytes = Tunables::get().shm_ring_bytes;
+        cfg.max_links = env_u64("PORTICO_SHM_MAX_LINKS", 4096);
+        try {
+            e->transport = std::make_unique<transport::shm::ShmTransport>(local_nid(), pid == PTL_PID_ANY ? UINT32_MAX : pid, cfg);
+        } catch (const std::system_error &err) {
+            if (err.code().value() == EADDRINUSE) return PTL_PID_IN_USE;
+            log_error("cannot open the network interface: %s", err.what());
+            return PTL_NO_SPACE;
+        } catch (const std::exception &err) {
+            log_error("cannot open the network interface: %s", err.what());
+            return PTL_ARG_INVALID;
+        }
+        e->receiver = std::make_unique<EndpointReceiver>(*this, *e);
+        ep = e.get();
+        endpoints_.push_back(std::move(e));
+        new_endpoint = true;
+    }
+
+    auto ni = std::make_unique<NI>();
+    ni->ep = ep;
+    ni->options = options;
+    ni->kind = kind;
+    ni->refs = 1;
+    ptl_ni_limits_t lim = default_limits();
+    if (desired) {
+        take_smaller(lim.max_entries, desired->max_entries);
+        take_smaller(lim.max_unexpected_headers, desired->max_unexpected_headers);
+        take_smaller(lim.max_mds, desired->max_mds);
+        take_smaller(lim.max_cts, desired->max_cts);
+        take_smaller(lim.max_eqs, desired->max_eqs);
+        take_smaller(lim.max_iovecs, desired->max_iovecs);
+        take_smaller(lim.max_list_size, desired->max_list_size);
+        take_smaller(lim.max_msg_size, desired->max_msg_size);
+        take_smaller(lim.max_volatile_size, desired->max_volatile_size);
+        // The portal table never shrinks below the spec's minimum of 250 entries.
+        if (desired->max_pt_index >= 249) take_smaller(lim.max_pt_index, desired->max_pt_index);
+    }
+    ni->limits = lim;
+    ni->pts.resize(static_cast<size_t>(lim.max_pt_index) + 1);
+
+    if (ni->logical()) {
+        ptl_process_t self{};
+        self.phys.nid = ep->transport->self().nid;
+        self.phys.pid = ep->transport->self().pid;
+        int rc = fetch_job_map(&ni->map, &ni->rank, self);
+        if (rc == PTL_OK) {
+            ni->map_static = true;
+        } else if (rc != PTL_IGNORED) {
+            if (new_endpoint && ep->open_nis == 0) endpoints_.clear();
+            return PTL_FAIL;
+        }
+    }
+
+    NI *raw = ni.release();
+    raw->handle = nis_.insert(ObjType::NI, raw);
+    ep->nis[kind] = raw;
+    ++ep->open_nis;
+    if (actual) *actual = raw->limits;
+    *out = raw->handle;
+    if (new_endpoint) start_progress(*ep);
+    return PTL_OK;
+}
+
+void Engine::destroy_ni(NI *ni) {
+    // Caller holds the engine lock. Everything allocated on the NI goes with it.
+    for (PT &pt : ni->pts) {
+        for (auto &l : pt.lists)
+            for (Entry *e : l) {
+                entries_.remove(e->handle);
+                delete e;
+            }
+        pt.unexpected.clear();
+    }
+    for (Entry *e : ni->retired) {
+        entries_.remove(e->handle);
+        delete e;
+    }
+    std::vector<Entry *> orphans;
+    entries_.for_each([&](Entry *e) {
+        if (e->ni == ni) orphans.push_back(e);
+    });
+    for (Entry *e : orphans) {
+        entries_.remove(e->handle);
+        delete e;
+    }
+    for (Op &op : ops_)
+        if (op.in_use && op.ni == ni) {
+            op.in_use = false;
+            op.gen++;
+            free_ops_.push_back(static_cast<uint32_t>(&op - ops_.data()));
+        }
+    std::vector<MD *> mds;
+    mds_.for_each([&](MD *m) {
+        if (m->ni == ni) mds.push_back(m);
+    });
+    for (MD *m : mds) {
+        mds_.remove(m->handle);
+        delete m;
+    }
+    std::vector<EQ *> eqs;
+    eqs_.for_each([&](EQ *q) {
+        if (q->ni == ni) eqs.push_back(q);
+    });
+    for (EQ *q : eqs) {
+        eqs_.remove(q->handle);
+        dead_eqs_.emplace_back(q); // a thread may still be inside PtlEQWait on it
+    }
+    std::vector<CT *> cts;
+    cts_.for_each([&](CT *c) {
+        if (c->ni == ni) cts.push_back(c);
+    });
+    for (CT *c : cts) {
+        cts_.remove(c->handle);
+        dead_cts_.emplace_back(c);
+    }
+    nis_.remove(ni->handle);
+    ni->ep->nis[ni->kind] = nullptr;
+    --ni->ep->open_nis;
+    delete ni;
+}
+
+int Engine::ni_fini(ptl_handle_ni_t h) {
+    std::unique_lock g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni) return PTL_ARG_INVALID;
+    if (--ni->refs > 0) return PTL_OK;
+    Endpoint *ep = ni->ep;
+    destroy_ni(ni);
+    notify_waiters();
+    if (ep->open_nis > 0) return PTL_OK;
+    // Last NI on the interface: deliver what is still queued, then close the endpoint.
+    std::unique_ptr<Endpoint> owned;
+    for (auto it = endpoints_.begin(); it != endpoints_.end(); ++it)
+        if (it->get() == ep) {
+            owned = std::move(*it);
+            endpoints_.erase(it);
+            break;
+        }
+    g.unlock();
+    stop_progress(*owned);
+    if (auto *shm = dynamic_cast<transport::shm::ShmTransport *>(owned->transport.get()))
+        shm->flush(*owned->receiver, 10000);
+    owned.reset();
+    return PTL_OK;
+}
+
+int Engine::ni_status(ptl_handle_ni_t h, ptl_sr_index_t reg, ptl_sr_value_t *status) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || !status || reg < 0 || reg >= PTL_SR_LAST) return PTL_ARG_INVALID;
+    if (reg == PTL_SR_MALFORMED_MESSAGES)
+        *status = static_cast<ptl_sr_value_t>(ni->ep->transport->malformed_frames()) + ni->sr[reg].load();
+    else
+        *status = ni->sr[reg].load();
+    return PTL_OK;
+}
+
+int Engine::ni_handle(ptl_handle_any_t h, ptl_handle_ni_t *out) {
+    std::lock_guard g(mutex_);
+    if (!out) return PTL_ARG_INVALID;
+    NI *ni = nullptr;
+    switch (handle_type(h)) {
+    case ObjType::NI: ni = ni_of(h); break;
+    case ObjType::MD: if (MD *m = mds_.lookup(ObjType::MD, h)) ni = m->ni; break;
+    case ObjType::LE: if (Entry *e = entries_.lookup(ObjType::LE, h)) ni = e->ni; break;
+    case ObjType::ME: if (Entry *e = entries_.lookup(ObjType::ME, h)) ni = e->ni; break;
+    case ObjType::EQ: if (EQ *q = eq_of(h)) ni = q->ni; break;
+    case ObjType::CT: if (CT *c = ct_of(h)) ni = c->ni; break;
+    }
+    if (!ni) return PTL_ARG_INVALID;
+    *out = ni->handle;
+    return PTL_OK;
+}
+
+int Engine::set_map(ptl_handle_ni_t h, ptl_size_t n, const ptl_process_t *map) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || !ni->logical() || n == 0 || !map) return PTL_ARG_INVALID;
+    if (ni->map_static) return PTL_IGNORED;
+    if (n > (1u << 24)) return PTL_NO_SPACE;
+    const transport::PeerId self = ni->ep->transport->self();
+    auto apply = [&](NI *target) {
+        target->map.assign(map, map + n);
+        target->rank = PTL_RANK_ANY;
+        for (ptl_size_t r = 0; r < n; ++r)
+            if (map[r].phys.nid == self.nid && map[r].phys.pid == self.pid) {
+                target->rank = static_cast<ptl_rank_t>(r);
+                break;
+            }
+    };
+    apply(ni);
+    // The sibling logical NI (other matching mode) shares the physical interface and so the map.
+    NI *sibling = ni->ep->nis[ni->kind ^ wire::kNiMatching];
+    if (sibling && sibling->map.empty()) apply(sibling);
+    return PTL_OK;
+}
+
+int Engine::get_map(ptl_handle_ni_t h, ptl_size_t n, ptl_process_t *map, ptl_size_t *actual) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || !actual || (n > 0 && !map)) return PTL_ARG_INVALID;
+    if (ni->map.empty()) return PTL_IGNORED;
+    *actual = ni->map.size();
+    std::copy_n(ni->map.begin(), std::min<size_t>(n, ni->map.size()), map);
+    return PTL_OK;
+}
+
+int Engine::get_uid(ptl_handle_ni_t h, ptl_uid_t *uid) {
+    std::lock_guard g(mutex_);
+    if (!ni_of(h) || !uid) return PTL_ARG_INVALID;
+    *uid = static_cast<ptl_uid_t>(getuid());
+    return PTL_OK;
+}
+
+int Engine::get_id(ptl_handle_ni_t h, ptl_process_t *id) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || !id) return PTL_ARG_INVALID;
+    if (ni->logical()) {
+        if (ni->map.empty()) return PTL_ARG_INVALID; // no rank until a map is set
+        id->rank = ni->rank;
+    } else {
+        id->phys.nid = ni->ep->transport->self().nid;
+        id->phys.pid = ni->ep->transport->self().pid;
+    }
+    return PTL_OK;
+}
+
+int Engine::get_phys_id(ptl_handle_ni_t h, ptl_process_t *id) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || !id) return PTL_ARG_INVALID;
+    id->phys.nid = ni->ep->transport->self().nid;
+    id->phys.pid = ni->ep->transport->self().pid;
+    return PTL_OK;
+}
+
+bool Engine::resolve_target(NI *ni, ptl_process_t target, transport::PeerId *peer) {
+    if (ni->logical()) {
+        if (target.rank >= ni->map.size()) return false;
+        const ptl_process_t &p = ni->map[target.rank];
+        *peer = {p.phys.nid, p.phys.pid};
+    } else {
+        if (target.phys.nid == PTL_NID_ANY || target.phys.pid == PTL_PID_ANY) return false;
+        *peer = {target.phys.nid, target.phys.pid};
+    }
+    return true;
+}
+
+int Engine::pt_alloc(ptl_handle_ni_t h, unsigned options, ptl_handle_eq_t eqh, ptl_pt_index_t req, ptl_pt_index_t *out) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || !out ||
+        (options & ~(PTL_PT_ONLY_USE_ONCE | PTL_PT_ONLY_TRUNCATE | PTL_PT_FLOWCTRL | PTL_PT_ALLOC_DISABLED)))
+        return PTL_ARG_INVALID;
+    EQ *eq = nullptr;
+    if (eqh != PTL_EQ_NONE) {
+        eq = eq_of(eqh);
+        if (!eq || eq->ni != ni) return PTL_ARG_INVALID;
+    }
+    if ((options & PTL_PT_FLOWCTRL) && !eq) return PTL_PT_EQ_NEEDED;
+    ptl_pt_index_t idx;
+    if (req == PTL_PT_ANY) {
+        auto it = std::find_if(ni->pts.begin(), ni->pts.end(), [](const PT &p) { return !p.allocated; });
+        if (it == ni->pts.end()) return PTL_PT_FULL;
+        idx = static_cast<ptl_pt_index_t>(it - ni->pts.begin());
+    } else {
+        if (req >= ni->pts.size()) return PTL_ARG_INVALID;
+        if (ni->pts[req].allocated) return PTL_PT_IN_USE;
+        idx = req;
+    }
+    PT &pt = ni->pts[idx];
+    pt.allocated = true;
+    pt.options = options;
+    pt.eq = eq;
+    pt.enabled = !(options & PTL_PT_ALLOC_DISABLED);
+    if ((options & PTL_PT_FLOWCTRL) && eq) {
+        // One slot per flow-controlled PT stays free for its PT_DISABLED event.
+        std::lock_guard q(eq->mutex);
+        std::vector<ptl_event_t> grown(eq->ring.size() + 1);
+        for (size_t i = 0; i < eq->count; ++i) grown[i] = eq->ring[(eq->head + i) % eq->ring.size()];
+        eq->ring.swap(grown);
+        eq->head = 0;
+        ++eq->reserved;
+    }
+    *out = idx;
+    return PTL_OK;
+}
+
+int Engine::pt_free(ptl_handle_ni_t h, ptl_pt_index_t idx) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || idx >= ni->pts.size() || !ni->pts[idx].allocated) return PTL_ARG_INVALID;
+    PT &pt = ni->pts[idx];
+    if (!pt.lists[0].empty() || !pt.lists[1].empty() || !pt.unexpected.empty() || pt.streams > 0) return PTL_PT_IN_USE;
+    if ((pt.options & PTL_PT_FLOWCTRL) && pt.eq) {
+        std::lock_guard q(pt.eq->mutex);
+        --pt.eq->reserved; // the ring keeps its size; the slot simply becomes ordinary room
+    }
+    pt = PT{};
+    return PTL_OK;
+}
+
+int Engine::pt_disable(ptl_handle_ni_t h, ptl_pt_index_t idx) {
+    std::unique_lock g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || idx >= ni->pts.size() || !ni->pts[idx].allocated) return PTL_ARG_INVALID;
+    ni->pts[idx].enabled = false;
+    // Messages already partly received into this PT finish first (spec: PtlPTDisable blocks).
+    Endpoint *ep = ni->ep;
+    while (ni_of(h) == ni && ni->pts[idx].streams > 0) {
+        g.unlock();
+        if (ep->poll() == 0) std::this_thread::yield();
+        g.lock();
+    }
+    return PTL_OK;
+}
+
+int Engine::pt_enable(ptl_handle_ni_t h, ptl_pt_index_t idx) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || idx >= ni->pts.size() || !ni->pts[idx].allocated) return PTL_ARG_INVALID;
+    ni->pts[idx].enabled = true;
+    return PTL_OK;
+}
+
+} // namespace portico::engine

@@ -1,0 +1,70 @@
+// How a thread waits for an event or a count: poll the transport itself for a short, bounded time
+// (a ping-pong then never pays a thread hand-off), then sleep on the engine's notification word
+// while the endpoint's progress thread, told to listen for peers' doorbells, keeps things moving.
+#pragma once
+
+#include "common/futex.hpp"
+#include "engine/engine.hpp"
+
+namespace portico::engine {
+
+template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready) {
+    const uint64_t start = monotonic_ns();
+    const bool forever = timeout_ms < 0;
+    const uint64_t deadline = forever ? UINT64_MAX : start + static_cast<uint64_t>(timeout_ms) * 1000000ull;
+    const uint64_t spin_until = start + Tunables::get().wait_spin_ns;
+
+    // While we poll, peers need not ring the progress thread's doorbell.
+    {
+        std::lock_guard g(ep->sleep_mutex);
+        if (ep->active_waiters++ == 0 && ep->armed) {
+            ep->transport->disarm_sleep();
+            ep->armed = false;
+        }
+    }
+    auto leave_polling = [ep] {
+        std::lock_guard g(ep->sleep_mutex);
+        if (--ep->active_waiters == 0 && ep->progress_sleeping && !ep->armed) {
+            ep->transport->arm_sleep();
+            ep->armed = true;
+        }
+    };
+    bool polling = true;
+    int rc;
+    for (;;) {
+        const uint32_t seq = notify_seq_.load(std::memory_order_acquire);
+        if (ready()) {
+            rc = PTL_OK;
+            break;
+        }
+        if (aborted_.load(std::memory_order_acquire)) {
+            rc = PTL_ABORTED;
+            break;
+        }
+        const uint64_t now = monotonic_ns();
+        if (now >= deadline) {
+            rc = timeout_rc;
+            break;
+        }
+        if (polling && now < spin_until) {
+            if (ep->poll() == 0) cpu_relax();
+            continue;
+        }
+        if (polling) {
+            polling = false;
+            leave_polling();
+            // Whatever arrived between our last poll and arming is ours to deliver.
+            while (ep->transport->has_pending() && ep->poll() > 0) {
+            }
+            continue;
+        }
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        if (notify_seq_.load(std::memory_order_seq_cst) == seq && !ready())
+            futex_wait(notify_seq_, seq, forever ? -1 : static_cast<int64_t>(deadline - now));
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    if (polling) leave_polling();
+    return rc;
+}
+
+} // namespace portico::engine

@@ -1,0 +1,608 @@
+#include "transport/shm/shm_transport.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <new>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <system_error>
+#include <unistd.h>
+
+#include "common/guarded_copy.hpp"
+#include "common/log.hpp"
+
+namespace portico::transport::shm {
+
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x50544c34; // "PTL4"
+constexpr uint32_t kSegmentVersion = 1;
+constexpr size_t kHeaderBytes = sizeof(wire::Header);
+
+struct Hello {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t nid;
+    uint32_t pid;
+    uint64_t ring_bytes;
+};
+
+struct alignas(kCacheLine) SegmentHeader {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t ring_bytes;
+};
+
+size_t segment_bytes(size_t ring_bytes) {
+    return sizeof(SegmentHeader) + 2 * (sizeof(RingControl) + ring_bytes);
+}
+
+RingView ring_at(void *seg, size_t ring_bytes, int which) {
+    auto *base = static_cast<std::byte *>(seg) + sizeof(SegmentHeader) + size_t(which) * (sizeof(RingControl) + ring_bytes);
+    return RingView(reinterpret_cast<RingControl *>(base), base + sizeof(RingControl), ring_bytes);
+}
+
+socklen_t abstract_address(PeerId id, sockaddr_un *addr) {
+    std::memset(addr, 0, sizeof *addr);
+    addr->sun_family = AF_UNIX;
+    // Leading NUL: Linux abstract namespace. The kernel frees the name when the socket closes.
+    int n = std::snprintf(addr->sun_path + 1, sizeof addr->sun_path - 1, "portico/%08x/%u", id.nid, id.pid);
+    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
+}
+
+void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+char g_listen_marker, g_wake_marker;
+
+// Copies n bytes starting at logical offset off of a gather list. Returns false on a fault.
+bool gather_copy(std::byte *dst, const iovec *iov, int iovcnt, size_t off, size_t n) {
+    int i = 0;
+    while (i < iovcnt && off >= iov[i].iov_len) off -= iov[i++].iov_len;
+    bool ok = true;
+    while (n > 0 && i < iovcnt) {
+        size_t take = std::min(n, iov[i].iov_len - off);
+        if (!guarded_copy(dst, static_cast<const std::byte *>(iov[i].iov_base) + off, take)) {
+            std::memset(dst, 0, take);
+            ok = false;
+        }
+        dst += take;
+        n -= take;
+        off = 0;
+        ++i;
+    }
+    return ok;
+}
+
+} // namespace
+
+// The state of one message being pushed, frame by frame.
+struct Cursor {
+    const iovec *iov = nullptr;
+    int iovcnt = 0;
+    size_t total = 0;
+    size_t sent = 0;
+    bool header_sent = false;
+    bool fault = false;
+};
+
+struct OutMessage {
+    wire::Header h;
+    std::vector<iovec> iov;
+    std::vector<std::byte> owned;
+    Cursor cur;
+    uint64_t token = 0;
+};
+
+class ShmLink final : public Link {
+public:
+    int sock = -1;
+    void *seg = nullptr;
+    size_t seg_bytes = 0;
+    pid_t os_pid = 0;
+    RingView tx, rx;
+    std::mutex tx_mutex;
+    std::deque<OutMessage> backlog;
+    bool dead = false;      // guarded by tx_mutex
+    bool reported = false;  // on_link_failed delivered (poll lock)
+
+    ~ShmLink() override {
+        if (sock >= 0) ::close(sock);
+        if (seg) munmap(seg, seg_bytes);
+    }
+
+    void poke() {
+        char b = 0;
+        [[maybe_unused]] ssize_t n = ::send(sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+};
+
+ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : cfg_(cfg) {
+    if (cfg_.ring_bytes < 16 * 1024 || (cfg_.ring_bytes & (cfg_.ring_bytes - 1)) != 0)
+        throw std::invalid_argument("PORTICO_SHM_RING_BYTES must be a power of two >= 16 KiB");
+    // Several frames must fit in a ring at once, or a large message would stall on every frame.
+    max_frame_payload_ = std::min<size_t>(64 * 1024, cfg_.ring_bytes / 4) - kHeaderBytes - kCacheLine;
+    links_.reset(new ShmLink *[cfg_.max_links]);
+
+    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
+    const bool any = pid == UINT32_MAX;
+    // PTL_PID_ANY: probe from a per-process starting point so that concurrent starts rarely collide.
+    uint32_t candidate = any ? 1024 + static_cast<uint32_t>(getpid()) % 60000 : pid;
+    for (uint32_t tries = 0;; ++tries) {
+        sockaddr_un addr;
+        socklen_t len = abstract_address({nid, candidate}, &addr);
+        if (::bind(listen_fd_, reinterpret_cast<sockaddr *>(&addr), len) == 0) break;
+        int err = errno;
+        if (!any || err != EADDRINUSE || tries > 65000) {
+            ::close(listen_fd_);
+            throw std::system_error(err, std::generic_category(), "bind endpoint");
+        }
+        candidate = candidate + 1 >= 65535 ? 1 : candidate + 1;
+    }
+    self_ = {nid, candidate};
+    if (::listen(listen_fd_, 1024) != 0) throw std::system_error(errno, std::generic_category(), "listen");
+    set_nonblocking(listen_fd_);
+
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &g_listen_marker;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    ev.data.ptr = &g_wake_marker;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+}
+
+ShmTransport::~ShmTransport() {
+    owned_.clear(); // closes the sockets: peers see the hang-up
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void ShmTransport::add_link(std::unique_ptr<ShmLink> l, bool use_for_send) {
+    // Caller holds links_mutex_.
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.ptr = l.get();
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, l->sock, &ev);
+    if (use_for_send) send_links_[l->peer.key()] = l.get();
+    size_t n = nlinks_.load(std::memory_order_relaxed);
+    links_[n] = l.get();
+    owned_.push_back(std::move(l));
+    nlinks_.store(n + 1, std::memory_order_release);
+}
+
+ShmLink *ShmTransport::connect_to(PeerId to) {
+    if (nlinks_.load() >= cfg_.max_links) {
+        log_error("shm: link table full (%zu links); raise PORTICO_SHM_MAX_LINKS", cfg_.max_links);
+        return nullptr;
+    }
+    int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return nullptr;
+    sockaddr_un addr;
+    socklen_t len = abstract_address(to, &addr);
+    if (::connect(s, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
+        log_debug("shm: no endpoint %08x/%u: %s", to.nid, to.pid, std::strerror(errno));
+        ::close(s);
+        return nullptr;
+    }
+    ucred cr{};
+    socklen_t crl = sizeof cr;
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != getuid()) {
+        // Never hand our memory to another user's process.
+        log_error("shm: endpoint %08x/%u belongs to another user; refusing", to.nid, to.pid);
+        ::close(s);
+        return nullptr;
+    }
+    const size_t bytes = segment_bytes(cfg_.ring_bytes);
+    int mfd = memfd_create("portico-link", MFD_CLOEXEC);
+    if (mfd < 0 || ftruncate(mfd, static_cast<off_t>(bytes)) != 0) {
+        if (mfd >= 0) ::close(mfd);
+        ::close(s);
+        return nullptr;
+    }
+    void *seg = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    if (seg == MAP_FAILED) {
+        ::close(mfd);
+        ::close(s);
+        return nullptr;
+    }
+    auto *sh = new (seg) SegmentHeader{kHelloMagic, kSegmentVersion, cfg_.ring_bytes};
+    (void)sh;
+    for (int i = 0; i < 2; ++i) {
+        auto *ctl = new (ring_at(seg, cfg_.ring_bytes, i).control()) RingControl;
+        ctl->tail.store(0);
+        ctl->head.store(0);
+        // Until the consumer has seen the link it may sleep without knowing it: the first frame wakes it.
+        ctl->consumer_sleeping.store(1);
+        ctl->producer_waiting.store(0);
+    }
+
+    Hello hello{kHelloMagic, kSegmentVersion, self_.nid, self_.pid, cfg_.ring_bytes};
+    iovec iov{&hello, sizeof hello};
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctrl;
+    msg.msg_controllen = sizeof ctrl;
+    cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &mfd, sizeof(int));
+    ssize_t sent = ::sendmsg(s, &msg, MSG_NOSIGNAL);
+    ::close(mfd);
+    if (sent != static_cast<ssize_t>(sizeof hello)) {
+        munmap(seg, bytes);
+        ::close(s);
+        return nullptr;
+    }
+    set_nonblocking(s);
+
+    auto l = std::make_unique<ShmLink>();
+    l->peer = to;
+    l->sock = s;
+    l->seg = seg;
+    l->seg_bytes = bytes;
+    l->os_pid = cr.pid;
+    l->tx = ring_at(seg, cfg_.ring_bytes, 0);
+    l->rx = ring_at(seg, cfg_.ring_bytes, 1);
+    ShmLink *raw = l.get();
+    add_link(std::move(l), true);
+    return raw;
+}
+
+void ShmTransport::accept_one(Receiver &) {
+    for (;;) {
+        int s = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (s < 0) return;
+        ucred cr{};
+        socklen_t crl = sizeof cr;
+        if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != getuid()) {
+            refused_.fetch_add(1);
+            log_error("shm: refused a connection from uid %u", cr.uid);
+            ::close(s);
+            continue;
+        }
+        // The connector sends its hello right after connect(); a peer that does not is dropped
+        // after a bounded wait instead of stalling progress.
+        timeval tv{1, 0};
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        Hello hello{};
+        iovec iov{&hello, sizeof hello};
+        alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctrl;
+        msg.msg_controllen = sizeof ctrl;
+        ssize_t n = ::recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
+        int mfd = -1;
+        for (cmsghdr *c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+                std::memcpy(&mfd, CMSG_DATA(c), sizeof(int));
+        const bool ring_ok = hello.ring_bytes >= 16 * 1024 && hello.ring_bytes <= (1ull << 30) &&
+                             (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
+        struct stat st{};
+        void *seg = MAP_FAILED;
+        size_t bytes = ring_ok ? segment_bytes(hello.ring_bytes) : 0;
+        if (n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic && hello.version == kSegmentVersion &&
+            ring_ok && mfd >= 0 && fstat(mfd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes)
+            seg = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+        if (mfd >= 0) ::close(mfd);
+        if (seg == MAP_FAILED) {
+            refused_.fetch_add(1);
+            log_error("shm: dropped a connection with a malformed hello");
+            ::close(s);
+            continue;
+        }
+        set_nonblocking(s);
+        auto l = std::make_unique<ShmLink>();
+        l->peer = {hello.nid, hello.pid};
+        l->sock = s;
+        l->seg = seg;
+        l->seg_bytes = bytes;
+        l->os_pid = cr.pid;
+        l->tx = ring_at(seg, hello.ring_bytes, 1);
+        l->rx = ring_at(seg, hello.ring_bytes, 0);
+        std::lock_guard g(links_mutex_);
+        if (nlinks_.load() >= cfg_.max_links) {
+            log_error("shm: link table full; refusing a connection");
+            continue; // l's destructor closes and unmaps
+        }
+        bool use = send_links_.find(l->peer.key()) == send_links_.end();
+        add_link(std::move(l), use);
+    }
+}
+
+ShmLink *ShmTransport::link_for(PeerId to) {
+    std::lock_guard g(links_mutex_);
+    auto it = send_links_.find(to.key());
+    if (it != send_links_.end()) return it->second;
+    return connect_to(to);
+}
+
+bool ShmTransport::push_frames(ShmLink &l, OutMessage &m) {
+    // Caller holds l.tx_mutex.
+    Cursor &c = m.cur;
+    bool pushed = false, complete = true;
+    while (!c.header_sent || c.sent < c.total) {
+        const size_t chunk = std::min(max_frame_payload_, c.total - c.sent);
+        std::byte *p = l.tx.reserve(kHeaderBytes + chunk);
+        if (!p) {
+            complete = false;
+            break;
+        }
+        wire::Header h;
+        if (!c.header_sent) {
+            h = m.h;
+            h.payload_total = c.total;
+        } else {
+            std::memset(&h, 0, sizeof h);
+            h.version = wire::kVersion;
+            h.kind = wire::Kind::Data;
+        }
+        h.frame_payload = static_cast<uint32_t>(chunk);
+        bool ok = gather_copy(p + kHeaderBytes, c.iov, c.iovcnt, c.sent, chunk);
+        if (!ok) {
+            if (!c.header_sent) return false; // nothing sent yet: the caller reports the fault
+            h.flags |= wire::kFlagSourceFault;
+            c.fault = true;
+        }
+        std::memcpy(p, &h, kHeaderBytes);
+        l.tx.commit();
+        pushed = true;
+        c.header_sent = true;
+        c.sent += chunk;
+    }
+    if (pushed) {
+        // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        auto &sleeping = l.tx.control()->consumer_sleeping;
+        if (sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0)) l.poke();
+    }
+    return complete;
+}
+
+SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload) {
+    ShmLink *l = link_for(to);
+    if (!l) return SendStatus::Unreachable;
+    h.version = wire::kVersion;
+    std::unique_lock g(l->tx_mutex);
+    if (l->dead) return SendStatus::Unreachable;
+    OutMessage direct;
+    direct.h = h;
+    direct.cur = Cursor{payload.iov, payload.iovcnt, payload.length, 0, false, false};
+    if (l->backlog.empty()) {
+        const bool complete = push_frames(*l, direct);
+        if (!direct.cur.header_sent && !complete && direct.cur.total > 0) {
+            // Either the first frame faulted or there was no room at all; tell which.
+            std::vector<std::byte> probe(std::min(max_frame_payload_, direct.cur.total));
+            if (!gather_copy(probe.data(), payload.iov, payload.iovcnt, 0, probe.size())) return SendStatus::SourceFault;
+        }
+        if (complete) return direct.cur.fault ? SendStatus::SourceFault : SendStatus::Sent;
+    }
+    // Slow path: keep the rest for later, in order behind anything already waiting.
+    OutMessage &m = l->backlog.emplace_back();
+    m.h = h;
+    m.token = token;
+    m.cur = direct.cur;
+    if (copy_payload) {
+        const size_t rest = m.cur.total - m.cur.sent;
+        m.owned.resize(rest);
+        if (!gather_copy(m.owned.data(), payload.iov, payload.iovcnt, m.cur.sent, rest)) m.cur.fault = true;
+        m.iov.push_back({m.owned.data(), rest});
+        m.cur.total = rest; // positions now count from the copy
+        m.cur.sent = 0;
+    } else {
+        m.iov.assign(payload.iov, payload.iov + payload.iovcnt);
+    }
+    m.cur.iov = m.iov.data();
+    m.cur.iovcnt = static_cast<int>(m.iov.size());
+    if (copy_payload && direct.cur.header_sent) {
+        // The header already left; what remains are Data frames of the copied bytes.
+        m.cur.header_sent = true;
+    }
+    if (l->backlog.size() == 1) backlogged_.fetch_add(1);
+    l->tx.control()->producer_waiting.store(1);
+    g.unlock();
+    // Make sure somebody flushes: the progress thread may be asleep with nothing else to do.
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t w = ::write(wake_fd_, &one, sizeof one);
+    return SendStatus::Queued;
+}
+
+int ShmTransport::flush_backlog(ShmLink &l, Receiver &r) {
+    int work = 0;
+    std::vector<std::pair<uint64_t, bool>> done;
+    {
+        std::lock_guard g(l.tx_mutex);
+        while (!l.backlog.empty()) {
+            OutMessage &m = l.backlog.front();
+            if (!push_frames(l, m)) {
+                if (!m.cur.header_sent) {
+                    // No room, or the first frame faulted; a fault ends the message here.
+                    std::vector<std::byte> probe(std::min(max_frame_payload_, std::max<size_t>(m.cur.total, 1)));
+                    if (m.cur.total > 0 && !gather_copy(probe.data(), m.cur.iov, m.cur.iovcnt, 0, probe.size())) {
+                        done.emplace_back(m.token, true);
+                        l.backlog.pop_front();
+                        ++work;
+                        continue;
+                    }
+                }
+                // Ask the consumer to wake us when it made room, then look once more (no lost wakeup).
+                l.tx.control()->producer_waiting.store(1);
+                std::atomic_thread_fence(std::memory_order_seq_cst);
+                if (!push_frames(l, m)) break;
+            }
+            done.emplace_back(m.token, m.cur.fault);
+            l.backlog.pop_front();
+            ++work;
+        }
+        if (l.backlog.empty() && work) backlogged_.fetch_sub(1);
+    }
+    for (auto &[token, fault] : done) r.on_send_complete(token, true, fault);
+    return work;
+}
+
+int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
+    int work = 0;
+    while (work < budget) {
+        size_t bytes = 0;
+        bool corrupt = false;
+        const std::byte *body = l.rx.peek(&bytes, &corrupt);
+        if (!body) {
+            if (corrupt) {
+                malformed_.fetch_add(1);
+                log_error("shm: corrupt ring from %08x/%u; closing the link", l.peer.nid, l.peer.pid);
+                fail_link(l, r);
+            }
+            break;
+        }
+        wire::Header h;
+        if (bytes < kHeaderBytes) {
+            malformed_.fetch_add(1);
+            fail_link(l, r);
+            break;
+        }
+        std::memcpy(&h, body, kHeaderBytes); // copy first: the peer can still write the ring
+        if (!wire::header_is_sane(h, bytes - kHeaderBytes)) {
+            malformed_.fetch_add(1);
+            log_error("shm: malformed frame from %08x/%u; closing the link", l.peer.nid, l.peer.pid);
+            fail_link(l, r);
+            break;
+        }
+        r.on_frame(l, h, body + kHeaderBytes);
+        l.rx.release();
+        ++work;
+    }
+    if (work) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        auto &waiting = l.rx.control()->producer_waiting;
+        if (waiting.load(std::memory_order_relaxed) && waiting.exchange(0)) l.poke();
+    }
+    return work;
+}
+
+void ShmTransport::fail_link(ShmLink &l, Receiver &r) {
+    // Caller holds the poll lock.
+    if (l.reported) return;
+    l.reported = true;
+    std::deque<OutMessage> abandoned;
+    {
+        std::lock_guard g(l.tx_mutex);
+        l.dead = true;
+        if (!l.backlog.empty()) backlogged_.fetch_sub(1);
+        abandoned.swap(l.backlog);
+    }
+    {
+        std::lock_guard g(links_mutex_);
+        auto it = send_links_.find(l.peer.key());
+        if (it != send_links_.end() && it->second == &l) send_links_.erase(it);
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.sock, nullptr);
+    }
+    for (OutMessage &m : abandoned) r.on_send_complete(m.token, false, m.cur.fault);
+    r.on_link_failed(l);
+}
+
+void ShmTransport::service_events(const void *events, int count, Receiver &r) {
+    // Caller holds poll_mutex_.
+    const auto *evs = static_cast<const epoll_event *>(events);
+    for (int i = 0; i < count; ++i) {
+        void *p = evs[i].data.ptr;
+        if (p == &g_listen_marker) {
+            accept_one(r);
+        } else if (p == &g_wake_marker) {
+            uint64_t v;
+            [[maybe_unused]] ssize_t rd = ::read(wake_fd_, &v, sizeof v);
+        } else {
+            auto *l = static_cast<ShmLink *>(p);
+            if (l->reported) continue;
+            char buf[256];
+            ssize_t rd;
+            while ((rd = ::recv(l->sock, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+            }
+            if (rd == 0 || (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))) {
+                // Deliver everything the peer sent before it went away, then report it.
+                while (drain_link(*l, r, 1 << 20) > 0) {
+                }
+                fail_link(*l, r);
+            }
+        }
+    }
+}
+
+int ShmTransport::poll(Receiver &r) {
+    std::unique_lock lock(poll_mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return 0; // somebody else is polling right now
+    int work = 0;
+    const size_t n = nlinks_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) {
+        ShmLink &l = *links_[i];
+        if (!l.reported) work += drain_link(l, r, 64);
+    }
+    if (backlogged_.load(std::memory_order_relaxed) > 0)
+        for (size_t i = 0; i < n; ++i)
+            if (!links_[i]->reported) work += flush_backlog(*links_[i], r);
+    // Sockets carry new connections and hang-ups; look at them now and then even when busy.
+    if (work == 0 && (++idle_polls_ & 127) == 0) {
+        epoll_event evs[16];
+        int k = epoll_wait(epoll_fd_, evs, 16, 0);
+        if (k > 0) {
+            service_events(evs, k, r);
+            work += k;
+        }
+    }
+    return work;
+}
+
+void ShmTransport::arm_sleep() {
+    const size_t n = nlinks_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i)
+        if (!links_[i]->reported) links_[i]->rx.control()->consumer_sleeping.store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void ShmTransport::disarm_sleep() {
+    const size_t n = nlinks_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) links_[i]->rx.control()->consumer_sleeping.store(0, std::memory_order_relaxed);
+}
+
+void ShmTransport::wait(Receiver &r, int timeout_ms) {
+    epoll_event evs[32];
+    int k = epoll_wait(epoll_fd_, evs, 32, timeout_ms);
+    if (k <= 0) return;
+    std::lock_guard lock(poll_mutex_);
+    service_events(evs, k, r);
+}
+
+bool ShmTransport::has_pending() const {
+    // Queued outbound messages do not count: they wait for room, and the consumer that makes room
+    // rings our doorbell (producer_waiting).
+    const size_t n = nlinks_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i)
+        if (!links_[i]->reported && !links_[i]->rx.empty()) return true;
+    return false;
+}
+
+void ShmTransport::interrupt() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t w = ::write(wake_fd_, &one, sizeof one);
+}
+
+void ShmTransport::flush(Receiver &r, int timeout_ms) {
+    const uint64_t deadline_polls = static_cast<uint64_t>(timeout_ms);
+    for (uint64_t i = 0; backlogged_.load() > 0 && i < deadline_polls; ++i) {
+        if (poll(r) == 0) wait(r, 1);
+    }
+}
+
+} // namespace portico::transport::shm

@@ -1,0 +1,85 @@
+// Shared-memory transport between processes of one machine.
+//
+// Each endpoint listens on an abstract Unix socket named after its (nid, pid): binding it is how a
+// pid is reserved (PTL_PID_IN_USE when taken) and the kernel releases it when the process dies, so
+// nothing is left behind. A sender that first talks to a peer creates an anonymous memfd holding
+// two rings (one per direction), connects and passes the memfd over the socket; the peer's
+// progress thread maps it. No file name ever exists, so a killed process leaks nothing, and only
+// processes of the same user are accepted (SO_PEERCRED). The socket stays open as the doorbell
+// (one byte wakes a sleeping peer) and as the liveness signal (hang-up = peer gone).
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/shm/ring.hpp"
+#include "transport/transport.hpp"
+
+namespace portico::transport::shm {
+
+struct ShmConfig {
+    size_t ring_bytes = 256 * 1024; // per direction per link; a power of two
+    size_t max_links = 4096;
+};
+
+class ShmLink;
+
+class ShmTransport final : public Transport {
+public:
+    // Opens the endpoint. pid == UINT32_MAX picks a free pid. Throws std::system_error with
+    // EADDRINUSE when the requested pid is taken.
+    ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg);
+    ~ShmTransport() override;
+
+    PeerId self() const override { return self_; }
+    const char *name() const override { return "shm"; }
+    size_t max_frame_payload() const override { return max_frame_payload_; }
+    SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload) override;
+    int poll(Receiver &r) override;
+    void arm_sleep() override;
+    void disarm_sleep() override;
+    void wait(Receiver &r, int timeout_ms) override;
+    bool has_pending() const override;
+    void interrupt() override;
+    uint64_t malformed_frames() const override { return malformed_.load(std::memory_order_relaxed); }
+    uint64_t refused_connections() const override { return refused_.load(std::memory_order_relaxed); }
+
+    // Pushes queued messages for a bounded time (at shutdown), so that what was sent is delivered.
+    void flush(Receiver &r, int timeout_ms);
+
+private:
+    ShmLink *link_for(PeerId to);
+    ShmLink *connect_to(PeerId to);
+    void accept_one(Receiver &r);
+    void add_link(std::unique_ptr<ShmLink> l, bool use_for_send);
+    void fail_link(ShmLink &l, Receiver &r);
+    int drain_link(ShmLink &l, Receiver &r, int budget);
+    int flush_backlog(ShmLink &l, Receiver &r);
+    bool push_frames(ShmLink &l, struct OutMessage &m);
+    void service_events(const void *events, int count, Receiver &r);
+
+    PeerId self_;
+    ShmConfig cfg_;
+    size_t max_frame_payload_;
+    int listen_fd_ = -1;
+    int epoll_fd_ = -1;
+    int wake_fd_ = -1; // eventfd: interrupt()
+
+    std::mutex links_mutex_; // guards send_links_ and appending to links_
+    std::unordered_map<uint64_t, ShmLink *> send_links_;
+    std::unique_ptr<ShmLink *[]> links_;
+    std::atomic<size_t> nlinks_{0};
+    std::vector<std::unique_ptr<ShmLink>> owned_;
+    std::atomic<int> backlogged_{0}; // links with queued messages
+    std::mutex poll_mutex_;          // one poller at a time: each ring has a single consumer
+    unsigned idle_polls_ = 0;        // guarded by poll_mutex_
+
+    std::atomic<uint64_t> malformed_{0};
+    std::atomic<uint64_t> refused_{0};
+};
+
+} // namespace portico::transport::shm
