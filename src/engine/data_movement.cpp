@@ -235,13 +235,23 @@ int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
     h.remote_offset = remote_offset;
     h.length = length;
     h.cookie = cookie;
-    t_iov.clear();
-    gather(region_of(*md), local_offset, length, t_iov);
     const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
-    const auto st = ni->ep->transport->send(peer, h, {t_iov.data(), static_cast<int>(t_iov.size()), length}, cookie, copy);
+    transport::Transport &tr = *ni->ep->transport;
+    t_iov.clear();
+    // Large contiguous puts go single copy: the target reads our buffer itself once it has matched,
+    // and tells us when it is done (the SEND event waits for that).
+    const bool rendezvous = length >= Tunables::get().rendezvous_bytes && !copy && !(md->desc.options & PTL_IOVEC) &&
+                            tr.peer_can_access_me(peer);
+    if (rendezvous) {
+        h.flags |= wire::kFlagRendezvous;
+        h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
+    } else {
+        gather(region_of(*md), local_offset, length, t_iov);
+    }
+    const auto st = tr.send(peer, h, {t_iov.data(), static_cast<int>(t_iov.size()), rendezvous ? 0 : length}, cookie, copy);
     switch (st) {
     case transport::SendStatus::Sent:
-        complete_send(cookie, PTL_NI_OK);
+        if (!rendezvous) complete_send(cookie, PTL_NI_OK);
         break;
     case transport::SendStatus::Queued:
         break; // the SEND event comes when the last byte has left (handle_send_complete)
@@ -293,6 +303,11 @@ int Engine::get(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
     h.remote_offset = remote_offset;
     h.length = length;
     h.cookie = cookie;
+    if (length >= Tunables::get().rendezvous_bytes && !(md->desc.options & PTL_IOVEC) &&
+        ni->ep->transport->peer_can_access_me(peer)) {
+        h.flags |= wire::kFlagRendezvous;
+        h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
+    }
     const auto st = ni->ep->transport->send(peer, h, {}, cookie, false);
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
     return PTL_OK;
@@ -342,14 +357,17 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Heade
         break;
     case wire::Kind::Ack: {
         Op *op = op_of(h.cookie);
-        if (op && op->peer == link.peer && op->kind == wire::Kind::Put)
-            complete_ack(h.cookie, &h, static_cast<ptl_ni_fail_t>(h.ni_fail));
+        if (!op || !(op->peer == link.peer) || op->kind != wire::Kind::Put) break;
+        if (h.flags & wire::kFlagAckValid) complete_ack(h.cookie, &h, static_cast<ptl_ni_fail_t>(h.ni_fail));
+        if (h.flags & wire::kFlagSendDone) complete_send(h.cookie, PTL_NI_OK);
         break;
     }
     case wire::Kind::Reply: {
         Op *op = op_of(h.cookie);
+        const bool placed = h.flags & wire::kFlagDataPlaced;
         const bool ours = op && op->peer == link.peer && op->kind == wire::Kind::Get && op->await_reply &&
-                          h.length <= op->length && h.payload_total == (h.ni_fail == PTL_NI_OK ? h.length : 0);
+                          h.length <= op->length &&
+                          h.payload_total == (h.ni_fail == PTL_NI_OK && !placed ? h.length : 0);
         rx = RxState{};
         rx.h = h;
         rx.cookie = ours ? h.cookie : 0;
@@ -385,9 +403,17 @@ void Engine::initiator_reply_data(RxState &rx, const std::byte *payload, size_t 
     }
 }
 
+void Engine::answer_put(Endpoint &ep, const wire::Header &req, bool is_ack, ptl_ni_fail_t fail, ptl_size_t mlength,
+                        ptl_size_t offset, ptl_list_t list) {
+    uint8_t flags = 0;
+    if (is_ack && (req.flags & wire::kFlagWantAck)) flags |= wire::kFlagAckValid;
+    if (req.flags & wire::kFlagRendezvous) flags |= wire::kFlagSendDone; // whatever happened, we are done reading
+    if (flags) send_response(ep, req, wire::Kind::Ack, fail, mlength, offset, list, {}, flags);
+}
+
 ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire::Kind kind, ptl_ni_fail_t fail,
                                     ptl_size_t mlength, ptl_size_t offset, ptl_list_t list,
-                                    const transport::Gather &payload) {
+                                    const transport::Gather &payload, uint8_t flags) {
     wire::Header h{};
     h.kind = kind;
     h.ni_kind = req.ni_kind;
@@ -400,6 +426,7 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
     h.length = mlength;
     h.remote_offset = offset;
     h.cookie = req.cookie;
+    h.flags = flags;
     auto st = ep.transport->send({req.src_nid, req.src_pid}, h, payload, 0, true);
     if (st == transport::SendStatus::SourceFault) {
         // The entry's memory could not be read: the reply says so instead of carrying data.
@@ -414,7 +441,6 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
 void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload) {
     RxState &rx = rx_of(ep, link);
     const bool is_put = h.kind == wire::Kind::Put;
-    const bool wants_ack = is_put && (h.flags & wire::kFlagWantAck);
     NI *ni = ep.nis[h.ni_kind & 3];
 
     // Every path below consumes the whole message, delivering it or discarding its payload.
@@ -426,22 +452,21 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     };
     // Tells the initiator about a failure. OC acks count processing, not delivery (§3.15.1).
     auto refuse = [&](ptl_ni_fail_t fail) {
-        if (wants_ack)
-            send_response(ep, h, wire::Kind::Ack, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset,
-                          PTL_PRIORITY_LIST, {});
-        else if (!is_put)
+        if (is_put)
+            answer_put(ep, h, true, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset, PTL_PRIORITY_LIST);
+        else
             send_response(ep, h, wire::Kind::Reply, fail, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
     };
     // Dropped with no ack or reply (§2.8), but an OC ack still reports completed processing.
     auto drop = [&] {
         if (ni) ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
-        if (wants_ack && h.ack_req == PTL_OC_ACK_REQ)
-            send_response(ep, h, wire::Kind::Ack, PTL_NI_OK, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
+        if (is_put) answer_put(ep, h, h.ack_req == PTL_OC_ACK_REQ, PTL_NI_OK, 0, h.remote_offset, PTL_PRIORITY_LIST);
         discard();
     };
 
     if (!ni) {
         log_debug("message for an NI kind %u that is not open; dropped", h.ni_kind);
+        if (is_put) answer_put(ep, h, false, PTL_NI_UNDELIVERABLE, 0, 0, PTL_PRIORITY_LIST);
         discard();
         return;
     }
@@ -542,16 +567,37 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         rx.mlength = mlength;
         ++e->busy;
         ++pt.streams;
+        if (h.flags & wire::kFlagRendezvous) {
+            // Single copy: read the initiator's buffer straight into the entry.
+            t_iov.clear();
+            gather(region_of(*e), offset, mlength, t_iov);
+            if (mlength && ep.transport->read_peer(link, t_iov.data(), static_cast<int>(t_iov.size()), h.rdv_addr, mlength))
+                rx.fail = PTL_NI_SEGV;
+            rx.received = rx.h.payload_total; // no payload frames follow
+            rx.active = false;
+            finish_put(ep, rx);
+            rx = RxState{};
+            return;
+        }
         target_data(ep, rx, payload, h.frame_payload, h.flags & wire::kFlagSourceFault);
         return;
     }
 
-    // Get: the reply carries the entry's bytes.
+    // Get: the reply carries the entry's bytes, or they go straight into the initiator's MD.
     const Region r = region_of(*e);
     t_iov.clear();
     gather(r, offset, mlength, t_iov);
-    const ptl_ni_fail_t fail = send_response(ep, h, wire::Kind::Reply, PTL_NI_OK, mlength, offset, e->list,
-                                             {t_iov.data(), static_cast<int>(t_iov.size()), mlength});
+    ptl_ni_fail_t fail;
+    if (h.flags & wire::kFlagRendezvous) {
+        fail = mlength && ep.transport->write_peer(link, t_iov.data(), static_cast<int>(t_iov.size()), h.rdv_addr, mlength)
+                   ? PTL_NI_SEGV
+                   : PTL_NI_OK;
+        send_response(ep, h, wire::Kind::Reply, fail, fail == PTL_NI_OK ? mlength : 0, offset, e->list, {},
+                      wire::kFlagDataPlaced);
+    } else {
+        fail = send_response(ep, h, wire::Kind::Reply, PTL_NI_OK, mlength, offset, e->list,
+                             {t_iov.data(), static_cast<int>(t_iov.size()), mlength});
+    }
     ptl_event_t ev{};
     ev.start = address_at(r, offset);
     ev.match_bits = h.match_bits;
@@ -616,10 +662,7 @@ void Engine::finish_put(Endpoint &ep, RxState &rx) {
                                  rx.mlength, h.remote_offset, ev.start, e, rx.fail});
         ++e->uh_refs;
     }
-    if (h.flags & wire::kFlagWantAck)
-        send_response(ep, h, wire::Kind::Ack,
-                      h.ack_req == PTL_OC_ACK_REQ && rx.fail != PTL_NI_SEGV ? PTL_NI_OK : rx.fail, rx.mlength,
-                      rx.offset, e->list, {});
+    answer_put(ep, h, true, rx.fail, rx.mlength, rx.offset, e->list);
     if (!e->linked && !e->auto_unlinked) auto_unlink(e);
 }
 

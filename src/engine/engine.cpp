@@ -16,6 +16,7 @@ const Tunables &Tunables::get() {
         v.wait_spin_ns = env_u64("PORTICO_WAIT_SPIN_US", 20) * 1000;
         v.progress_spin_ns = env_u64("PORTICO_PROGRESS_SPIN_US", 10) * 1000;
         v.shm_ring_bytes = env_u64("PORTICO_SHM_RING_BYTES", 256 * 1024);
+        v.rendezvous_bytes = env_u64("PORTICO_SHM_SINGLE_COPY_BYTES", 32 * 1024);
         return v;
     }();
     return t;

@@ -314,7 +314,11 @@ private:
     // Sends an Ack or Reply; returns PTL_NI_SEGV if the payload could not be read (sent without it).
     ptl_ni_fail_t send_response(Endpoint &ep, const wire::Header &req, wire::Kind kind, ptl_ni_fail_t fail,
                                 ptl_size_t mlength, ptl_size_t offset, ptl_list_t list,
-                                const transport::Gather &payload);
+                                const transport::Gather &payload, uint8_t flags = 0);
+    // Answers a put: a real ack (is_ack and the initiator asked for one) and/or, for a rendezvous
+    // put, the news that the target no longer needs the initiator's buffer.
+    void answer_put(Endpoint &ep, const wire::Header &req, bool is_ack, ptl_ni_fail_t fail, ptl_size_t mlength,
+                    ptl_size_t offset, ptl_list_t list);
     void initiator_reply_data(RxState &rx, const std::byte *payload, size_t n, bool fault);
 
     std::mutex mutex_; // the engine lock
@@ -350,6 +354,7 @@ struct Tunables {
     uint64_t wait_spin_ns;
     uint64_t progress_spin_ns;
     size_t shm_ring_bytes;
+    uint64_t rendezvous_bytes; // puts/gets at least this long go single copy where possible
     static const Tunables &get();
 };
 

@@ -70,6 +70,7 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
         transport::shm::ShmConfig cfg;
         cfg.ring_bytes = Tunables::get().shm_ring_bytes;
         cfg.max_links = env_u64("PORTICO_SHM_MAX_LINKS", 4096);
+        cfg.single_copy = env_u64("PORTICO_SHM_SINGLE_COPY", 1) != 0;
         try {
             e->transport = std::make_unique<transport::shm::ShmTransport>(local_nid(), pid == PTL_PID_ANY ? UINT32_MAX : pid, cfg);
         } catch (const std::system_error &err) {

@@ -6,6 +6,7 @@
 // another message on the same link.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <sys/uio.h>
@@ -81,6 +82,13 @@ public:
     virtual bool has_pending() const = 0;
     // Makes a concurrent wait() return (used at shutdown).
     virtual void interrupt() = 0;
+    // Single copy between processes (transports that can): may `to` read and write our memory
+    // directly? If so the engine sends rendezvous headers instead of payload frames.
+    virtual bool peer_can_access_me(PeerId) { return false; }
+    // Copies between our memory (local) and the peer's at remote_addr. Returns 0 or an errno value
+    // (EFAULT: a range was not mapped).
+    virtual int read_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
+    virtual int write_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
     // Counters for status registers and diagnostics.
     virtual uint64_t malformed_frames() const = 0;
     virtual uint64_t refused_connections() const = 0;

@@ -30,6 +30,12 @@ inline constexpr uint8_t kNiLogical = 2;
 inline constexpr uint8_t kFlagSourceFault = 1; // initiator could not read (part of) the payload
 inline constexpr uint8_t kFlagWantAck = 2;     // target must answer a Put with an Ack
 inline constexpr uint8_t kFlagUnordered = 4;   // PTL_MD_UNORDERED (informational)
+// Single copy: the payload is not in frames; the target reads it from (Put) or writes it to (Get)
+// the initiator's memory at rdv_addr, on transports that can (shared memory).
+inline constexpr uint8_t kFlagRendezvous = 8;
+inline constexpr uint8_t kFlagAckValid = 16;   // Ack: a real acknowledgment (event and/or count)
+inline constexpr uint8_t kFlagSendDone = 32;   // Ack: the target is done with a rendezvous source
+inline constexpr uint8_t kFlagDataPlaced = 64; // Reply: the data was written into the initiator's MD
 
 struct Header {
     uint8_t version;
@@ -52,8 +58,9 @@ struct Header {
     uint64_t length;        // rlength (request) / mlength (Ack/Reply)
     uint64_t cookie;        // initiator's operation id, echoed in Ack/Reply
     uint64_t payload_total; // payload bytes of the whole message, this frame and its Data frames
+    uint64_t rdv_addr;      // kFlagRendezvous: initiator address of the source (Put) or destination (Get)
 };
-static_assert(sizeof(Header) == 80, "wire header layout is part of the protocol");
+static_assert(sizeof(Header) == 88, "wire header layout is part of the protocol");
 
 // Checks what a receiver must check before trusting a header from the network.
 inline bool header_is_sane(const Header &h, size_t frame_bytes_available) {

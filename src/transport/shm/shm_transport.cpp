@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -37,7 +38,15 @@ struct alignas(kCacheLine) SegmentHeader {
     uint32_t magic;
     uint32_t version;
     uint64_t ring_bytes;
+    // Single copy: each side publishes the address of its probe word; the other side tries to read
+    // it with process_vm_readv and publishes whether that worked (0 unknown, 1 yes, -1 no).
+    // Index 0 is the connecting side, 1 the accepting side.
+    std::atomic<uint64_t> probe_addr[2];
+    std::atomic<int32_t> can_read[2]; // [i]: side i can read (and write) side 1-i
 };
+
+constexpr uint64_t kProbeMagic = 0x706f727469636f21ull; // "portico!"
+const volatile uint64_t g_probe_word = kProbeMagic;
 
 size_t segment_bytes(size_t ring_bytes) {
     return sizeof(SegmentHeader) + 2 * (sizeof(RingControl) + ring_bytes);
@@ -110,6 +119,10 @@ public:
     std::deque<OutMessage> backlog;
     bool dead = false;      // guarded by tx_mutex
     bool reported = false;  // on_link_failed delivered (poll lock)
+    int side = 0;           // 0: we connected, 1: we accepted
+    bool probed = false;
+
+    SegmentHeader *header() const { return static_cast<SegmentHeader *>(seg); }
 
     ~ShmLink() override {
         if (sock >= 0) ::close(sock);
@@ -128,6 +141,11 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
     // Several frames must fit in a ring at once, or a large message would stall on every frame.
     max_frame_payload_ = std::min<size_t>(64 * 1024, cfg_.ring_bytes / 4) - kHeaderBytes - kCacheLine;
     links_.reset(new ShmLink *[cfg_.max_links]);
+    if (cfg_.single_copy) {
+        // Under Yama ptrace_scope=1 only ancestors may use process_vm_readv on us; let peers of the
+        // same user in (PORTICO_SHM_SINGLE_COPY=0 keeps the default and uses ring copies instead).
+        prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
 
     listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
@@ -214,8 +232,11 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
         ::close(s);
         return nullptr;
     }
-    auto *sh = new (seg) SegmentHeader{kHelloMagic, kSegmentVersion, cfg_.ring_bytes};
-    (void)sh;
+    auto *sh = new (seg) SegmentHeader{};
+    sh->magic = kHelloMagic;
+    sh->version = kSegmentVersion;
+    sh->ring_bytes = cfg_.ring_bytes;
+    sh->probe_addr[0].store(cfg_.single_copy ? reinterpret_cast<uint64_t>(&g_probe_word) : 0);
     for (int i = 0; i < 2; ++i) {
         auto *ctl = new (ring_at(seg, cfg_.ring_bytes, i).control()) RingControl;
         ctl->tail.store(0);
@@ -255,6 +276,7 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
     l->os_pid = cr.pid;
     l->tx = ring_at(seg, cfg_.ring_bytes, 0);
     l->rx = ring_at(seg, cfg_.ring_bytes, 1);
+    l->side = 0;
     ShmLink *raw = l.get();
     add_link(std::move(l), true);
     return raw;
@@ -313,6 +335,11 @@ void ShmTransport::accept_one(Receiver &) {
         l->os_pid = cr.pid;
         l->tx = ring_at(seg, hello.ring_bytes, 1);
         l->rx = ring_at(seg, hello.ring_bytes, 0);
+        l->side = 1;
+        if (cfg_.single_copy) {
+            l->header()->probe_addr[1].store(reinterpret_cast<uint64_t>(&g_probe_word));
+            probe_peer(*l);
+        }
         std::lock_guard g(links_mutex_);
         if (nlinks_.load() >= cfg_.max_links) {
             log_error("shm: link table full; refusing a connection");
@@ -453,7 +480,63 @@ int ShmTransport::flush_backlog(ShmLink &l, Receiver &r) {
     return work;
 }
 
+void ShmTransport::probe_peer(ShmLink &l) {
+    l.probed = true;
+    const uint64_t addr = l.header()->probe_addr[1 - l.side].load();
+    uint64_t value = 0;
+    iovec local{&value, sizeof value};
+    iovec remote{reinterpret_cast<void *>(addr), sizeof value};
+    const bool ok = addr && process_vm_readv(l.os_pid, &local, 1, &remote, 1, 0) == sizeof value && value == kProbeMagic;
+    if (!ok) log_debug("shm: no single copy with %08x/%u (%s)", l.peer.nid, l.peer.pid, std::strerror(errno));
+    l.header()->can_read[l.side].store(ok ? 1 : -1);
+}
+
+bool ShmTransport::peer_can_access_me(PeerId to) {
+    ShmLink *l = link_for(to);
+    return l && l->header()->can_read[1 - l->side].load(std::memory_order_acquire) == 1;
+}
+
+namespace {
+int vm_copy(pid_t pid, const iovec *local, int n, uint64_t remote_addr, size_t len, bool write) {
+    // The kernel takes at most IOV_MAX pieces per call and may copy less than asked; loop.
+    size_t done = 0;
+    int first = 0;
+    size_t skip = 0; // bytes of local[first] already copied
+    while (done < len) {
+        iovec lv[64];
+        int k = 0;
+        size_t batch = 0;
+        for (int i = first; i < n && k < 64; ++i, ++k) {
+            const size_t off = i == first ? skip : 0;
+            lv[k].iov_base = static_cast<std::byte *>(local[i].iov_base) + off;
+            lv[k].iov_len = local[i].iov_len - off;
+            batch += lv[k].iov_len;
+        }
+        batch = std::min(batch, len - done);
+        iovec rv{reinterpret_cast<void *>(remote_addr + done), batch};
+        ssize_t got = write ? process_vm_writev(pid, lv, static_cast<unsigned long>(k), &rv, 1, 0)
+                            : process_vm_readv(pid, lv, static_cast<unsigned long>(k), &rv, 1, 0);
+        if (got < 0) return errno;
+        if (got == 0) return EFAULT;
+        done += static_cast<size_t>(got);
+        size_t adv = static_cast<size_t>(got) + skip;
+        while (first < n && adv >= local[first].iov_len) adv -= local[first++].iov_len;
+        skip = adv;
+    }
+    return 0;
+}
+} // namespace
+
+int ShmTransport::read_peer(Link &link, const iovec *local, int n, uint64_t remote_addr, size_t len) {
+    return vm_copy(static_cast<ShmLink &>(link).os_pid, local, n, remote_addr, len, false);
+}
+
+int ShmTransport::write_peer(Link &link, const iovec *local, int n, uint64_t remote_addr, size_t len) {
+    return vm_copy(static_cast<ShmLink &>(link).os_pid, local, n, remote_addr, len, true);
+}
+
 int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
+    if (cfg_.single_copy && !l.probed && l.header()->probe_addr[1 - l.side].load(std::memory_order_acquire) != 0) probe_peer(l);
     int work = 0;
     while (work < budget) {
         size_t bytes = 0;

@@ -24,6 +24,7 @@ namespace portico::transport::shm {
 struct ShmConfig {
     size_t ring_bytes = 256 * 1024; // per direction per link; a power of two
     size_t max_links = 4096;
+    bool single_copy = true; // process_vm_readv/writev between peers, where the kernel allows it
 };
 
 class ShmLink;
@@ -48,6 +49,10 @@ public:
     uint64_t malformed_frames() const override { return malformed_.load(std::memory_order_relaxed); }
     uint64_t refused_connections() const override { return refused_.load(std::memory_order_relaxed); }
 
+    bool peer_can_access_me(PeerId to) override;
+    int read_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override;
+    int write_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override;
+
     // Pushes queued messages for a bounded time (at shutdown), so that what was sent is delivered.
     void flush(Receiver &r, int timeout_ms);
 
@@ -61,6 +66,7 @@ private:
     int flush_backlog(ShmLink &l, Receiver &r);
     bool push_frames(ShmLink &l, struct OutMessage &m);
     void service_events(const void *events, int count, Receiver &r);
+    void probe_peer(ShmLink &l);
 
     PeerId self_;
     ShmConfig cfg_;
