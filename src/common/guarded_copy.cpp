@@ -1,6 +1,7 @@
 #include "common/guarded_copy.hpp"
 
 #include <csetjmp>
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <mutex>
@@ -9,7 +10,7 @@ namespace portico {
 
 namespace {
 // initial-exec TLS: reading it from the signal handler must not allocate.
-__attribute__((tls_model("initial-exec"))) thread_local sigjmp_buf *t_guard = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local sigjmp_buf *volatile t_guard = nullptr;
 struct sigaction g_old_segv, g_old_bus;
 std::once_flag g_once;
 
@@ -54,7 +55,11 @@ bool guarded_copy(void *dst, const void *src, size_t n) {
     sigjmp_buf env;
     if (sigsetjmp(env, 0) != 0) return false; // a fault inside memcpy landed here
     t_guard = &env;
+    // The compiler knows memcpy does not read t_guard and would otherwise drop the store above;
+    // the signal handler must see it.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     std::memcpy(dst, src, n);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     t_guard = nullptr;
     return true;
 }

@@ -1,0 +1,307 @@
+// Stress: all-to-all traffic between every rank (8 under ctest), a bounded number of rounds, every
+// byte checked and every event counted (conformance item 63, "no events lost under stress").
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "ptl_helpers.hpp"
+
+using namespace ptltest;
+
+namespace {
+
+class Stress : public PtlTest {};
+constexpr ptl_pt_index_t kPt = 90;
+constexpr ptl_size_t kMaxSize = 64 * 1024;
+
+uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+// Size of the message from `src` to `dst` in `round`: 1 B .. 64 KiB, log-uniform-ish.
+ptl_size_t msg_size(int src, int dst, int round) {
+    const uint64_t h = mix((uint64_t(src) << 40) ^ (uint64_t(dst) << 20) ^ uint64_t(round));
+    const unsigned exp = h % 17; // 2^0 .. 2^16
+    return 1 + (h >> 8) % (ptl_size_t{1} << exp);
+}
+
+uint32_t data_seed(int src, int round) { return static_cast<uint32_t>(src * 100003 + round); }
+
+// All-to-all PtlPut with ACK_REQ, kRounds rounds, sizes 1 B..64 KiB. Each rank packs what every peer
+// sends it into one locally managed ME per peer (match bits = peer rank), so the target knows the
+// offset of every message (matching order per pair) and checks every byte, every PUT field, and
+// that each peer's rounds arrive in order; the initiator checks every SEND and ACK.
+TEST_F(Stress, AllToAllPutsWithAcks) {
+    constexpr int kRounds = 200;
+    constexpr int kSlots = 4; // source buffers in rotation (a slot is reused after its SENDs)
+    const int n = nranks(), me = rank();
+    Ni ni = open_ni(kMatchingPhysical);
+
+    // Target side: one ME per peer, sized for everything that peer sends.
+    std::vector<std::vector<uint8_t>> rbuf(static_cast<size_t>(n));
+    ptl_handle_eq_t teq = make_eq(ni, static_cast<ptl_size_t>(n * kRounds + 64));
+    make_pt(ni, teq, 0, kPt);
+    for (int s = 0; s < n; ++s) {
+        if (s == me)
+            continue;
+        ptl_size_t total = 0;
+        for (int r = 0; r < kRounds; ++r)
+            total += msg_size(s, me, r);
+        rbuf[s].assign(total, 0);
+        ptl_me_t d = me_desc(rbuf[s].data(), total,
+                             PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE,
+                             static_cast<ptl_match_bits_t>(s));
+        d.match_id = ni.id_of(s);
+        append_me(ni, kPt, d, PTL_PRIORITY_LIST, tag(s), teq);
+    }
+    // Initiator side.
+    std::vector<uint8_t> src(kSlots * kMaxSize);
+    ptl_handle_eq_t ieq = make_eq(ni, static_cast<ptl_size_t>(2 * n * kRounds + 64));
+    ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), ieq);
+    // Where my messages land in each peer's ME for me: the running offset per destination.
+    std::vector<ptl_size_t> next_off(static_cast<size_t>(n), 0);
+    std::vector<std::vector<ptl_size_t>> off_at(static_cast<size_t>(n), std::vector<ptl_size_t>(kRounds));
+    std::vector<int> sends_of_round(kRounds, 0);
+    std::map<std::pair<int, int>, int> sends, acks; // (round, dst) -> count
+    auto handle_initiator_event = [&](const ptl_event_t &ev) {
+        const uintptr_t u = reinterpret_cast<uintptr_t>(ev.user_ptr);
+        const int r = static_cast<int>(u >> 16), dst = static_cast<int>(u & 0xFFFF);
+        ASSERT_LT(r, kRounds) << describe(ev);
+        ASSERT_LT(dst, n) << describe(ev);
+        const ptl_size_t size = msg_size(me, dst, r);
+        if (ev.type == PTL_EVENT_SEND) {
+            check_init_event(ev, {.type = PTL_EVENT_SEND, .user_ptr = ev.user_ptr, .mlength = size});
+            ++sends[{r, dst}];
+            ++sends_of_round[r];
+        } else {
+            check_init_event(ev, {.type = PTL_EVENT_ACK,
+                                  .user_ptr = ev.user_ptr,
+                                  .mlength = size,
+                                  .remote_offset = off_at[dst][r],
+                                  .list = PTL_PRIORITY_LIST});
+            ++acks[{r, dst}];
+        }
+    };
+    barrier();
+    for (int r = 0; r < kRounds; ++r) {
+        // Reuse the slot of round r - kSlots only once all its SENDs arrived.
+        if (r >= kSlots) {
+            while (sends_of_round[r - kSlots] < n - 1)
+                handle_initiator_event(wait_event(ieq));
+        }
+        uint8_t *slot = src.data() + (r % kSlots) * kMaxSize;
+        fill_pattern(slot, kMaxSize, data_seed(me, r));
+        for (int k = 1; k < n; ++k) {
+            const int dst = (me + k) % n;
+            const ptl_size_t size = msg_size(me, dst, r);
+            off_at[dst][r] = next_off[dst];
+            next_off[dst] += size;
+            ASSERT_PTL(PtlPut(md, (r % kSlots) * kMaxSize, size, PTL_ACK_REQ, ni.id_of(dst), kPt,
+                              static_cast<ptl_match_bits_t>(me), 999999,
+                              tag((uintptr_t(r) << 16) | uintptr_t(dst)), static_cast<ptl_hdr_data_t>(r)));
+        }
+    }
+    const size_t expected = static_cast<size_t>((n - 1) * kRounds);
+    while (sends.size() < expected || acks.size() < expected)
+        handle_initiator_event(wait_event(ieq));
+    for (const auto &[key, count] : sends)
+        EXPECT_EQ(1, count) << "SEND of round " << key.first << " to " << key.second;
+    for (const auto &[key, count] : acks)
+        EXPECT_EQ(1, count) << "ACK of round " << key.first << " to " << key.second;
+
+    // Everything sent to me.
+    std::vector<int> next_round(static_cast<size_t>(n), 0);
+    std::vector<ptl_size_t> recv_off(static_cast<size_t>(n), 0);
+    for (size_t k = 0; k < expected; ++k) {
+        ptl_event_t ev = wait_event(teq);
+        const int s = static_cast<int>(reinterpret_cast<uintptr_t>(ev.user_ptr));
+        ASSERT_TRUE(s >= 0 && s < n && s != me) << describe(ev);
+        const int r = next_round[s]++;
+        const ptl_size_t size = msg_size(s, me, r);
+        check_target_event(ev,
+                           {.type = PTL_EVENT_PUT,
+                            .initiator = s,
+                            .pt_index = kPt,
+                            .match_bits = static_cast<ptl_match_bits_t>(s),
+                            .rlength = size,
+                            .mlength = size,
+                            .remote_offset = 999999,
+                            .start = rbuf[s].data() + recv_off[s],
+                            .user_ptr = tag(s),
+                            .hdr_data = static_cast<ptl_hdr_data_t>(r)},
+                           ni);
+        ASSERT_EQ(-1, check_pattern(rbuf[s].data() + recv_off[s], size, data_seed(s, r)))
+            << "round " << r << " from rank " << s << ", " << size << " bytes";
+        recv_off[s] += size;
+    }
+    for (int s = 0; s < n; ++s) {
+        if (s != me) {
+            EXPECT_EQ(kRounds, next_round[s]);
+        }
+    }
+    barrier();
+    expect_eq_empty(teq);
+    expect_eq_empty(ieq);
+    EXPECT_EQ(Sr{}, read_sr(ni)) << "nothing dropped, no violation";
+}
+
+// All-to-all PtlGet: every rank reads slices of every peer's patterned region, a bounded number of
+// rounds with a bounded window; every REPLY field and byte checked; GETs counted at the target.
+TEST_F(Stress, AllToAllGets) {
+    constexpr int kRounds = 50;
+    constexpr ptl_size_t kRegion = 256 * 1024;
+    const int n = nranks(), me = rank();
+    Ni ni = open_ni(kMatchingPhysical);
+    std::vector<uint8_t> region(kRegion);
+    fill_pattern(region.data(), kRegion, 7000 + me);
+    ptl_handle_eq_t teq = make_eq(ni, 64);
+    make_pt(ni, teq, 0, kPt);
+    ptl_handle_ct_t ct = make_ct(ni);
+    append_me(ni, kPt,
+              me_desc(region.data(), kRegion,
+                      PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES,
+                      0x6E7, 0, ct),
+              PTL_PRIORITY_LIST, tag(1), teq);
+    const int ops = (n - 1) * kRounds;
+    constexpr int kWindow = 16; // gets in flight, each with its own reply slot
+    std::vector<uint8_t> dst(kWindow * kMaxSize);
+    ptl_handle_eq_t ieq = make_eq(ni, 2 * kWindow);
+    ptl_handle_md_t md = bind_md(ni, dst.data(), dst.size(), ieq);
+    barrier();
+    struct Op {
+        int peer;
+        ptl_size_t size, roff;
+        int slot;
+    };
+    std::vector<Op> op(static_cast<size_t>(ops));
+    std::vector<int> free_slots;
+    for (int i = 0; i < kWindow; ++i)
+        free_slots.push_back(i);
+    int issued = 0, done = 0;
+    auto complete_one = [&] {
+        ptl_event_t ev = expect_event(ieq, PTL_EVENT_REPLY);
+        const size_t i = reinterpret_cast<uintptr_t>(ev.user_ptr);
+        ASSERT_LT(i, op.size());
+        check_init_event(ev, {.type = PTL_EVENT_REPLY,
+                              .user_ptr = ev.user_ptr,
+                              .mlength = op[i].size,
+                              .remote_offset = op[i].roff,
+                              .list = PTL_PRIORITY_LIST});
+        ASSERT_EQ(-1, check_pattern(dst.data() + op[i].slot * kMaxSize, op[i].size,
+                                    7000 + op[i].peer, op[i].roff))
+            << "get " << i << " from rank " << op[i].peer;
+        free_slots.push_back(op[i].slot);
+        ++done;
+    };
+    for (int r = 0; r < kRounds; ++r) {
+        for (int k = 1; k < n; ++k) {
+            const int peer = (me + k) % n;
+            const ptl_size_t size = msg_size(me, peer, r + 1000);
+            const ptl_size_t roff = mix(uint64_t(r) * 31 + uint64_t(peer)) % (kRegion - size + 1);
+            while (free_slots.empty())
+                complete_one();
+            const int slot = free_slots.back();
+            free_slots.pop_back();
+            op[issued] = {peer, size, roff, slot};
+            ASSERT_PTL(PtlGet(md, static_cast<ptl_size_t>(slot) * kMaxSize, size, ni.id_of(peer),
+                              kPt, 0x6E7, roff, tag(issued)));
+            ++issued;
+        }
+    }
+    while (done < ops)
+        complete_one();
+    barrier();
+    // Every peer's gets from me are counted, in bytes.
+    ptl_size_t bytes = 0;
+    for (int s = 0; s < n; ++s)
+        for (int r = 0; s != me && r < kRounds; ++r)
+            bytes += msg_size(s, me, r + 1000);
+    EXPECT_EQ((Ct{bytes, 0}), ct_wait(ct, bytes));
+    expect_eq_empty(teq);
+    expect_eq_empty(ieq);
+}
+
+// Several threads per rank put to the next rank at once through one NI, each with its own MD and
+// EQ; no event may be lost or duplicated on either side.
+TEST_F(Stress, ThreadedPutsLoseNoEvents) {
+    constexpr int kThreads = 2, kPerThread = 200;
+    const int n = nranks(), me = rank();
+    if (n < 2)
+        GTEST_SKIP() << "needs 2 ranks";
+    const int next = (me + 1) % n, prev = (me + n - 1) % n;
+    Ni ni = open_ni(kMatchingPhysical);
+    std::vector<uint8_t> rbuf(kThreads * kPerThread * 16, 0);
+    ptl_handle_eq_t teq = make_eq(ni, kThreads * kPerThread + 64);
+    make_pt(ni, teq, 0, kPt);
+    ptl_handle_ct_t ct = make_ct(ni);
+    append_me(ni, kPt,
+              me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, ~0ull, ct),
+              PTL_PRIORITY_LIST, tag(1), teq);
+    barrier();
+    std::vector<int> failures(kThreads, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            std::vector<uint8_t> src(16 * kPerThread);
+            fill_pattern(src.data(), src.size(), 300 + me * 10 + t);
+            ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
+            ptl_handle_md_t md = PTL_INVALID_HANDLE;
+            if (PtlEQAlloc(ni.h, 2 * kPerThread + 8, &eq) != PTL_OK) {
+                ++failures[t];
+                return;
+            }
+            ptl_md_t d{src.data(), src.size(), 0, eq, PTL_CT_NONE};
+            if (PtlMDBind(ni.h, &d, &md) != PTL_OK) {
+                ++failures[t];
+                return;
+            }
+            for (int i = 0; i < kPerThread; ++i) {
+                const ptl_size_t slot = static_cast<ptl_size_t>(t * kPerThread + i);
+                if (PtlPut(md, 16 * i, 16, PTL_ACK_REQ, ni.id_of(next), kPt, 0, 16 * slot,
+                           tag(slot), slot) != PTL_OK)
+                    ++failures[t];
+            }
+            std::set<std::pair<int, uintptr_t>> seen;
+            for (int k = 0; k < 2 * kPerThread; ++k) {
+                ptl_event_t ev;
+                if (PtlEQWait(eq, &ev) != PTL_OK || ev.ni_fail_type != PTL_NI_OK ||
+                    !seen.insert({ev.type, reinterpret_cast<uintptr_t>(ev.user_ptr)}).second)
+                    ++failures[t];
+            }
+            ptl_event_t ev;
+            if (PtlEQGet(eq, &ev) != PTL_EQ_EMPTY)
+                ++failures[t];
+        });
+    }
+    // Meanwhile the main thread takes the events of what the previous rank sends.
+    std::set<ptl_hdr_data_t> got;
+    for (int k = 0; k < kThreads * kPerThread; ++k) {
+        ptl_event_t ev = expect_event(teq, PTL_EVENT_PUT);
+        EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
+        EXPECT_TRUE(same_process(ni.id_of(prev), ev.initiator, false)) << describe(ev);
+        EXPECT_TRUE(got.insert(ev.hdr_data).second) << "duplicate " << describe(ev);
+        EXPECT_EQ(16 * ev.hdr_data, ev.remote_offset);
+    }
+    for (auto &th : threads)
+        th.join();
+    for (int t = 0; t < kThreads; ++t)
+        EXPECT_EQ(0, failures[t]) << "thread " << t;
+    EXPECT_EQ((Ct{kThreads * kPerThread, 0}), ct_wait(ct, kThreads * kPerThread));
+    for (int t = 0; t < kThreads; ++t)
+        for (int i = 0; i < kPerThread; ++i)
+            ASSERT_EQ(-1, check_pattern(rbuf.data() + 16 * (t * kPerThread + i), 16,
+                                        300 + prev * 10 + t, 16 * i))
+                << "thread " << t << " put " << i;
+    barrier();
+    expect_eq_empty(teq);
+}
+
+} // namespace
+
+int main(int argc, char **argv) { return portico::test::run_all_tests(argc, argv); }

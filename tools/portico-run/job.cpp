@@ -1,0 +1,724 @@
+// portico-run's process management: fork/exec the ranks into one process group, serve them
+// PMI-1, and watch everything from a single poll() loop (PMI sockets, a signalfd for SIGCHLD and
+// the signals we forward, timerfds for --timeout and the kill grace period). No sleeps, no busy
+// waiting: the loop blocks in poll() until something happens.
+#include "job.hpp"
+
+#include "pmi_server.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace portico::run {
+namespace {
+
+constexpr int kGraceSeconds = 2;  // SIGTERM (or the forwarded signal) -> SIGKILL
+constexpr int kGiveUpSeconds = 5; // SIGKILL -> stop waiting for ranks that cannot die
+
+// Variables a rank must not inherit from the launcher's own environment (we set our own, and a
+// stale PMI_PORT/PMI_ID would send MPICH clients elsewhere).
+const char *const kStrippedEnv[] = {
+    "PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID", "PMI_PORT", "PMI_ID", "PMI_SPAWNED",
+    "PORTICO_JOB_ID", "PORTICO_JOB_SECRET", "PORTICO_LOCAL_RANK", "PORTICO_LOCAL_SIZE",
+    "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+};
+
+void say(const std::string &msg) {
+    std::string line = "portico-run: " + msg + "\n";
+    const char *p = line.data();
+    std::size_t left = line.size();
+    while (left > 0) { // one write for the whole line (no interleaving with the ranks' output)
+        ssize_t n = ::write(STDERR_FILENO, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+}
+
+std::string random_hex(std::size_t bytes) {
+    std::vector<unsigned char> buf(bytes);
+    std::size_t got = 0;
+    while (got < bytes) {
+        ssize_t n = ::getrandom(buf.data() + got, bytes - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += static_cast<std::size_t>(n);
+    }
+    if (got < bytes) { // very old kernel: fall back to /dev/urandom
+        int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        while (fd >= 0 && got < bytes) {
+            ssize_t n = ::read(fd, buf.data() + got, bytes - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            got += static_cast<std::size_t>(n);
+        }
+        if (fd >= 0)
+            ::close(fd);
+    }
+    if (got < bytes)
+        return {};
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : buf) {
+        out += digits[b >> 4];
+        out += digits[b & 15];
+    }
+    return out;
+}
+
+// "0-3, 5, 7-8"
+std::string rank_list(const std::vector<int> &ranks) {
+    std::string out;
+    for (std::size_t i = 0; i < ranks.size();) {
+        std::size_t j = i;
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
+            ++j;
+        if (!out.empty())
+            out += ", ";
+        out += std::to_string(ranks[i]);
+        if (j > i)
+            out += "-" + std::to_string(ranks[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
+std::string ranks_word(const std::vector<int> &ranks) {
+    return (ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks);
+}
+
+std::string signal_text(int sig) {
+    const char *name = ::strsignal(sig);
+    return "signal " + std::to_string(sig) + " (" + (name != nullptr ? name : "unknown") + ")";
+}
+
+std::string describe_status(int status) {
+    if (WIFEXITED(status))
+        return "exited with code " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status))
+        return "killed by " + signal_text(WTERMSIG(status)) +
+               (WCOREDUMP(status) ? ", core dumped" : "");
+    return "ended with wait status " + std::to_string(status);
+}
+
+int status_code(int status) {
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+// Exit status for a PMI abort exit code (the same rule as the client library's _exit()).
+int abort_status(int code) {
+    if (code >= 0 && code <= 255)
+        return code;
+    int s = code & 0xff;
+    return s == 0 ? 1 : s;
+}
+
+std::string format_seconds(double s) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", s);
+    return buf;
+}
+
+// Fds 0-2 must be open, or a socket could land on them and be clobbered in the child.
+void ensure_std_fds() {
+    for (int fd = 0; fd <= 2; ++fd)
+        if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int n = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+            if (n >= 0 && n != fd) {
+                ::dup2(n, fd);
+                ::close(n);
+            }
+        }
+}
+
+void arm_timer(int fd, double seconds) {
+    itimerspec its{};
+    double whole = std::floor(seconds);
+    its.it_value.tv_sec = static_cast<time_t>(whole);
+    its.it_value.tv_nsec = static_cast<long>((seconds - whole) * 1e9);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+        its.it_value.tv_nsec = 1;
+    ::timerfd_settime(fd, 0, &its, nullptr);
+}
+
+void drain_timer(int fd) {
+    std::uint64_t expirations;
+    while (::read(fd, &expirations, sizeof expirations) < 0 && errno == EINTR) {
+    }
+}
+
+class Job final : public PmiObserver {
+public:
+    explicit Job(const JobOptions &options) : opt_(options), ranks_(options.nprocs) {}
+    ~Job() override;
+
+    int run();
+
+    void pmi_abort(int rank, int exit_code, const std::string &message) override;
+    void pmi_warning(int rank, const std::string &what) override;
+
+private:
+    enum class End { None, RankFailed, Abort, Timeout, Signal, Deadlock, SpawnFailed, Internal };
+    struct Rank {
+        pid_t pid = -1;
+        bool reaped = false;
+        int status = 0;
+    };
+
+    bool setup();
+    void spawn_all();
+    bool spawn(int rank, const std::vector<std::string> &base_env);
+    [[noreturn]] void exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp);
+    void event_loop();
+    void read_signals();
+    void reap();
+    void on_rank_exit(int rank, int status);
+    void on_rank_stopped(int sig);
+    void on_signal(int sig);
+    void on_timeout();
+    void on_grace();
+    void check_deadlock();
+    void terminate(End why, int sig, int code);
+    void signal_job(int sig);
+    std::vector<int> live_ranks() const;
+    int exit_code() const;
+    std::string who(int rank) const {
+        return "rank " + std::to_string(rank) + " (pid " + std::to_string(ranks_[rank].pid) + ")";
+    }
+
+    JobOptions opt_;
+    std::string job_id_, secret_, kvsname_;
+    std::vector<Rank> ranks_;
+    std::unordered_map<pid_t, int> by_pid_;
+    int live_ = 0;
+    pid_t pgid_ = 0;
+    sigset_t orig_mask_{};
+    bool mask_set_ = false;
+    int sigfd_ = -1, timeout_fd_ = -1, grace_fd_ = -1;
+    int grace_stage_ = 0; // 1: waiting to SIGKILL, 2: SIGKILL sent, waiting to give up
+    bool gave_up_ = false;
+    bool hand_tty_ = false;
+    rlimit orig_nofile_{};
+    bool nofile_raised_ = false;
+    std::unique_ptr<PmiServer> server_;
+    End end_ = End::None;
+    int end_code_ = 0;
+    int worst_ = 0;
+};
+
+Job::~Job() {
+    server_.reset();
+    for (int fd : {sigfd_, timeout_fd_, grace_fd_})
+        if (fd >= 0)
+            ::close(fd);
+    if (mask_set_)
+        ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
+}
+
+bool Job::setup() {
+    // A SIGCHLD disposition of SIG_IGN inherited from our parent would make the kernel reap the
+    // ranks behind our back; we need their statuses.
+    ::signal(SIGCHLD, SIG_DFL);
+
+    sigset_t handled;
+    sigemptyset(&handled);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+        sigaddset(&handled, s);
+    sigset_t block = handled;
+    sigaddset(&block, SIGPIPE); // a closed stderr must not kill the launcher
+    sigaddset(&block, SIGTTOU); // giving the terminal back from the background
+    if (::sigprocmask(SIG_BLOCK, &block, &orig_mask_) != 0) {
+        say(std::string("sigprocmask: ") + std::strerror(errno));
+        return false;
+    }
+    mask_set_ = true;
+    sigfd_ = ::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+    grace_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (sigfd_ < 0 || grace_fd_ < 0) {
+        say(std::string("cannot create signalfd/timerfd: ") + std::strerror(errno));
+        return false;
+    }
+    if (opt_.timeout_seconds > 0) {
+        timeout_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (timeout_fd_ < 0) {
+            say(std::string("cannot create timerfd: ") + std::strerror(errno));
+            return false;
+        }
+        arm_timer(timeout_fd_, opt_.timeout_seconds);
+    }
+
+    // One socket per rank stays open in the launcher: make room for N of them.
+    rlim_t need = static_cast<rlim_t>(opt_.nprocs) + 64;
+    if (::getrlimit(RLIMIT_NOFILE, &orig_nofile_) == 0 && orig_nofile_.rlim_cur != RLIM_INFINITY &&
+        orig_nofile_.rlim_cur < need) {
+        rlimit raised = orig_nofile_;
+        raised.rlim_cur = orig_nofile_.rlim_max == RLIM_INFINITY
+                              ? need
+                              : std::min<rlim_t>(std::max(need, orig_nofile_.rlim_cur),
+                                                 orig_nofile_.rlim_max);
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0)
+            nofile_raised_ = true;
+    }
+
+    job_id_ = random_hex(8);
+    secret_ = random_hex(16);
+    if (job_id_.empty() || secret_.empty()) {
+        say("cannot read random bytes for the job id and secret");
+        return false;
+    }
+    kvsname_ = "portico_" + job_id_;
+    return true;
+}
+
+int Job::run() {
+    ensure_std_fds();
+    if (!setup())
+        return kExitLauncherError;
+    server_ = std::make_unique<PmiServer>(opt_.nprocs, kvsname_, *this);
+    // Rank 0 gets the terminal (stdin) when we have it: make the job's process group the
+    // foreground group, or rank 0 would be stopped by SIGTTIN on its first read.
+    hand_tty_ = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+    spawn_all();
+    event_loop();
+    if (end_ != End::None && pgid_ > 0)
+        ::kill(-pgid_, SIGKILL); // grandchildren that outlived their rank
+    if (hand_tty_)
+        ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+    return exit_code();
+}
+
+void Job::spawn_all() {
+    std::vector<std::string> base_env;
+    for (char **e = environ; e != nullptr && *e != nullptr; ++e) {
+        std::string_view kv(*e);
+        std::string_view name = kv.substr(0, kv.find('='));
+        bool drop = false;
+        for (const char *s : kStrippedEnv)
+            drop = drop || name == s;
+        if (!drop)
+            base_env.emplace_back(kv);
+    }
+    for (int r = 0; r < opt_.nprocs; ++r)
+        if (!spawn(r, base_env))
+            break;
+}
+
+bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
+    auto fail = [&](const std::string &what) {
+        say("cannot start " + std::string(rank == 0 ? "the job" : "rank " + std::to_string(rank)) +
+            ": " + what + ": " + std::strerror(errno));
+        terminate(End::SpawnFailed, SIGTERM, kExitLauncherError);
+        return false;
+    };
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return fail("socketpair");
+    int ep[2];
+    if (::pipe2(ep, O_CLOEXEC) != 0) {
+        int e = errno;
+        ::close(sv[0]);
+        ::close(sv[1]);
+        errno = e;
+        return fail("pipe");
+    }
+
+    std::vector<std::string> env = base_env;
+    const std::string n = std::to_string(opt_.nprocs), r = std::to_string(rank);
+    env.push_back("PMI_FD=" + std::to_string(sv[1]));
+    env.push_back("PMI_RANK=" + r);
+    env.push_back("PMI_SIZE=" + n);
+    env.push_back("PMI_JOBID=" + kvsname_);
+    env.push_back("PORTICO_JOB_ID=" + job_id_);
+    env.push_back("PORTICO_JOB_SECRET=" + secret_);
+    env.push_back("PORTICO_LOCAL_RANK=" + r);
+    env.push_back("PORTICO_LOCAL_SIZE=" + n);
+    env.push_back("MPI_LOCALRANKID=" + r);
+    env.push_back("MPI_LOCALNRANKS=" + n);
+    std::vector<char *> envp, argv;
+    for (std::string &s : env)
+        envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (const std::string &s : opt_.argv)
+        argv.push_back(const_cast<char *>(s.c_str()));
+    argv.push_back(nullptr);
+
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        int e = errno;
+        for (int fd : {sv[0], sv[1], ep[0], ep[1]})
+            ::close(fd);
+        errno = e;
+        return fail("fork");
+    }
+    if (pid == 0)
+        exec_child(rank, sv[1], ep[1], argv.data(), envp.data());
+
+    // Parent. Set the group here too (whichever of parent and child runs first wins the race).
+    ::setpgid(pid, pgid_ != 0 ? pgid_ : pid);
+    if (rank == 0) {
+        pgid_ = pid;
+        if (hand_tty_)
+            ::tcsetpgrp(STDIN_FILENO, pgid_);
+    }
+    ranks_[rank].pid = pid;
+    by_pid_[pid] = rank;
+    ++live_;
+    ::close(sv[1]);
+    ::close(ep[1]);
+    server_->attach(rank, sv[0]);
+
+    // The status pipe closes on a successful exec; otherwise the child sends its errno.
+    int err = 0;
+    ssize_t got;
+    do
+        got = ::read(ep[0], &err, sizeof err);
+    while (got < 0 && errno == EINTR);
+    ::close(ep[0]);
+    if (got == static_cast<ssize_t>(sizeof err)) {
+        const std::string &prog = opt_.argv[0];
+        std::string why = std::strerror(err);
+        if (err == ENOENT && prog.find('/') == std::string::npos)
+            why = "command not found (searched PATH)";
+        say("cannot run '" + prog + "': " + why);
+        terminate(End::SpawnFailed, SIGTERM, err == ENOENT ? kExitNotFound : kExitCannotExec);
+        return false;
+    }
+    return true;
+}
+
+void Job::exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp) {
+    ::setpgid(0, pgid_ != 0 ? pgid_ : 0);
+    if (rank == 0 && hand_tty_)
+        ::tcsetpgrp(STDIN_FILENO, ::getpid()); // SIGTTOU is still blocked here
+    ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
+    if (nofile_raised_)
+        ::setrlimit(RLIMIT_NOFILE, &orig_nofile_);
+    if (rank != 0) {
+        int dn = ::open("/dev/null", O_RDONLY);
+        if (dn >= 0 && dn != STDIN_FILENO) {
+            ::dup2(dn, STDIN_FILENO);
+            ::close(dn);
+        }
+    }
+    int fl = ::fcntl(child_fd, F_GETFD);
+    if (fl >= 0)
+        ::fcntl(child_fd, F_SETFD, fl & ~FD_CLOEXEC);
+    ::execvpe(argv[0], argv, envp);
+    int e = errno;
+    ssize_t ignored = ::write(status_fd, &e, sizeof e);
+    (void)ignored;
+    ::_exit(kExitNotFound);
+}
+
+void Job::event_loop() {
+    std::vector<pollfd> pfds;
+    std::vector<int> owner; // rank, or -1 signalfd, -2 timeout timer, -3 grace timer
+    while (live_ > 0 && !gave_up_) {
+        pfds.clear();
+        owner.clear();
+        pfds.push_back({sigfd_, POLLIN, 0});
+        owner.push_back(-1);
+        if (timeout_fd_ >= 0) {
+            pfds.push_back({timeout_fd_, POLLIN, 0});
+            owner.push_back(-2);
+        }
+        if (grace_stage_ > 0) {
+            pfds.push_back({grace_fd_, POLLIN, 0});
+            owner.push_back(-3);
+        }
+        for (int r = 0; r < opt_.nprocs; ++r) {
+            int fd = server_->fd(r);
+            if (fd >= 0) {
+                pfds.push_back({fd, server_->poll_events(r), 0});
+                owner.push_back(r);
+            }
+        }
+        int n = ::poll(pfds.data(), pfds.size(), -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            say(std::string("poll: ") + std::strerror(errno) + "; killing the job");
+            terminate(End::Internal, SIGKILL, kExitLauncherError);
+            for (;;) { // every rank got SIGKILL: wait for them without the loop
+                int st;
+                pid_t p = ::waitpid(-1, &st, 0);
+                if (p < 0 && errno == EINTR)
+                    continue;
+                if (p < 0)
+                    break;
+            }
+            return;
+        }
+        // PMI traffic first, so that a rank's last words (abort, barrier_in) are seen before its
+        // exit status.
+        for (std::size_t i = 0; i < pfds.size(); ++i)
+            if (owner[i] >= 0 && pfds[i].revents != 0)
+                server_->handle(owner[i], pfds[i].revents);
+        for (std::size_t i = 0; i < pfds.size(); ++i) {
+            if (pfds[i].revents == 0 || owner[i] >= 0)
+                continue;
+            if (owner[i] == -1)
+                read_signals();
+            else if (owner[i] == -2)
+                on_timeout();
+            else if (owner[i] == -3)
+                on_grace();
+        }
+        check_deadlock();
+    }
+}
+
+void Job::read_signals() {
+    signalfd_siginfo si;
+    for (;;) {
+        ssize_t n = ::read(sigfd_, &si, sizeof si);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != static_cast<ssize_t>(sizeof si))
+            break;
+        if (si.ssi_signo != SIGCHLD)
+            on_signal(static_cast<int>(si.ssi_signo));
+    }
+    reap(); // SIGCHLDs coalesce: always collect every exited rank
+}
+
+void Job::reap() {
+    for (;;) {
+        int st = 0;
+        pid_t p = ::waitpid(-1, &st, WNOHANG | (hand_tty_ ? WUNTRACED : 0));
+        if (p == 0)
+            break;
+        if (p < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == ECHILD && live_ > 0) { // cannot happen with SIGCHLD at SIG_DFL
+                say("lost track of the ranks (no children left)");
+                for (Rank &rk : ranks_)
+                    rk.reaped = true;
+                live_ = 0;
+            }
+            break;
+        }
+        auto it = by_pid_.find(p);
+        if (it == by_pid_.end())
+            continue;
+        if (WIFSTOPPED(st)) {
+            on_rank_stopped(WSTOPSIG(st));
+            continue;
+        }
+        int rank = it->second;
+        by_pid_.erase(it);
+        server_->drain(rank);
+        on_rank_exit(rank, st);
+    }
+}
+
+// Job control when the job owns the terminal: Ctrl-Z stops the ranks (they are the foreground
+// group), so stop the launcher as well, which hands control back to the shell; on `fg` give the
+// terminal back to the job and continue it (on `bg` just continue it).
+void Job::on_rank_stopped(int sig) {
+    if (!hand_tty_ || end_ != End::None || (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU))
+        return;
+    ::kill(-pgid_, SIGSTOP); // the whole job, not just the ranks that got the signal
+    ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+    ::raise(SIGTSTP); // returns when the shell continues us
+    if (::tcgetpgrp(STDIN_FILENO) == ::getpgrp())
+        ::tcsetpgrp(STDIN_FILENO, pgid_);
+    ::kill(-pgid_, SIGCONT);
+}
+
+void Job::on_rank_exit(int rank, int status) {
+    Rank &rk = ranks_[rank];
+    rk.reaped = true;
+    rk.status = status;
+    --live_;
+    if (end_ != End::None)
+        return; // killed by us (or irrelevant now that the job is being torn down)
+    int code = status_code(status);
+    worst_ = std::max(worst_, code);
+    if (code == 0)
+        return; // finishing early is fine
+    std::string msg = who(rank) + " " + describe_status(status);
+    if (live_ > 0) {
+        say(msg + "; terminating the job");
+        terminate(End::RankFailed, SIGTERM, code);
+    } else {
+        say(msg);
+    }
+}
+
+void Job::pmi_abort(int rank, int exit_code, const std::string &message) {
+    if (end_ != End::None)
+        return;
+    int status = abort_status(exit_code);
+    std::string msg = who(rank) + " called PMI abort with exit code " + std::to_string(exit_code);
+    if (status != exit_code)
+        msg += " (exit status " + std::to_string(status) + ")";
+    if (!message.empty())
+        msg += ": " + message;
+    say(msg + "; terminating the job");
+    terminate(End::Abort, SIGTERM, status);
+}
+
+void Job::pmi_warning(int rank, const std::string &what) {
+    say("rank " + std::to_string(rank) + ": PMI: " + what);
+}
+
+void Job::on_signal(int sig) {
+    if (end_ != End::None) {
+        if (grace_stage_ < 2) { // impatient user: no more grace
+            say("received " + signal_text(sig) + " again; killing the job");
+            signal_job(SIGKILL);
+            grace_stage_ = 2;
+            arm_timer(grace_fd_, kGiveUpSeconds);
+        }
+        return;
+    }
+    say("received " + signal_text(sig) + "; terminating the job");
+    terminate(End::Signal, sig, 128 + sig);
+}
+
+void Job::on_timeout() {
+    drain_timer(timeout_fd_);
+    ::close(timeout_fd_);
+    timeout_fd_ = -1;
+    if (end_ != End::None)
+        return;
+    say("job timed out after " + format_seconds(opt_.timeout_seconds) + " s; killing it");
+    std::vector<int> live = live_ranks(), waiting;
+    for (int r = 0; r < opt_.nprocs; ++r)
+        if (server_->in_barrier(r))
+            waiting.push_back(r);
+    std::string detail = "still running: " + ranks_word(live);
+    if (!waiting.empty())
+        detail += "; waiting in PMI barrier #" + std::to_string(server_->barriers_completed() + 1) +
+                  ": " + ranks_word(waiting);
+    say(detail);
+    terminate(End::Timeout, SIGTERM, kExitTimeout);
+}
+
+void Job::on_grace() {
+    drain_timer(grace_fd_);
+    std::vector<int> live = live_ranks();
+    if (live.empty())
+        return;
+    if (grace_stage_ == 1) {
+        say(ranks_word(live) + " still running " + std::to_string(kGraceSeconds) +
+            " s after being signalled; sending SIGKILL");
+        signal_job(SIGKILL);
+        grace_stage_ = 2;
+        arm_timer(grace_fd_, kGiveUpSeconds);
+    } else if (grace_stage_ == 2) {
+        say(ranks_word(live) + " did not exit after SIGKILL; giving up on them");
+        gave_up_ = true;
+    }
+}
+
+// Ranks waiting in a barrier that a departed rank can never enter would wait forever.
+void Job::check_deadlock() {
+    if (end_ != End::None || server_->barrier_count() == 0)
+        return;
+    for (int r = 0; r < opt_.nprocs; ++r) {
+        // Only a rank whose exit status we hold counts: a closed PMI socket alone may just mean
+        // the process is dying, and its exit status (a failure, say) must be reported first.
+        if (server_->in_barrier(r) || !ranks_[r].reaped)
+            continue;
+        std::vector<int> waiting;
+        for (int w = 0; w < opt_.nprocs; ++w)
+            if (server_->in_barrier(w))
+                waiting.push_back(w);
+        std::string why = describe_status(ranks_[r].status);
+        say(ranks_word(waiting) + (waiting.size() == 1 ? " waits" : " wait") +
+            " in a PMI barrier that " + who(r) + " can never enter (it " + why +
+            "); terminating the job");
+        terminate(End::Deadlock, SIGTERM, kExitDeadlock);
+        return;
+    }
+}
+
+void Job::terminate(End why, int sig, int code) {
+    if (end_ != End::None)
+        return; // the first reason decides the exit code
+    end_ = why;
+    end_code_ = code;
+    signal_job(sig);
+    if (sig != SIGKILL) {
+        signal_job(SIGCONT); // stopped ranks must be able to act on the signal
+        grace_stage_ = 1;
+        arm_timer(grace_fd_, kGraceSeconds);
+    } else {
+        grace_stage_ = 2;
+        arm_timer(grace_fd_, kGiveUpSeconds);
+    }
+}
+
+void Job::signal_job(int sig) {
+    bool any = false;
+    for (const Rank &rk : ranks_)
+        if (rk.pid > 0 && !rk.reaped) {
+            ::kill(rk.pid, sig); // also reaches a rank that left the job's process group
+            any = true;
+        }
+    if (any && pgid_ > 0)
+        ::kill(-pgid_, sig); // and the processes the ranks started
+}
+
+std::vector<int> Job::live_ranks() const {
+    std::vector<int> out;
+    for (int r = 0; r < opt_.nprocs; ++r)
+        if (ranks_[r].pid > 0 && !ranks_[r].reaped)
+            out.push_back(r);
+    return out;
+}
+
+int Job::exit_code() const {
+    switch (end_) {
+    case End::None:
+        return worst_;
+    case End::RankFailed:
+        return std::max(worst_, end_code_);
+    default:
+        return end_code_;
+    }
+}
+
+} // namespace
+
+int run_job(const JobOptions &options) {
+    Job job(options);
+    return job.run();
+}
+
+} // namespace portico::run

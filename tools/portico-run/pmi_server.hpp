@@ -1,0 +1,107 @@
+// Server side of the simple PMI-1 wire protocol (MPICH's "simple" PMI, as served by hydra):
+// one stream socket per rank, newline-terminated lines of space-separated key=value tokens.
+//
+// The server knows nothing about processes: the launcher attaches one non-blocking socket per
+// rank, polls the fds with poll_events(), and calls handle() with what poll() returned. Aborts and
+// protocol warnings are reported through PmiObserver.
+//
+// Key/value semantics: a put is staged and becomes visible to every rank when the next barrier
+// completes (all ranks sent barrier_in), before any barrier_out is sent - the same visibility
+// rule as hydra, so programs that work here work there. A key put twice keeps the last value
+// (puts are committed in rank order, so concurrent puts of one key: the highest rank wins).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace portico::run {
+
+struct PmiLimits {
+    // The values hydra advertises. They are C buffer sizes (NUL included): keys may have up to
+    // keylen_max-1 characters, values up to vallen_max-1.
+    int kvsname_max = 256;
+    int keylen_max = 64;
+    int vallen_max = 1024;
+    std::size_t max_line = 64 * 1024;          // longer request lines are rejected
+    std::size_t max_pending_output = 1 << 20;  // stop reading a rank that does not read replies
+    unsigned max_warnings_per_rank = 20;
+};
+
+class PmiObserver {
+public:
+    virtual ~PmiObserver() = default;
+    // cmd=abort from `rank`; the server sends no reply (the launcher kills the job).
+    virtual void pmi_abort(int rank, int exit_code, const std::string &message) = 0;
+    // A protocol problem worth telling the user (malformed line, unknown command, ...).
+    virtual void pmi_warning(int rank, const std::string &what) = 0;
+};
+
+class PmiServer {
+public:
+    PmiServer(int size, std::string kvsname, PmiObserver &observer, PmiLimits limits = {});
+    ~PmiServer();
+    PmiServer(const PmiServer &) = delete;
+    PmiServer &operator=(const PmiServer &) = delete;
+
+    // Takes ownership of `fd` (the launcher's end of rank's socket; made non-blocking here).
+    void attach(int rank, int fd);
+
+    int fd(int rank) const { return conns_[rank].fd; } // -1 once the connection is closed
+    short poll_events(int rank) const;
+    void handle(int rank, short revents);
+    // Processes whatever the rank already sent (used when its process has exited, so that an
+    // abort or barrier_in written just before exiting is not lost). Never blocks.
+    void drain(int rank);
+
+    bool closed(int rank) const { return conns_[rank].fd < 0; }
+    bool in_barrier(int rank) const { return conns_[rank].in_barrier; }
+    int barrier_count() const { return barrier_count_; }
+    std::size_t barriers_completed() const { return barriers_completed_; }
+    const std::string &kvsname() const { return kvsname_; }
+
+private:
+    struct Conn {
+        int fd = -1;
+        std::string in;
+        std::string out;
+        std::size_t out_off = 0;
+        bool write_broken = false; // peer gone: replies are dropped, input is still read
+        bool discarding = false;   // inside an over-long line: drop input up to the next newline
+        bool in_mcmd = false;      // inside a multi-line "mcmd=spawn ... endcmd" request
+        bool in_barrier = false;
+        bool finalized = false;
+        unsigned warnings = 0;
+        std::vector<std::pair<std::string, std::string>> staged; // puts not yet visible
+    };
+    using Tokens = std::vector<std::pair<std::string_view, std::string_view>>;
+
+    void read_available(int rank);
+    void process_input(int rank);
+    void process_line(int rank, std::string_view line);
+    void reject_long_line(int rank);
+    void flush(int rank);
+    void close_conn(int rank);
+    void reply(int rank, std::string line); // `line` without the newline
+    void warn(int rank, const std::string &what);
+
+    void on_init(int rank, const Tokens &t);
+    void on_put(int rank, const Tokens &t);
+    void on_get(int rank, const Tokens &t);
+    void on_barrier_in(int rank);
+    void on_abort(int rank, std::string_view line, const Tokens &t);
+
+    int size_;
+    std::string kvsname_;
+    PmiObserver &observer_;
+    PmiLimits limits_;
+    std::vector<Conn> conns_;
+    std::unordered_map<std::string, std::string> kvs_; // committed (visible) pairs
+    int barrier_count_ = 0;
+    std::size_t barriers_completed_ = 0;
+};
+
+} // namespace portico::run
