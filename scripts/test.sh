@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds Portico and runs every test: the normal build, then again under ASan+UBSan, then the
+# engine's multi-threaded tests under TSan. Any failure fails the script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+
+run_suite() { # build-dir cmake-args... -- ctest-args...
+  local dir=$1; shift
+  local cmake_args=() ctest_args=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  ctest_args=("$@")
+  echo "=== $dir: configure ${cmake_args[*]:-}"
+  cmake -S . -B "$dir" "${cmake_args[@]}" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  echo "=== $dir: test"
+  ctest --test-dir "$dir" -j"$jobs" --output-on-failure "${ctest_args[@]}"
+}
+
+run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo --
+# Sanitizers: every test under ASan+UBSan; TSan for the engine (conformance, unit, stress).
+run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=address -DPORTICO_BENCH=OFF -- -E "hydra_compat"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=thread -DPORTICO_BENCH=OFF -- -R "conformance|unit|standalone"

@@ -1,0 +1,181 @@
+// A Portals process started on its own, without any launcher: it learns its peer's physical id
+// from its standard input, the way existing Portals clients exchange ids out of band.
+//   standalone_peer pingpong ROLE   exchange puts with the peer, check data and events
+//   standalone_peer victim          set up, then wait to be killed
+//   standalone_peer survivor        talk to a victim; see its death as failure events
+#include <portals4.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void die(const char *what, int rc) {
+    std::printf("FAIL %s rc=%d\n", what, rc);
+    std::fflush(stdout);
+    std::exit(1);
+}
+#define CHECK(x)                                                                                                       \
+    do {                                                                                                               \
+        int rc_ = (x);                                                                                                 \
+        if (rc_ != PTL_OK) die(#x, rc_);                                                                               \
+    } while (0)
+#define EXPECT(cond)                                                                                                   \
+    do {                                                                                                               \
+        if (!(cond)) die(#cond, -1);                                                                                   \
+    } while (0)
+
+void say(const char *line) {
+    std::printf("%s\n", line);
+    std::fflush(stdout);
+}
+
+std::string hear() {
+    char line[256];
+    if (!std::fgets(line, sizeof line, stdin)) die("stdin closed", -1);
+    line[std::strcspn(line, "\n")] = 0;
+    return line;
+}
+
+constexpr ptl_pt_index_t kPt = 3;
+constexpr ptl_match_bits_t kBits = 0x5ca1ab1e;
+
+struct Node {
+    ptl_handle_ni_t ni;
+    ptl_handle_eq_t eq;
+    ptl_process_t peer;
+    std::vector<char> inbox = std::vector<char>(1 << 20);
+
+    void open(bool with_me) {
+        CHECK(PtlInit());
+        CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, nullptr, nullptr, &ni));
+        ptl_process_t me;
+        CHECK(PtlGetPhysId(ni, &me));
+        std::printf("ID %u %u\n", me.phys.nid, me.phys.pid);
+        std::fflush(stdout);
+        unsigned nid, pid;
+        if (std::sscanf(hear().c_str(), "PEER %u %u", &nid, &pid) != 2) die("bad PEER line", -1);
+        peer.phys.nid = nid;
+        peer.phys.pid = pid;
+        CHECK(PtlEQAlloc(ni, 256, &eq));
+        if (!with_me) return;
+        ptl_pt_index_t pt;
+        CHECK(PtlPTAlloc(ni, 0, eq, kPt, &pt));
+        ptl_me_t me_desc{};
+        me_desc.start = inbox.data();
+        me_desc.length = inbox.size();
+        me_desc.ct_handle = PTL_CT_NONE;
+        me_desc.uid = PTL_UID_ANY;
+        me_desc.options = PTL_ME_OP_PUT | PTL_ME_OP_GET;
+        me_desc.match_id = peer;
+        me_desc.match_bits = kBits;
+        ptl_handle_me_t h;
+        CHECK(PtlMEAppend(ni, kPt, &me_desc, PTL_PRIORITY_LIST, nullptr, &h));
+        ptl_event_t ev;
+        CHECK(PtlEQWait(eq, &ev));
+        EXPECT(ev.type == PTL_EVENT_LINK);
+    }
+
+    std::vector<ptl_event_t> early; // events that came before the one being waited for
+
+    ptl_event_t wait_for(ptl_event_kind_t kind) {
+        for (size_t i = 0; i < early.size(); ++i)
+            if (early[i].type == kind) {
+                ptl_event_t ev = early[i];
+                early.erase(early.begin() + static_cast<long>(i));
+                return ev;
+            }
+        for (;;) {
+            ptl_event_t ev;
+            CHECK(PtlEQWait(eq, &ev));
+            if (ev.type == kind) return ev;
+            EXPECT(ev.type == PTL_EVENT_SEND || ev.type == PTL_EVENT_ACK || ev.type == PTL_EVENT_PUT);
+            EXPECT(ev.ni_fail_type == PTL_NI_OK);
+            if (ev.type != PTL_EVENT_SEND) early.push_back(ev);
+        }
+    }
+};
+
+int pingpong(int role) {
+    Node n;
+    n.open(true);
+    say("READY");
+    EXPECT(hear() == "GO");
+    std::vector<char> out(1 << 20);
+    ptl_md_t md{out.data(), out.size(), 0, n.eq, PTL_CT_NONE};
+    ptl_handle_md_t mdh;
+    CHECK(PtlMDBind(n.ni, &md, &mdh));
+    for (size_t len : {size_t{8}, size_t{4096}, size_t{300000}, size_t{1} << 20}) {
+        for (size_t i = 0; i < len; ++i) out[i] = static_cast<char>(i * 31 + len + role);
+        if (role == 0) {
+            CHECK(PtlPut(mdh, 0, len, PTL_ACK_REQ, n.peer, kPt, kBits, 0, nullptr, len));
+            ptl_event_t ack = n.wait_for(PTL_EVENT_ACK);
+            EXPECT(ack.mlength == len && ack.ni_fail_type == PTL_NI_OK);
+        }
+        ptl_event_t put = n.wait_for(PTL_EVENT_PUT);
+        EXPECT(put.mlength == len && put.hdr_data == len && put.initiator.phys.pid == n.peer.phys.pid);
+        for (size_t i = 0; i < len; ++i) EXPECT(n.inbox[i] == static_cast<char>(i * 31 + len + (1 - role)));
+        if (role == 1) {
+            CHECK(PtlPut(mdh, 0, len, PTL_ACK_REQ, n.peer, kPt, kBits, 0, nullptr, len));
+            ptl_event_t ack = n.wait_for(PTL_EVENT_ACK);
+            EXPECT(ack.mlength == len && ack.ni_fail_type == PTL_NI_OK);
+        }
+    }
+    say("DONE");
+    EXPECT(hear() == "BYE"); // stay until the peer no longer needs us
+    PtlFini();
+    return 0;
+}
+
+int victim() {
+    Node n;
+    n.open(false); // no PT for the survivor's get: it is dropped and never answered
+    say("READY");
+    for (;;) pause();
+}
+
+int survivor() {
+    Node n;
+    n.open(true);
+    std::vector<char> buf(64);
+    ptl_md_t md{buf.data(), buf.size(), 0, n.eq, PTL_CT_NONE};
+    ptl_handle_md_t mdh;
+    CHECK(PtlMDBind(n.ni, &md, &mdh));
+    // The victim has no such portal entry, so the get is dropped there and no reply ever comes,
+    // until the victim dies: then the failure must be reported, not waited for forever.
+    CHECK(PtlGet(mdh, 0, 64, n.peer, kPt, kBits, 0, reinterpret_cast<void *>(1)));
+    say("SENT");
+    ptl_event_t ev;
+    CHECK(PtlEQWait(n.eq, &ev));
+    EXPECT(ev.type == PTL_EVENT_REPLY);
+    EXPECT(ev.ni_fail_type == PTL_NI_UNDELIVERABLE);
+    EXPECT(ev.user_ptr == reinterpret_cast<void *>(1));
+    // Later operations to the dead peer fail at once, with events.
+    CHECK(PtlPut(mdh, 0, 8, PTL_ACK_REQ, n.peer, kPt, kBits, 0, reinterpret_cast<void *>(2), 0));
+    bool send = false, ack = false;
+    while (!(send && ack)) {
+        CHECK(PtlEQWait(n.eq, &ev));
+        EXPECT(ev.user_ptr == reinterpret_cast<void *>(2));
+        EXPECT(ev.ni_fail_type == PTL_NI_UNDELIVERABLE);
+        send |= ev.type == PTL_EVENT_SEND;
+        ack |= ev.type == PTL_EVENT_ACK;
+    }
+    say("OK");
+    PtlFini();
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    if (argc >= 3 && std::string(argv[1]) == "pingpong") return pingpong(std::atoi(argv[2]));
+    if (argc >= 2 && std::string(argv[1]) == "victim") return victim();
+    if (argc >= 2 && std::string(argv[1]) == "survivor") return survivor();
+    std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor\n", argv[0]);
+    return 2;
+}
