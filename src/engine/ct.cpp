@@ -57,7 +57,14 @@ int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
 int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout,
                     ptl_ct_event_t *ev, unsigned *which) {
     if (!hs || !tests || n == 0 || !ev) return PTL_ARG_INVALID;
-    std::vector<CT *> cts(n);
+    // Waiting is on the fast path: no allocation for the usual handful of objects.
+    CT *small[8];
+    std::vector<CT *> large;
+    CT **cts = small;
+    if (n > 8) {
+        large.resize(n);
+        cts = large.data();
+    }
     Endpoint *ep = nullptr;
     {
         std::lock_guard g(mutex_);
@@ -67,7 +74,7 @@ int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned
             if (ep && cts[i]->ni->ep != ep) return PTL_ARG_INVALID;
             ep = cts[i]->ni->ep;
         }
-        for (CT *c : cts) c->users.fetch_add(1);
+        for (unsigned i = 0; i < n; ++i) cts[i]->users.fetch_add(1);
     }
     auto ready = [&] {
         for (unsigned i = 0; i < n; ++i) {
@@ -84,7 +91,7 @@ int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned
         return false;
     };
     int rc = wait_for(ep, timeout, PTL_CT_NONE_REACHED, ready);
-    for (CT *c : cts) c->users.fetch_sub(1);
+    for (unsigned i = 0; i < n; ++i) cts[i]->users.fetch_sub(1);
     return rc;
 }
 

@@ -637,7 +637,7 @@ void Engine::finish_put(Endpoint &ep, RxState &rx) {
     NI *ni = rx.ni;
     PT &pt = ni->pts[e->pt_index];
     --e->busy;
-    --pt.streams;
+    if (--pt.streams == 0) notify_waiters(); // PtlPTDisable may be waiting for this
     const wire::Header &h = rx.h;
     ptl_process_t initiator{};
     if (ni->logical())

@@ -85,7 +85,14 @@ int Engine::eq_get(ptl_handle_eq_t h, ptl_event_t *ev) {
 
 int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which) {
     if (!hs || n == 0 || !ev) return PTL_ARG_INVALID;
-    std::vector<EQ *> eqs(n);
+    // Waiting is on the fast path: no allocation for the usual handful of objects.
+    EQ *small[8];
+    std::vector<EQ *> large;
+    EQ **eqs = small;
+    if (n > 8) {
+        large.resize(n);
+        eqs = large.data();
+    }
     Endpoint *ep = nullptr;
     {
         std::lock_guard g(mutex_);
@@ -95,7 +102,7 @@ int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, p
             if (ep && eqs[i]->ni->ep != ep) return PTL_ARG_INVALID; // one physical interface
             ep = eqs[i]->ni->ep;
         }
-        for (EQ *q : eqs) q->users.fetch_add(1);
+        for (unsigned i = 0; i < n; ++i) eqs[i]->users.fetch_add(1);
     }
     int result = PTL_EQ_EMPTY;
     auto ready = [&] {
@@ -111,7 +118,7 @@ int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, p
         return false;
     };
     int rc = wait_for(ep, timeout, PTL_EQ_EMPTY, ready);
-    for (EQ *q : eqs) q->users.fetch_sub(1);
+    for (unsigned i = 0; i < n; ++i) eqs[i]->users.fetch_sub(1);
     return rc == PTL_OK ? result : rc;
 }
 

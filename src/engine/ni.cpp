@@ -9,7 +9,7 @@
 
 #include "common/env.hpp"
 #include "common/log.hpp"
-#include "engine/engine.hpp"
+#include "engine/wait.hpp"
 #include "transport/shm/shm_transport.hpp"
 
 namespace portico::engine {
@@ -373,17 +373,20 @@ int Engine::pt_free(ptl_handle_ni_t h, ptl_pt_index_t idx) {
 }
 
 int Engine::pt_disable(ptl_handle_ni_t h, ptl_pt_index_t idx) {
-    std::unique_lock g(mutex_);
-    NI *ni = ni_of(h);
-    if (!ni || idx >= ni->pts.size() || !ni->pts[idx].allocated) return PTL_ARG_INVALID;
-    ni->pts[idx].enabled = false;
-    // Messages already partly received into this PT finish first (spec: PtlPTDisable blocks).
-    Endpoint *ep = ni->ep;
-    while (ni_of(h) == ni && ni->pts[idx].streams > 0) {
-        g.unlock();
-        if (ep->poll() == 0) std::this_thread::yield();
-        g.lock();
+    Endpoint *ep;
+    {
+        std::lock_guard g(mutex_);
+        NI *ni = ni_of(h);
+        if (!ni || idx >= ni->pts.size() || !ni->pts[idx].allocated) return PTL_ARG_INVALID;
+        ni->pts[idx].enabled = false;
+        ep = ni->ep;
     }
+    // Messages already partly received into this PT finish first (spec: PtlPTDisable blocks).
+    wait_for(ep, PTL_TIME_FOREVER, PTL_OK, [&] {
+        std::lock_guard g(mutex_);
+        NI *ni = ni_of(h);
+        return !ni || ni->pts[idx].streams == 0;
+    });
     return PTL_OK;
 }
 

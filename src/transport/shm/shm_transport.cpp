@@ -15,6 +15,7 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "common/fence.hpp"
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
 
@@ -392,7 +393,7 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m) {
     }
     if (pushed) {
         // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        full_fence();
         auto &sleeping = l.tx.control()->consumer_sleeping;
         if (sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0)) l.poke();
     }
@@ -467,7 +468,7 @@ int ShmTransport::flush_backlog(ShmLink &l, Receiver &r) {
                 }
                 // Ask the consumer to wake us when it made room, then look once more (no lost wakeup).
                 l.tx.control()->producer_waiting.store(1);
-                std::atomic_thread_fence(std::memory_order_seq_cst);
+                full_fence();
                 if (!push_frames(l, m)) break;
             }
             done.emplace_back(m.token, m.cur.fault);
@@ -568,7 +569,7 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
         ++work;
     }
     if (work) {
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        full_fence();
         auto &waiting = l.rx.control()->producer_waiting;
         if (waiting.load(std::memory_order_relaxed) && waiting.exchange(0)) l.poke();
     }
@@ -651,7 +652,7 @@ void ShmTransport::arm_sleep() {
     const size_t n = nlinks_.load(std::memory_order_acquire);
     for (size_t i = 0; i < n; ++i)
         if (!links_[i]->reported) links_[i]->rx.control()->consumer_sleeping.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
 }
 
 void ShmTransport::disarm_sleep() {
