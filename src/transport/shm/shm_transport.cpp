@@ -119,7 +119,7 @@ public:
     std::mutex tx_mutex;
     std::deque<OutMessage> backlog;
     bool dead = false;      // guarded by tx_mutex
-    bool reported = false;  // on_link_failed delivered (poll lock)
+    std::atomic<bool> reported{false}; // on_link_failed delivered (set under the poll lock, read anywhere)
     int side = 0;           // 0: we connected, 1: we accepted
     bool probed = false;
 
