@@ -155,15 +155,22 @@ int survivor() {
     EXPECT(ev.type == PTL_EVENT_REPLY);
     EXPECT(ev.ni_fail_type == PTL_NI_UNDELIVERABLE);
     EXPECT(ev.user_ptr == reinterpret_cast<void *>(1));
-    // Later operations to the dead peer fail at once, with events.
+    // A later put to the dead peer completes with failure events, never a hang. Its ACK must report
+    // the failure; its SEND may be OK: the peer's exit closes the link before its listening socket,
+    // so the put can still leave our buffer (SEND only says the buffer is free again, §3.13.3).
     CHECK(PtlPut(mdh, 0, 8, PTL_ACK_REQ, n.peer, kPt, kBits, 0, reinterpret_cast<void *>(2), 0));
     bool send = false, ack = false;
     while (!(send && ack)) {
         CHECK(PtlEQWait(n.eq, &ev));
         EXPECT(ev.user_ptr == reinterpret_cast<void *>(2));
-        EXPECT(ev.ni_fail_type == PTL_NI_UNDELIVERABLE);
-        send |= ev.type == PTL_EVENT_SEND;
-        ack |= ev.type == PTL_EVENT_ACK;
+        if (ev.type == PTL_EVENT_SEND) {
+            EXPECT(ev.ni_fail_type == PTL_NI_OK || ev.ni_fail_type == PTL_NI_UNDELIVERABLE);
+            send = true;
+        } else {
+            EXPECT(ev.type == PTL_EVENT_ACK);
+            EXPECT(ev.ni_fail_type == PTL_NI_UNDELIVERABLE);
+            ack = true;
+        }
     }
     say("OK");
     PtlFini();
