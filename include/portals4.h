@@ -380,6 +380,53 @@ int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length
            ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
            ptl_size_t remote_offset, void *user_ptr);
 
+int PtlAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+              ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+              ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t operation,
+              ptl_datatype_t datatype);
+int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset, ptl_handle_md_t put_md_handle,
+                   ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id,
+                   ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+                   void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype);
+int PtlSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset, ptl_handle_md_t put_md_handle,
+            ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id, ptl_pt_index_t pt_index,
+            ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+            const void *operand, ptl_op_t operation, ptl_datatype_t datatype);
+int PtlAtomicSync(void);
+
+/* ---- triggered operations (§3.16) ---------------------------------------------------------- */
+int PtlTriggeredPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+                    ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                    ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                    ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target_id,
+                    ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+                    void *user_ptr, ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
+                       ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
+                       ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                       ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype,
+                       ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
+                            ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset, ptl_size_t length,
+                            ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                            ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                            ptl_op_t operation, ptl_datatype_t datatype, ptl_handle_ct_t trig_ct_handle,
+                            ptl_size_t threshold);
+int PtlTriggeredSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset, ptl_handle_md_t put_md_handle,
+                     ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id,
+                     ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+                     void *user_ptr, ptl_hdr_data_t hdr_data, const void *operand, ptl_op_t operation,
+                     ptl_datatype_t datatype, ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment, ptl_handle_ct_t trig_ct_handle,
+                      ptl_size_t threshold);
+int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct, ptl_handle_ct_t trig_ct_handle,
+                      ptl_size_t threshold);
+
+/* ---- deferred communication (§3.17) -------------------------------------------------------- */
+int PtlStartBundle(ptl_handle_ni_t ni_handle);
+int PtlEndBundle(ptl_handle_ni_t ni_handle);
+
 int PtlHandleIsEqual(ptl_handle_any_t handle1, ptl_handle_any_t handle2);
 
 #ifdef __cplusplus

@@ -156,9 +156,7 @@ PORTICO_API int PtlCTFree(ptl_handle_ct_t h) {
 }
 PORTICO_API int PtlCTCancelTriggered(ptl_handle_ct_t h) {
     REQUIRE_INIT;
-    ptl_ct_event_t ignored;
-    // No triggered operations exist yet, so there is never anything to cancel; the handle is checked.
-    return E().ct_get(h, &ignored);
+    return E().ct_cancel_triggered(h);
 }
 PORTICO_API int PtlCTGet(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
     REQUIRE_INIT;
@@ -193,3 +191,88 @@ PORTICO_API int PtlGet(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t l
     return E().get(md, local_offset, length, target, pt, bits, remote_offset, user_ptr);
 }
 PORTICO_API int PtlHandleIsEqual(ptl_handle_any_t a, ptl_handle_any_t b) { return a == b; }
+
+PORTICO_API int PtlAtomic(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                          ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                          void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op, ptl_datatype_t type) {
+    REQUIRE_INIT;
+    return E().atomic(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data, op, type);
+}
+PORTICO_API int PtlFetchAtomic(ptl_handle_md_t get_md, ptl_size_t local_get_offset, ptl_handle_md_t put_md,
+                               ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
+                               ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                               ptl_op_t op, ptl_datatype_t type) {
+    REQUIRE_INIT;
+    return E().fetch_atomic(get_md, local_get_offset, put_md, local_put_offset, length, target, pt, bits,
+                            remote_offset, user_ptr, hdr_data, nullptr, op, type, false);
+}
+PORTICO_API int PtlSwap(ptl_handle_md_t get_md, ptl_size_t local_get_offset, ptl_handle_md_t put_md,
+                        ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
+                        ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                        const void *operand, ptl_op_t op, ptl_datatype_t type) {
+    REQUIRE_INIT;
+    return E().fetch_atomic(get_md, local_get_offset, put_md, local_put_offset, length, target, pt, bits,
+                            remote_offset, user_ptr, hdr_data, operand, op, type, true);
+}
+PORTICO_API int PtlAtomicSync(void) {
+    REQUIRE_INIT;
+    return E().atomic_sync();
+}
+PORTICO_API int PtlTriggeredPut(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                                ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+                                ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                                ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    REQUIRE_INIT;
+    return E().trigger_put(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data,
+                           trig_ct, threshold);
+}
+PORTICO_API int PtlTriggeredGet(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
+                                ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                                ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    REQUIRE_INIT;
+    return E().trigger_get(md, local_offset, length, target, pt, bits, remote_offset, user_ptr, trig_ct, threshold);
+}
+PORTICO_API int PtlTriggeredAtomic(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                                   ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+                                   ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op,
+                                   ptl_datatype_t type, ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    REQUIRE_INIT;
+    return E().trigger_atomic(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data, op,
+                              type, trig_ct, threshold);
+}
+PORTICO_API int PtlTriggeredFetchAtomic(ptl_handle_md_t get_md, ptl_size_t local_get_offset, ptl_handle_md_t put_md,
+                                        ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target,
+                                        ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                                        void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op, ptl_datatype_t type,
+                                        ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    REQUIRE_INIT;
+    return E().trigger_fetch_atomic(get_md, local_get_offset, put_md, local_put_offset, length, target, pt, bits,
+                                    remote_offset, user_ptr, hdr_data, nullptr, op, type, false, trig_ct, threshold);
+}
+PORTICO_API int PtlTriggeredSwap(ptl_handle_md_t get_md, ptl_size_t local_get_offset, ptl_handle_md_t put_md,
+                                 ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target,
+                                 ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                                 ptl_hdr_data_t hdr_data, const void *operand, ptl_op_t op, ptl_datatype_t type,
+                                 ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    REQUIRE_INIT;
+    return E().trigger_fetch_atomic(get_md, local_get_offset, put_md, local_put_offset, length, target, pt, bits,
+                                    remote_offset, user_ptr, hdr_data, operand, op, type, true, trig_ct, threshold);
+}
+PORTICO_API int PtlTriggeredCTInc(ptl_handle_ct_t ct, ptl_ct_event_t increment, ptl_handle_ct_t trig_ct,
+                                  ptl_size_t threshold) {
+    REQUIRE_INIT;
+    return E().trigger_ct(ct, increment, false, trig_ct, threshold);
+}
+PORTICO_API int PtlTriggeredCTSet(ptl_handle_ct_t ct, ptl_ct_event_t value, ptl_handle_ct_t trig_ct,
+                                  ptl_size_t threshold) {
+    REQUIRE_INIT;
+    return E().trigger_ct(ct, value, true, trig_ct, threshold);
+}
+PORTICO_API int PtlStartBundle(ptl_handle_ni_t ni) {
+    REQUIRE_INIT;
+    return E().start_bundle(ni);
+}
+PORTICO_API int PtlEndBundle(ptl_handle_ni_t ni) {
+    REQUIRE_INIT;
+    return E().end_bundle(ni);
+}

@@ -20,6 +20,18 @@ int Engine::ct_free(ptl_handle_ct_t h) {
     std::lock_guard g(mutex_);
     CT *ct = ct_of(h);
     if (!ct) return PTL_ARG_INVALID;
+    // Its pending triggered operations go (§3.14.3), and so do those elsewhere that would change it.
+    drop_triggers(ct);
+    cts_.for_each([&](CT *other) {
+        for (auto it = other->triggers.begin(); it != other->triggers.end();) {
+            if (it->second.ct == ct) {
+                --other->ni->n_triggered;
+                it = other->triggers.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    });
     // MDs and entries that still name the CT stop counting into it.
     mds_.for_each([&](MD *m) {
         if (m->ct == ct) m->ct = nullptr;
@@ -43,6 +55,7 @@ void Engine::ct_add(CT *ct, uint64_t success, uint64_t failure) {
     if (success) ct->success.fetch_add(success, std::memory_order_acq_rel);
     if (failure) ct->failure.fetch_add(failure, std::memory_order_acq_rel);
     notify_waiters();
+    if (success && !ct->triggers.empty()) fire_triggers(ct); // only successes trigger (§3.16)
 }
 
 int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
@@ -102,6 +115,7 @@ int Engine::ct_set(ptl_handle_ct_t h, ptl_ct_event_t v) {
     ct->success.store(v.success, std::memory_order_release);
     ct->failure.store(v.failure, std::memory_order_release);
     notify_waiters();
+    fire_triggers(ct);
     return PTL_OK;
 }
 

@@ -5,78 +5,11 @@
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
 #include "engine/engine.hpp"
+#include "engine/region.hpp"
 
 namespace portico::engine {
 
 namespace {
-
-// A memory region of an MD or list entry: contiguous from `base` (which may be 0 for a region
-// covering the whole address space), or a gather list.
-struct Region {
-    uintptr_t base = 0;
-    const ptl_iovec_t *iov = nullptr;
-    size_t iovcnt = 0;
-};
-
-Region region_of(const MD &m) {
-    if (m.desc.options & PTL_IOVEC) return {0, m.iov.data(), m.iov.size()};
-    return {reinterpret_cast<uintptr_t>(m.desc.start), nullptr, 0};
-}
-Region region_of(const Entry &e) {
-    if (e.d.options & PTL_IOVEC) return {0, e.iov.data(), e.iov.size()};
-    return {reinterpret_cast<uintptr_t>(e.d.start), nullptr, 0};
-}
-
-void *address_at(const Region &r, ptl_size_t off) {
-    if (!r.iov) return reinterpret_cast<void *>(r.base + off);
-    for (size_t i = 0; i < r.iovcnt; ++i) {
-        if (off < r.iov[i].iov_len) return static_cast<std::byte *>(r.iov[i].iov_base) + off;
-        off -= r.iov[i].iov_len;
-    }
-    return r.iovcnt ? static_cast<std::byte *>(r.iov[r.iovcnt - 1].iov_base) + r.iov[r.iovcnt - 1].iov_len : nullptr;
-}
-
-// Appends the pieces of [off, off+len) to out.
-void gather(const Region &r, ptl_size_t off, ptl_size_t len, std::vector<iovec> &out) {
-    if (len == 0) return;
-    if (!r.iov) {
-        out.push_back({reinterpret_cast<void *>(r.base + off), len});
-        return;
-    }
-    for (size_t i = 0; i < r.iovcnt && len > 0; ++i) {
-        if (off >= r.iov[i].iov_len) {
-            off -= r.iov[i].iov_len;
-            continue;
-        }
-        const ptl_size_t take = std::min(len, r.iov[i].iov_len - off);
-        out.push_back({static_cast<std::byte *>(r.iov[i].iov_base) + off, take});
-        len -= take;
-        off = 0;
-    }
-}
-
-// Copies n bytes into the region at off; false if the destination faulted.
-bool copy_into(const Region &r, ptl_size_t off, const std::byte *src, size_t n) {
-    if (!r.iov) return guarded_copy(reinterpret_cast<void *>(r.base + off), src, n);
-    bool ok = true;
-    for (size_t i = 0; i < r.iovcnt && n > 0; ++i) {
-        if (off >= r.iov[i].iov_len) {
-            off -= r.iov[i].iov_len;
-            continue;
-        }
-        const size_t take = std::min<size_t>(n, r.iov[i].iov_len - off);
-        ok &= guarded_copy(static_cast<std::byte *>(r.iov[i].iov_base) + off, src, take);
-        src += take;
-        n -= take;
-        off = 0;
-    }
-    return ok;
-}
-
-ptl_uid_t my_uid() {
-    static const ptl_uid_t uid = static_cast<ptl_uid_t>(getuid());
-    return uid;
-}
 
 bool valid_ack(ptl_ack_req_t a) {
     return a == PTL_ACK_REQ || a == PTL_NO_ACK_REQ || a == PTL_CT_ACK_REQ || a == PTL_OC_ACK_REQ;
@@ -117,6 +50,7 @@ void Engine::free_op_if_done(uint64_t cookie) {
     Op *op = op_of(cookie);
     if (!op || op->await_send || op->await_ack || op->await_reply) return;
     md_release_ref(op->md);
+    if (op->get_md) md_release_ref(op->get_md);
     op->in_use = false;
     if (++op->gen == 0) op->gen = 1; // cookie 0 never names an operation
     free_ops_.push_back(static_cast<uint32_t>(cookie));
@@ -180,7 +114,7 @@ void Engine::complete_reply(uint64_t cookie, const wire::Header *h, ptl_ni_fail_
     Op *op = op_of(cookie);
     if (!op || !op->await_reply) return;
     op->await_reply = false;
-    MD *md = op->md;
+    MD *md = op->get_md ? op->get_md : op->md;
     const ptl_size_t mlength = h && fail == PTL_NI_OK ? h->length : 0;
     md_event(md, PTL_EVENT_REPLY, op->user_ptr, fail, mlength, h ? h->remote_offset : 0,
              h ? static_cast<ptl_list_t>(h->list) : PTL_PRIORITY_LIST);
@@ -196,7 +130,14 @@ int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
                 void *user_ptr, ptl_hdr_data_t hdr_data) {
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
-    if (!md || !valid_ack(ack)) return PTL_ARG_INVALID;
+    if (!md) return PTL_ARG_INVALID;
+    return put_locked(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data);
+}
+
+int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+                       ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                       ptl_hdr_data_t hdr_data) {
+    if (!valid_ack(ack)) return PTL_ARG_INVALID;
     if (local_offset > md->length || length > md->length - local_offset) return PTL_ARG_INVALID;
     if ((md->desc.options & PTL_MD_UNRELIABLE) && ack != PTL_NO_ACK_REQ) return PTL_ARG_INVALID;
     NI *ni = md->ni;
@@ -272,6 +213,11 @@ int Engine::get(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
     if (!md) return PTL_ARG_INVALID;
+    return get_locked(md, local_offset, length, target, pt, bits, remote_offset, user_ptr);
+}
+
+int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
+                       ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr) {
     if (local_offset > md->length || length > md->length - local_offset) return PTL_ARG_INVALID;
     if (md->desc.options & PTL_MD_UNRELIABLE) return PTL_ARG_INVALID; // unreliable MDs only put without acks
     NI *ni = md->ni;
@@ -353,11 +299,13 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Heade
     switch (h.kind) {
     case wire::Kind::Put:
     case wire::Kind::Get:
+    case wire::Kind::Atomic:
+    case wire::Kind::FetchAtomic:
         target_request(ep, link, h, payload);
         break;
     case wire::Kind::Ack: {
         Op *op = op_of(h.cookie);
-        if (!op || !(op->peer == link.peer) || op->kind != wire::Kind::Put) break;
+        if (!op || !(op->peer == link.peer) || (op->kind != wire::Kind::Put && op->kind != wire::Kind::Atomic)) break;
         if (h.flags & wire::kFlagAckValid) complete_ack(h.cookie, &h, static_cast<ptl_ni_fail_t>(h.ni_fail));
         if (h.flags & wire::kFlagSendDone) complete_send(h.cookie, PTL_NI_OK);
         break;
@@ -365,7 +313,8 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Heade
     case wire::Kind::Reply: {
         Op *op = op_of(h.cookie);
         const bool placed = h.flags & wire::kFlagDataPlaced;
-        const bool ours = op && op->peer == link.peer && op->kind == wire::Kind::Get && op->await_reply &&
+        const bool ours = op && op->peer == link.peer &&
+                          (op->kind == wire::Kind::Get || op->kind == wire::Kind::FetchAtomic) && op->await_reply &&
                           h.length <= op->length &&
                           h.payload_total == (h.ni_fail == PTL_NI_OK && !placed ? h.length : 0);
         rx = RxState{};
@@ -389,7 +338,9 @@ void Engine::initiator_reply_data(RxState &rx, const std::byte *payload, size_t 
     if (op && n > 0) {
         const ptl_size_t room = rx.h.length > rx.received ? rx.h.length - rx.received : 0;
         const size_t take = std::min<size_t>(n, room);
-        if (!copy_into(region_of(*op->md), op->local_offset + rx.received, payload, take)) rx.fail = PTL_NI_SEGV;
+        MD *into = op->get_md ? op->get_md : op->md;
+        const ptl_size_t at = op->get_md ? op->local_get_offset : op->local_offset;
+        if (!copy_into(region_of(*into), at + rx.received, payload, take)) rx.fail = PTL_NI_SEGV;
     }
     if (fault) rx.fail = PTL_NI_SEGV;
     rx.received += n;
@@ -440,7 +391,10 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
 
 void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload) {
     RxState &rx = rx_of(ep, link);
-    const bool is_put = h.kind == wire::Kind::Put;
+    // Atomics travel like puts (data in, ack back); a fetching atomic also answers like a get.
+    const bool is_put = h.kind == wire::Kind::Put || h.kind == wire::Kind::Atomic;
+    const bool is_atomic = h.kind == wire::Kind::Atomic || h.kind == wire::Kind::FetchAtomic;
+    const bool replies = h.kind == wire::Kind::Get || h.kind == wire::Kind::FetchAtomic;
     NI *ni = ep.nis[h.ni_kind & 3];
 
     // Every path below consumes the whole message, delivering it or discarding its payload.
@@ -452,10 +406,10 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     };
     // Tells the initiator about a failure. OC acks count processing, not delivery (§3.15.1).
     auto refuse = [&](ptl_ni_fail_t fail) {
-        if (is_put)
-            answer_put(ep, h, true, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset, PTL_PRIORITY_LIST);
-        else
+        if (replies)
             send_response(ep, h, wire::Kind::Reply, fail, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
+        else
+            answer_put(ep, h, true, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset, PTL_PRIORITY_LIST);
     };
     // Dropped with no ack or reply (§2.8), but an OC ack still reports completed processing.
     auto drop = [&] {
@@ -523,7 +477,11 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         discard();
         return;
     }
-    if (!(e->d.options & (is_put ? PTL_LE_OP_PUT : PTL_LE_OP_GET))) {
+    // Put and Atomic need OP_PUT, Get needs OP_GET, a fetching atomic needs both (§3.12.1).
+    const unsigned needed = h.kind == wire::Kind::Get ? PTL_LE_OP_GET
+                            : h.kind == wire::Kind::FetchAtomic ? (PTL_LE_OP_PUT | PTL_LE_OP_GET)
+                                                                : PTL_LE_OP_PUT;
+    if ((e->d.options & needed) != needed) {
         ni->sr[PTL_SR_OPERATION_VIOLATIONS].fetch_add(1);
         refuse(PTL_NI_OP_VIOLATION);
         discard();
@@ -557,6 +515,10 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         e->linked = false;
     }
 
+    if (is_atomic) {
+        target_atomic(ep, h, payload, ni, pt, e, initiator, offset, mlength, spent);
+        return;
+    }
     if (is_put) {
         rx = RxState{};
         rx.active = true;
@@ -611,7 +573,7 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     entry_event(e, PTL_EVENT_GET, ev);
     entry_count(e, false, fail, mlength);
     if (keeps_header) {
-        pt.unexpected.push_back({wire::Kind::Get, initiator, h.src_rank, h.uid, h.match_bits, 0, h.length, mlength,
+        pt.unexpected.push_back({wire::Kind::Get, PTL_SUM, PTL_INT8_T, initiator, h.src_rank, h.uid, h.match_bits, 0, h.length, mlength,
                                  h.remote_offset, ev.start, e, fail});
         ++e->uh_refs;
     }
@@ -658,7 +620,7 @@ void Engine::finish_put(Endpoint &ep, RxState &rx) {
     entry_event(e, PTL_EVENT_PUT, ev);
     entry_count(e, false, rx.fail, rx.mlength);
     if (e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
-        pt.unexpected.push_back({wire::Kind::Put, initiator, h.src_rank, h.uid, h.match_bits, h.hdr_data, h.length,
+        pt.unexpected.push_back({wire::Kind::Put, PTL_SUM, PTL_INT8_T, initiator, h.src_rank, h.uid, h.match_bits, h.hdr_data, h.length,
                                  rx.mlength, h.remote_offset, ev.start, e, rx.fail});
         ++e->uh_refs;
     }
@@ -697,6 +659,7 @@ void Engine::handle_send_complete(uint64_t token, bool ok, bool source_fault) {
         if (!ok) complete_reply(token, nullptr, PTL_NI_UNDELIVERABLE);
         return;
     }
+    if (op->kind == wire::Kind::FetchAtomic && !ok) complete_reply(token, nullptr, PTL_NI_UNDELIVERABLE);
     const ptl_ni_fail_t fail = !ok ? PTL_NI_UNDELIVERABLE : source_fault ? PTL_NI_SEGV : PTL_NI_OK;
     if (!ok) log_debug("queued message abandoned");
     if (!ok && op->await_ack) complete_ack(token, nullptr, fail);

@@ -32,10 +32,11 @@ ptl_ni_limits_t default_limits() {
     l.max_pt_index = static_cast<int>(env_u64("PORTICO_MAX_PT_INDEX", 255));
     l.max_iovecs = static_cast<int>(env_u64("PORTICO_MAX_IOVECS", 1 << 16));
     l.max_list_size = static_cast<int>(env_u64("PORTICO_MAX_LIST_SIZE", 1 << 20));
-    l.max_triggered_ops = 0; // triggered operations come with the Portals completion work
+    l.max_triggered_ops = static_cast<int>(env_u64("PORTICO_MAX_TRIGGERED_OPS", 1 << 16));
     l.max_msg_size = PTL_SIZE_MAX;
-    l.max_atomic_size = 0;
-    l.max_fetch_atomic_size = 0;
+    // An atomic travels in one frame; ni_init lowers these to what the transport's frames hold.
+    l.max_atomic_size = env_u64("PORTICO_MAX_ATOMIC_SIZE", 32 * 1024);
+    l.max_fetch_atomic_size = env_u64("PORTICO_MAX_FETCH_ATOMIC_SIZE", 32 * 1024);
     // Messages are applied whole and in order per link, so any size keeps write-after-write order.
     l.max_waw_ordered_size = PTL_SIZE_MAX;
     l.max_war_ordered_size = PTL_SIZE_MAX;

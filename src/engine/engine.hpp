@@ -10,7 +10,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <array>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -49,12 +51,38 @@ struct EQ {
     }
 };
 
+struct MD;
+
+// An operation waiting for a counter to reach its threshold (spec §3.16).
+struct Trigger {
+    enum class Kind { Put, Get, Atomic, FetchAtomic, CTInc, CTSet } kind;
+    MD *md = nullptr;     // the (put) MD
+    MD *get_md = nullptr; // FetchAtomic/Swap: where the old data goes
+    ptl_size_t local_offset = 0, local_get_offset = 0, length = 0;
+    ptl_ack_req_t ack_req = PTL_NO_ACK_REQ;
+    ptl_process_t target{};
+    ptl_pt_index_t pt_index = 0;
+    ptl_match_bits_t match_bits = 0;
+    ptl_size_t remote_offset = 0;
+    void *user_ptr = nullptr;
+    ptl_hdr_data_t hdr_data = 0;
+    ptl_op_t op = PTL_SUM;
+    ptl_datatype_t type = PTL_INT8_T;
+    bool has_operand = false;
+    std::array<std::byte, 32> operand{}; // copied at posting time: the caller's buffer may be gone
+    struct CT *ct = nullptr;              // CTInc/CTSet: the counter to change
+    ptl_ct_event_t value{};
+};
+
 struct CT {
     NI *ni = nullptr;
     ptl_handle_ct_t handle = 0;
     std::atomic<uint64_t> success{0};
     std::atomic<uint64_t> failure{0};
     std::atomic<int> users{0};
+    // Pending triggered operations by threshold; equal thresholds keep posting order (multimap).
+    std::multimap<uint64_t, Trigger> triggers;
+    bool firing = false;
 };
 
 struct MD {
@@ -72,6 +100,8 @@ struct MD {
 
 struct Unexpected {
     wire::Kind kind;
+    ptl_op_t atomic_op;
+    ptl_datatype_t atomic_type;
     ptl_process_t initiator;
     uint32_t src_rank;
     ptl_uid_t uid;
@@ -120,7 +150,9 @@ struct Op {
     uint32_t gen = 1;
     bool in_use = false;
     wire::Kind kind = wire::Kind::Put;
-    MD *md = nullptr;
+    MD *md = nullptr;     // the MD sent from (Put, Atomic, FetchAtomic) or read into (Get)
+    MD *get_md = nullptr; // FetchAtomic: the MD the old data goes into
+    ptl_size_t local_get_offset = 0;
     NI *ni = nullptr;
     void *user_ptr = nullptr;
     ptl_ack_req_t ack_req = PTL_NO_ACK_REQ;
@@ -159,7 +191,8 @@ struct NI {
     std::vector<ptl_process_t> map; // logical NIs: rank -> physical id
     bool map_static = false;        // supplied by the launcher; PtlSetMap answers IGNORED
     ptl_rank_t rank = 0;
-    int n_mds = 0, n_eqs = 0, n_cts = 0, n_entries = 0;
+    int n_mds = 0, n_eqs = 0, n_cts = 0, n_entries = 0, n_triggered = 0;
+    int bundle_depth = 0;
     std::vector<Entry *> retired; // auto-unlinked entries whose handles stay valid until the next append
 
     bool matching() const { return kind & wire::kNiMatching; }
@@ -258,6 +291,39 @@ public:
     int get(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
             ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr);
 
+    int atomic(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+               ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+               ptl_hdr_data_t hdr_data, ptl_op_t op, ptl_datatype_t type);
+    // PtlFetchAtomic (operand == nullptr) and PtlSwap.
+    int fetch_atomic(ptl_handle_md_t get_md, ptl_size_t local_get_offset, ptl_handle_md_t put_md,
+                     ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
+                     ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                     const void *operand, ptl_op_t op, ptl_datatype_t type, bool is_swap);
+    int atomic_sync();
+
+    // ---- triggered operations and bundles (triggered.cpp)
+    // Posts t to fire when trig_ct's success count reaches threshold; `t` holds handles resolved
+    // by the caller-facing wrappers below.
+    int trigger_put(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                    ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                    void *user_ptr, ptl_hdr_data_t hdr_data, ptl_handle_ct_t trig_ct, ptl_size_t threshold);
+    int trigger_get(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
+                    ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                    ptl_handle_ct_t trig_ct, ptl_size_t threshold);
+    int trigger_atomic(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                       ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                       void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op, ptl_datatype_t type,
+                       ptl_handle_ct_t trig_ct, ptl_size_t threshold);
+    int trigger_fetch_atomic(ptl_handle_md_t get_md, ptl_size_t local_get_offset, ptl_handle_md_t put_md,
+                             ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
+                             ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                             ptl_hdr_data_t hdr_data, const void *operand, ptl_op_t op, ptl_datatype_t type,
+                             bool is_swap, ptl_handle_ct_t trig_ct, ptl_size_t threshold);
+    int trigger_ct(ptl_handle_ct_t ct, ptl_ct_event_t value, bool set, ptl_handle_ct_t trig_ct, ptl_size_t threshold);
+    int ct_cancel_triggered(ptl_handle_ct_t ct);
+    int start_bundle(ptl_handle_ni_t ni);
+    int end_bundle(ptl_handle_ni_t ni);
+
     // ---- called by the transport receiver (data_movement.cpp)
     void handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
     void handle_link_failed(Endpoint &ep, transport::Link &link);
@@ -298,7 +364,29 @@ private:
     void entry_count(Entry *e, bool overflow_kind, ptl_ni_fail_t fail, ptl_size_t mlength);
     int consume_unexpected(NI *ni, PT &pt, Entry *e, bool searching, ptl_search_op_t op, bool *linked);
 
-    // data_movement.cpp
+    // data_movement.cpp (engine lock held): the operations themselves, shared by the immediate
+    // calls and by triggered operations when they fire.
+    int put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+                   ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                   ptl_hdr_data_t hdr_data);
+    int get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
+                   ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr);
+    // Atomic (get_md == nullptr) or FetchAtomic/Swap.
+    int atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
+                      ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target, ptl_pt_index_t pt,
+                      ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                      const void *operand, ptl_op_t op, ptl_datatype_t type);
+    // Argument checks shared by immediate and triggered calls.
+    int check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
+                     ptl_size_t length, ptl_op_t op, ptl_datatype_t type, int call);
+    void target_atomic(Endpoint &ep, const wire::Header &h, const std::byte *payload, NI *ni, PT &pt, Entry *e,
+                       ptl_process_t initiator, ptl_size_t offset, ptl_size_t mlength, bool spent);
+    // Posts t on ct (engine lock held); fires at once if the threshold is already reached.
+    int post_trigger(CT *ct, Trigger &&t, ptl_size_t threshold);
+    void fire_triggers(CT *ct);
+    void execute(Trigger &t);
+    void drop_triggers(CT *ct);
+
     uint64_t alloc_op();
     Op *op_of(uint64_t cookie);
     void free_op_if_done(uint64_t cookie);

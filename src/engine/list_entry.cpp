@@ -24,7 +24,14 @@ bool is_overflow(ptl_event_kind_t t) {
            t == PTL_EVENT_FETCH_ATOMIC_OVERFLOW;
 }
 
-ptl_event_kind_t overflow_kind(wire::Kind k) { return k == wire::Kind::Get ? PTL_EVENT_GET_OVERFLOW : PTL_EVENT_PUT_OVERFLOW; }
+ptl_event_kind_t overflow_kind(wire::Kind k) {
+    switch (k) {
+    case wire::Kind::Get: return PTL_EVENT_GET_OVERFLOW;
+    case wire::Kind::Atomic: return PTL_EVENT_ATOMIC_OVERFLOW;
+    case wire::Kind::FetchAtomic: return PTL_EVENT_FETCH_ATOMIC_OVERFLOW;
+    default: return PTL_EVENT_PUT_OVERFLOW;
+    }
+}
 
 ptl_event_t event_from_header(const Unexpected &u) {
     ptl_event_t ev{};
@@ -38,6 +45,10 @@ ptl_event_t event_from_header(const Unexpected &u) {
     ev.initiator = u.initiator;
     ev.ptl_list = PTL_OVERFLOW_LIST;
     ev.ni_fail_type = u.fail;
+    if (u.kind == wire::Kind::Atomic || u.kind == wire::Kind::FetchAtomic) {
+        ev.atomic_operation = u.atomic_op;
+        ev.atomic_type = u.atomic_type;
+    }
     return ev;
 }
 

@@ -105,7 +105,15 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
         take_smaller(lim.max_volatile_size, desired->max_volatile_size);
         // The portal table never shrinks below the spec's minimum of 250 entries.
         if (desired->max_pt_index >= 249) take_smaller(lim.max_pt_index, desired->max_pt_index);
+        take_smaller(lim.max_triggered_ops, desired->max_triggered_ops);
+        // Atomics never go below one long double complex (32 bytes), what OpenSHMEM-style clients need.
+        if (desired->max_atomic_size >= 32) take_smaller(lim.max_atomic_size, desired->max_atomic_size);
+        if (desired->max_fetch_atomic_size >= 32) take_smaller(lim.max_fetch_atomic_size, desired->max_fetch_atomic_size);
     }
+    // One atomic (plus its operand, at most 32 bytes) must fit in one frame of the transport.
+    const ptl_size_t frame_atomic = (ep->transport->max_frame_payload() - 32) & ~ptl_size_t{31};
+    lim.max_atomic_size = std::max<ptl_size_t>(32, std::min(lim.max_atomic_size, frame_atomic));
+    lim.max_fetch_atomic_size = std::max<ptl_size_t>(32, std::min(lim.max_fetch_atomic_size, frame_atomic));
     ni->limits = lim;
     ni->pts.resize(static_cast<size_t>(lim.max_pt_index) + 1);
 

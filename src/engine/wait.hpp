@@ -14,6 +14,8 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
     const uint64_t deadline = forever ? UINT64_MAX : start + static_cast<uint64_t>(timeout_ms) * 1000000ull;
     const uint64_t spin_until = start + Tunables::get().wait_spin_ns;
 
+    // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
+    ep->transport->flush_wakeups();
     // While we poll, peers need not ring the progress thread's doorbell.
     {
         std::lock_guard g(ep->sleep_mutex);

@@ -89,6 +89,10 @@ public:
     // (EFAULT: a range was not mapped).
     virtual int read_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
     virtual int write_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
+    // Bundles (PtlStartBundle/EndBundle): while deferring, wakeups owed to sleeping peers are
+    // collected instead of sent; flush_wakeups() sends them.
+    virtual void defer_wakeups(int) {}
+    virtual void flush_wakeups() {}
     // Counters for status registers and diagnostics.
     virtual uint64_t malformed_frames() const = 0;
     virtual uint64_t refused_connections() const = 0;

@@ -20,6 +20,8 @@ enum class Kind : uint8_t {
     Ack = 3,   // target -> initiator: result of a put (length = mlength)
     Reply = 4, // target -> initiator: result of a get, data follows (payload_total = mlength)
     Data = 5,  // continuation of the previous message's payload
+    Atomic = 6,      // initiator -> target: like Put, the target applies atomic_op to its data
+    FetchAtomic = 7, // initiator -> target: like Atomic, and the old data comes back in a Reply
 };
 
 // NI addressed: bit 0 = matching, bit 1 = logical. The four NIs of one endpoint share nid/pid.
@@ -36,6 +38,7 @@ inline constexpr uint8_t kFlagRendezvous = 8;
 inline constexpr uint8_t kFlagAckValid = 16;   // Ack: a real acknowledgment (event and/or count)
 inline constexpr uint8_t kFlagSendDone = 32;   // Ack: the target is done with a rendezvous source
 inline constexpr uint8_t kFlagDataPlaced = 64; // Reply: the data was written into the initiator's MD
+inline constexpr uint8_t kFlagOperand = 128;   // (Fetch)Atomic: the payload starts with one operand item
 
 struct Header {
     uint8_t version;
@@ -45,7 +48,7 @@ struct Header {
     uint8_t ack_req;  // ptl_ack_req_t of the request
     uint8_t ni_fail;  // ptl_ni_fail_t (Ack/Reply)
     uint8_t list;     // ptl_list_t where the request landed (Ack/Reply)
-    uint8_t reserved0;
+    uint8_t atomic_op; // ptl_op_t of an Atomic/FetchAtomic
     uint32_t pt_index;
     uint32_t uid;
     uint32_t src_nid; // physical id of the sender
@@ -59,13 +62,15 @@ struct Header {
     uint64_t cookie;        // initiator's operation id, echoed in Ack/Reply
     uint64_t payload_total; // payload bytes of the whole message, this frame and its Data frames
     uint64_t rdv_addr;      // kFlagRendezvous: initiator address of the source (Put) or destination (Get)
+    uint8_t atomic_type;    // ptl_datatype_t of an Atomic/FetchAtomic
+    uint8_t reserved[7];
 };
-static_assert(sizeof(Header) == 88, "wire header layout is part of the protocol");
+static_assert(sizeof(Header) == 96, "wire header layout is part of the protocol");
 
 // Checks what a receiver must check before trusting a header from the network.
 inline bool header_is_sane(const Header &h, size_t frame_bytes_available) {
     if (h.version != kVersion) return false;
-    if (h.kind < Kind::Put || h.kind > Kind::Data) return false;
+    if (h.kind < Kind::Put || h.kind > Kind::FetchAtomic) return false;
     if (h.frame_payload > frame_bytes_available) return false;
     if (h.kind != Kind::Data && h.frame_payload > h.payload_total) return false;
     return true;

@@ -395,7 +395,16 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m) {
         // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
         full_fence();
         auto &sleeping = l.tx.control()->consumer_sleeping;
-        if (sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0)) l.poke();
+        if (sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0)) {
+            if (defer_depth_.load(std::memory_order_relaxed) > 0) {
+                // In a bundle: the system call waits for PtlEndBundle (§3.17, note 17).
+                std::lock_guard g(deferred_mutex_);
+                deferred_.push_back(&l);
+                have_deferred_.store(true, std::memory_order_release);
+            } else {
+                l.poke();
+            }
+        }
     }
     return complete;
 }
@@ -666,6 +675,17 @@ void ShmTransport::wait(Receiver &r, int timeout_ms) {
     if (k <= 0) return;
     std::lock_guard lock(poll_mutex_);
     service_events(evs, k, r);
+}
+
+void ShmTransport::flush_wakeups() {
+    if (!have_deferred_.load(std::memory_order_acquire)) return;
+    std::vector<ShmLink *> owed;
+    {
+        std::lock_guard g(deferred_mutex_);
+        owed.swap(deferred_);
+        have_deferred_.store(false, std::memory_order_release);
+    }
+    for (ShmLink *l : owed) l->poke();
 }
 
 bool ShmTransport::has_pending() const {

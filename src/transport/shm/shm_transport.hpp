@@ -49,6 +49,8 @@ public:
     uint64_t malformed_frames() const override { return malformed_.load(std::memory_order_relaxed); }
     uint64_t refused_connections() const override { return refused_.load(std::memory_order_relaxed); }
 
+    void defer_wakeups(int delta) override { defer_depth_.fetch_add(delta); }
+    void flush_wakeups() override;
     bool peer_can_access_me(PeerId to) override;
     int read_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override;
     int write_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override;
@@ -84,6 +86,10 @@ private:
     std::mutex poll_mutex_;          // one poller at a time: each ring has a single consumer
     unsigned idle_polls_ = 0;        // guarded by poll_mutex_
 
+    std::atomic<int> defer_depth_{0};
+    std::mutex deferred_mutex_;
+    std::vector<ShmLink *> deferred_; // links whose consumer we owe a wakeup (inside a bundle)
+    std::atomic<bool> have_deferred_{false};
     std::atomic<uint64_t> malformed_{0};
     std::atomic<uint64_t> refused_{0};
 };

@@ -1,0 +1,219 @@
+// Atomic operations (spec §3.15.4–3.15.8): the initiator side and the target side.
+//
+// Atomics are applied by the target's engine while it holds the engine lock, the same lock under
+// which every incoming message is handled, so atomics from any number of initiators are atomic
+// with respect to each other and to every other Portals operation on the process, per item and
+// per operation. Host code that touches the same data must call PtlAtomicSync() first (Portico does
+// not claim PTL_COHERENT_ATOMICS: the updates are plain loads and stores by another thread).
+#include <atomic>
+#include <cstring>
+
+#include "engine/atomics.hpp"
+#include "engine/region.hpp"
+
+namespace portico::engine {
+
+namespace {
+thread_local std::vector<iovec> t_aiov;
+thread_local std::vector<std::byte> t_old, t_new;
+} // namespace
+
+int Engine::check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
+                         ptl_size_t length, ptl_op_t op, ptl_datatype_t type, int call_i) {
+    const auto call = static_cast<atomics::Call>(call_i);
+    if (!put_md || !atomics::legal(op, type, call)) return PTL_ARG_INVALID;
+    const size_t item = atomics::item_size(type);
+    if (length % item != 0) return PTL_ARG_INVALID; // Portico's choice among the spec's three (§3.15.4)
+    if (atomics::takes_operand(op) && length != item) return PTL_ARG_INVALID; // CSWAP*, MSWAP: one item
+    NI *ni = put_md->ni;
+    const ptl_size_t limit = call == atomics::Call::Atomic ? ni->limits.max_atomic_size : ni->limits.max_fetch_atomic_size;
+    if (length > limit) return PTL_ARG_INVALID;
+    if (local_put_offset > put_md->length || length > put_md->length - local_put_offset) return PTL_ARG_INVALID;
+    if (get_md) {
+        if (get_md->ni != ni) return PTL_ARG_INVALID; // both MDs on one NI (§3.15.6)
+        if (local_get_offset > get_md->length || length > get_md->length - local_get_offset) return PTL_ARG_INVALID;
+    }
+    return PTL_OK;
+}
+
+int Engine::atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                   ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                   void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op, ptl_datatype_t type) {
+    std::lock_guard g(mutex_);
+    MD *md = mds_.lookup(ObjType::MD, mdh);
+    int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
+    if (rc != PTL_OK) return rc;
+    return atomic_locked(nullptr, 0, md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr,
+                         hdr_data, nullptr, op, type);
+}
+
+int Engine::fetch_atomic(ptl_handle_md_t get_mdh, ptl_size_t local_get_offset, ptl_handle_md_t put_mdh,
+                         ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
+                         ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                         const void *operand, ptl_op_t op, ptl_datatype_t type, bool is_swap) {
+    std::lock_guard g(mutex_);
+    MD *get_md = mds_.lookup(ObjType::MD, get_mdh);
+    MD *put_md = mds_.lookup(ObjType::MD, put_mdh);
+    if (!get_md) return PTL_ARG_INVALID;
+    const auto call = is_swap ? atomics::Call::Swap : atomics::Call::FetchAtomic;
+    int rc = check_atomic(get_md, local_get_offset, put_md, local_put_offset, length, op, type, static_cast<int>(call));
+    if (rc != PTL_OK) return rc;
+    if (is_swap && atomics::takes_operand(op) && !operand) return PTL_ARG_INVALID;
+    return atomic_locked(get_md, local_get_offset, put_md, local_put_offset, length, PTL_NO_ACK_REQ, target, pt, bits,
+                         remote_offset, user_ptr, hdr_data, atomics::takes_operand(op) ? operand : nullptr, op, type);
+}
+
+int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_size_t local_offset, ptl_size_t length,
+                          ptl_ack_req_t ack, ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+                          ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, const void *operand,
+                          ptl_op_t op, ptl_datatype_t type) {
+    if (ack != PTL_NO_ACK_REQ && ack != PTL_ACK_REQ && ack != PTL_CT_ACK_REQ && ack != PTL_OC_ACK_REQ)
+        return PTL_ARG_INVALID;
+    if ((md->desc.options & PTL_MD_UNRELIABLE) && (ack != PTL_NO_ACK_REQ || get_md)) return PTL_ARG_INVALID;
+    NI *ni = md->ni;
+    transport::PeerId peer;
+    if (!resolve_target(ni, target, &peer)) return PTL_ARG_INVALID;
+    const bool fetch = get_md != nullptr;
+    const bool want_ack = !fetch && ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
+
+    const uint64_t cookie = alloc_op();
+    Op &o = ops_[static_cast<uint32_t>(cookie)];
+    o.kind = fetch ? wire::Kind::FetchAtomic : wire::Kind::Atomic;
+    o.md = md;
+    o.get_md = get_md;
+    o.local_get_offset = local_get_offset;
+    o.ni = ni;
+    o.user_ptr = user_ptr;
+    o.ack_req = ack;
+    o.local_offset = local_offset;
+    o.length = length;
+    o.peer = peer;
+    o.await_send = true;
+    o.await_ack = want_ack;
+    o.await_reply = fetch;
+    ++md->pending;
+    ++md->refs;
+    if (fetch) {
+        ++get_md->pending;
+        ++get_md->refs;
+    }
+
+    wire::Header h{};
+    h.kind = o.kind;
+    h.ni_kind = static_cast<uint8_t>(ni->kind);
+    h.flags = (want_ack ? wire::kFlagWantAck : 0) | (operand ? wire::kFlagOperand : 0);
+    h.ack_req = static_cast<uint8_t>(ack);
+    h.atomic_op = static_cast<uint8_t>(op);
+    h.atomic_type = static_cast<uint8_t>(type);
+    h.pt_index = pt;
+    h.uid = my_uid();
+    h.src_nid = ni->ep->transport->self().nid;
+    h.src_pid = ni->ep->transport->self().pid;
+    h.src_rank = ni->rank;
+    h.match_bits = ni->matching() ? bits : 0;
+    h.hdr_data = hdr_data;
+    h.remote_offset = remote_offset;
+    h.length = length;
+    h.cookie = cookie;
+    const size_t item = atomics::item_size(type);
+    t_aiov.clear();
+    if (operand) t_aiov.push_back({const_cast<void *>(operand), item});
+    gather(region_of(*md), local_offset, length, t_aiov);
+    const size_t total = length + (operand ? item : 0);
+    // Always copied if it has to wait: the operand is the caller's and atomics are small.
+    const auto st = ni->ep->transport->send(peer, h, {t_aiov.data(), static_cast<int>(t_aiov.size()), total}, cookie, true);
+    switch (st) {
+    case transport::SendStatus::Sent:
+        complete_send(cookie, PTL_NI_OK);
+        break;
+    case transport::SendStatus::Queued:
+        break;
+    case transport::SendStatus::SourceFault:
+    case transport::SendStatus::Unreachable: {
+        const ptl_ni_fail_t fail = st == transport::SendStatus::SourceFault ? PTL_NI_SEGV : PTL_NI_UNDELIVERABLE;
+        if (want_ack) complete_ack(cookie, nullptr, fail);
+        if (fetch) complete_reply(cookie, nullptr, fail);
+        complete_send(cookie, fail);
+        break;
+    }
+    }
+    return PTL_OK;
+}
+
+int Engine::atomic_sync() {
+    // Atomics are applied under the engine lock: taking it orders every atomic applied so far
+    // before whatever the caller does next.
+    std::lock_guard g(mutex_);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return PTL_OK;
+}
+
+void Engine::target_atomic(Endpoint &ep, const wire::Header &h, const std::byte *payload, NI *ni, PT &pt, Entry *e,
+                           ptl_process_t initiator, ptl_size_t offset, ptl_size_t mlength, bool spent) {
+    const auto op = static_cast<ptl_op_t>(h.atomic_op);
+    const auto type = static_cast<ptl_datatype_t>(h.atomic_type);
+    const bool fetch = h.kind == wire::Kind::FetchAtomic;
+    const size_t item = atomics::item_size(type);
+    const size_t operand_bytes = (h.flags & wire::kFlagOperand) ? item : 0;
+    // A (fetch) atomic is one frame; anything else is a broken or hostile peer.
+    if (item == 0 || h.payload_total != h.frame_payload || h.frame_payload != operand_bytes + h.length) {
+        ni->sr[PTL_SR_MALFORMED_MESSAGES].fetch_add(1);
+        if (fetch)
+            send_response(ep, h, wire::Kind::Reply, PTL_NI_DROPPED, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
+        else
+            answer_put(ep, h, true, PTL_NI_DROPPED, 0, h.remote_offset, PTL_PRIORITY_LIST);
+        if (spent) auto_unlink(e);
+        return;
+    }
+    const std::byte *operand = operand_bytes ? payload : nullptr;
+    const std::byte *data = payload + operand_bytes;
+    mlength -= mlength % item; // whole items only
+    const Region r = region_of(*e);
+    ptl_ni_fail_t fail = PTL_NI_OK;
+    t_old.resize(mlength);
+    if (!copy_from(r, offset, t_old.data(), mlength)) fail = PTL_NI_SEGV;
+    const bool overflow = e->list == PTL_OVERFLOW_LIST;
+    if (fail == PTL_NI_OK) {
+        if (overflow) {
+            // Not applied in an overflow entry (§3.15.4): an atomic leaves its data there for the
+            // host, which applies it from the event's op and type; a fetching atomic acts like a get.
+            if (!fetch && !copy_into(r, offset, data, mlength)) fail = PTL_NI_SEGV;
+        } else {
+            t_new.assign(t_old.begin(), t_old.end());
+            atomics::apply(op, type, t_new.data(), data, operand, mlength);
+            // Every byte is written once, after the whole result is known.
+            if (!copy_into(r, offset, t_new.data(), mlength)) fail = PTL_NI_SEGV;
+        }
+    }
+    if (fetch) {
+        // The reply carries the target's data as it was before the operation.
+        iovec old{t_old.data(), mlength};
+        const bool ok = fail == PTL_NI_OK;
+        send_response(ep, h, wire::Kind::Reply, fail, ok ? mlength : 0, offset, e->list,
+                      ok ? transport::Gather{&old, 1, mlength} : transport::Gather{});
+    }
+    ptl_event_t ev{};
+    ev.start = address_at(r, offset);
+    ev.hdr_data = h.hdr_data;
+    ev.match_bits = h.match_bits;
+    ev.rlength = h.length;
+    ev.mlength = mlength;
+    ev.remote_offset = h.remote_offset;
+    ev.uid = h.uid;
+    ev.initiator = initiator;
+    ev.ptl_list = e->list;
+    ev.ni_fail_type = fail;
+    ev.atomic_operation = op;
+    ev.atomic_type = type;
+    entry_event(e, fetch ? PTL_EVENT_FETCH_ATOMIC : PTL_EVENT_ATOMIC, ev);
+    entry_count(e, false, fail, mlength);
+    if (overflow && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
+        pt.unexpected.push_back({h.kind, op, type, initiator, h.src_rank, h.uid, h.match_bits, h.hdr_data, h.length,
+                                 mlength, h.remote_offset, ev.start, e, fail});
+        ++e->uh_refs;
+    }
+    if (!fetch) answer_put(ep, h, true, fail, mlength, offset, e->list);
+    if (spent) auto_unlink(e);
+}
+
+} // namespace portico::engine

@@ -1,0 +1,251 @@
+// Triggered operations (spec §3.16) and bundles (§3.17).
+//
+// Each counter keeps its pending operations in a multimap ordered by threshold (equal thresholds
+// in posting order), so raising a counter looks only at the front: no walk over every pending
+// operation. They fire from whatever raises the counter — an API call or the engine handling an
+// incoming message — with the engine lock held, and read their buffers when they fire.
+#include <cstring>
+
+#include "common/log.hpp"
+#include "engine/atomics.hpp"
+#include "engine/engine.hpp"
+
+namespace portico::engine {
+
+namespace {
+// Holds the MDs a trigger will use, so that PtlMDRelease answers PTL_IN_USE until it fires.
+void hold(Trigger &t) {
+    if (t.md) ++t.md->pending;
+    if (t.get_md) ++t.get_md->pending;
+}
+void unhold(Trigger &t) {
+    if (t.md) --t.md->pending;
+    if (t.get_md) --t.get_md->pending;
+}
+bool offsets_ok(const MD *md, ptl_size_t off, ptl_size_t len) { return off <= md->length && len <= md->length - off; }
+} // namespace
+
+int Engine::trigger_put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                        ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                        void *user_ptr, ptl_hdr_data_t hdr_data, ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    std::lock_guard g(mutex_);
+    MD *md = mds_.lookup(ObjType::MD, mdh);
+    CT *ct = ct_of(trig_ct);
+    transport::PeerId peer;
+    if (!md || !ct || ct->ni != md->ni || !offsets_ok(md, local_offset, length) ||
+        !resolve_target(md->ni, target, &peer) || ack < PTL_ACK_REQ || ack > PTL_OC_ACK_REQ ||
+        ((md->desc.options & PTL_MD_UNRELIABLE) && ack != PTL_NO_ACK_REQ))
+        return PTL_ARG_INVALID;
+    Trigger t{Trigger::Kind::Put};
+    t.md = md;
+    t.local_offset = local_offset;
+    t.length = length;
+    t.ack_req = ack;
+    t.target = target;
+    t.pt_index = pt;
+    t.match_bits = bits;
+    t.remote_offset = remote_offset;
+    t.user_ptr = user_ptr;
+    t.hdr_data = hdr_data;
+    return post_trigger(ct, std::move(t), threshold);
+}
+
+int Engine::trigger_get(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
+                        ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                        ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    std::lock_guard g(mutex_);
+    MD *md = mds_.lookup(ObjType::MD, mdh);
+    CT *ct = ct_of(trig_ct);
+    transport::PeerId peer;
+    if (!md || !ct || ct->ni != md->ni || !offsets_ok(md, local_offset, length) ||
+        !resolve_target(md->ni, target, &peer) || (md->desc.options & PTL_MD_UNRELIABLE))
+        return PTL_ARG_INVALID;
+    Trigger t{Trigger::Kind::Get};
+    t.md = md;
+    t.local_offset = local_offset;
+    t.length = length;
+    t.target = target;
+    t.pt_index = pt;
+    t.match_bits = bits;
+    t.remote_offset = remote_offset;
+    t.user_ptr = user_ptr;
+    return post_trigger(ct, std::move(t), threshold);
+}
+
+int Engine::trigger_atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                           ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                           void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op, ptl_datatype_t type,
+                           ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    std::lock_guard g(mutex_);
+    MD *md = mds_.lookup(ObjType::MD, mdh);
+    CT *ct = ct_of(trig_ct);
+    transport::PeerId peer;
+    if (!md || !ct || ct->ni != md->ni || !resolve_target(md->ni, target, &peer) || ack < PTL_ACK_REQ ||
+        ack > PTL_OC_ACK_REQ)
+        return PTL_ARG_INVALID;
+    int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
+    if (rc != PTL_OK) return rc;
+    Trigger t{Trigger::Kind::Atomic};
+    t.md = md;
+    t.local_offset = local_offset;
+    t.length = length;
+    t.ack_req = ack;
+    t.target = target;
+    t.pt_index = pt;
+    t.match_bits = bits;
+    t.remote_offset = remote_offset;
+    t.user_ptr = user_ptr;
+    t.hdr_data = hdr_data;
+    t.op = op;
+    t.type = type;
+    return post_trigger(ct, std::move(t), threshold);
+}
+
+int Engine::trigger_fetch_atomic(ptl_handle_md_t get_mdh, ptl_size_t local_get_offset, ptl_handle_md_t put_mdh,
+                                 ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target,
+                                 ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                                 ptl_hdr_data_t hdr_data, const void *operand, ptl_op_t op, ptl_datatype_t type,
+                                 bool is_swap, ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    std::lock_guard g(mutex_);
+    MD *get_md = mds_.lookup(ObjType::MD, get_mdh);
+    MD *put_md = mds_.lookup(ObjType::MD, put_mdh);
+    CT *ct = ct_of(trig_ct);
+    transport::PeerId peer;
+    if (!get_md || !put_md || !ct || ct->ni != put_md->ni || !resolve_target(put_md->ni, target, &peer))
+        return PTL_ARG_INVALID;
+    const auto call = is_swap ? atomics::Call::Swap : atomics::Call::FetchAtomic;
+    int rc = check_atomic(get_md, local_get_offset, put_md, local_put_offset, length, op, type, static_cast<int>(call));
+    if (rc != PTL_OK) return rc;
+    const bool needs_operand = atomics::takes_operand(op);
+    if (needs_operand && !operand) return PTL_ARG_INVALID;
+    Trigger t{Trigger::Kind::FetchAtomic};
+    t.md = put_md;
+    t.get_md = get_md;
+    t.local_offset = local_put_offset;
+    t.local_get_offset = local_get_offset;
+    t.length = length;
+    t.target = target;
+    t.pt_index = pt;
+    t.match_bits = bits;
+    t.remote_offset = remote_offset;
+    t.user_ptr = user_ptr;
+    t.hdr_data = hdr_data;
+    t.op = op;
+    t.type = type;
+    if (needs_operand) {
+        t.has_operand = true;
+        std::memcpy(t.operand.data(), operand, atomics::item_size(type));
+    }
+    return post_trigger(ct, std::move(t), threshold);
+}
+
+int Engine::trigger_ct(ptl_handle_ct_t cth, ptl_ct_event_t value, bool set, ptl_handle_ct_t trig_ct,
+                       ptl_size_t threshold) {
+    std::lock_guard g(mutex_);
+    CT *target = ct_of(cth);
+    CT *ct = ct_of(trig_ct);
+    if (!target || !ct || ct->ni != target->ni) return PTL_ARG_INVALID;
+    if (!set && value.success != 0 && value.failure != 0) return PTL_ARG_INVALID; // one field, as PtlCTInc
+    Trigger t{set ? Trigger::Kind::CTSet : Trigger::Kind::CTInc};
+    t.ct = target;
+    t.value = value;
+    return post_trigger(ct, std::move(t), threshold);
+}
+
+int Engine::post_trigger(CT *ct, Trigger &&t, ptl_size_t threshold) {
+    NI *ni = ct->ni;
+    if (ni->n_triggered >= ni->limits.max_triggered_ops) return PTL_NO_SPACE;
+    hold(t);
+    ++ni->n_triggered;
+    ct->triggers.emplace(threshold, std::move(t)); // after any equal thresholds: posting order
+    fire_triggers(ct);                              // at once if the count is already there
+    return PTL_OK;
+}
+
+void Engine::fire_triggers(CT *ct) {
+    // Re-entrant calls (a fired operation raising this same counter) leave the work to the loop
+    // below, which looks at the count again after every operation: strict threshold order.
+    if (ct->firing) return;
+    ct->firing = true;
+    while (!ct->triggers.empty()) {
+        auto it = ct->triggers.begin();
+        if (it->first > ct->success.load(std::memory_order_acquire)) break;
+        Trigger t = std::move(it->second);
+        ct->triggers.erase(it);
+        --ct->ni->n_triggered;
+        unhold(t);
+        execute(t);
+    }
+    ct->firing = false;
+}
+
+void Engine::execute(Trigger &t) {
+    int rc = PTL_OK;
+    switch (t.kind) {
+    case Trigger::Kind::Put:
+        rc = put_locked(t.md, t.local_offset, t.length, t.ack_req, t.target, t.pt_index, t.match_bits, t.remote_offset,
+                        t.user_ptr, t.hdr_data);
+        break;
+    case Trigger::Kind::Get:
+        rc = get_locked(t.md, t.local_offset, t.length, t.target, t.pt_index, t.match_bits, t.remote_offset, t.user_ptr);
+        break;
+    case Trigger::Kind::Atomic:
+        rc = atomic_locked(nullptr, 0, t.md, t.local_offset, t.length, t.ack_req, t.target, t.pt_index, t.match_bits,
+                           t.remote_offset, t.user_ptr, t.hdr_data, nullptr, t.op, t.type);
+        break;
+    case Trigger::Kind::FetchAtomic:
+        rc = atomic_locked(t.get_md, t.local_get_offset, t.md, t.local_offset, t.length, PTL_NO_ACK_REQ, t.target,
+                           t.pt_index, t.match_bits, t.remote_offset, t.user_ptr, t.hdr_data,
+                           t.has_operand ? t.operand.data() : nullptr, t.op, t.type);
+        break;
+    case Trigger::Kind::CTInc:
+        ct_add(t.ct, t.value.success, t.value.failure);
+        break;
+    case Trigger::Kind::CTSet:
+        t.ct->success.store(t.value.success, std::memory_order_release);
+        t.ct->failure.store(t.value.failure, std::memory_order_release);
+        notify_waiters();
+        fire_triggers(t.ct);
+        break;
+    }
+    // Arguments were checked when the operation was posted; nothing should fail here.
+    if (rc != PTL_OK) log_error("a triggered operation could not start (error %d)", rc);
+}
+
+void Engine::drop_triggers(CT *ct) {
+    for (auto &[threshold, t] : ct->triggers) {
+        (void)threshold;
+        unhold(t);
+        --ct->ni->n_triggered;
+    }
+    ct->triggers.clear();
+}
+
+int Engine::ct_cancel_triggered(ptl_handle_ct_t h) {
+    std::lock_guard g(mutex_);
+    CT *ct = ct_of(h);
+    if (!ct) return PTL_ARG_INVALID;
+    drop_triggers(ct); // the counts themselves stay as they are
+    return PTL_OK;
+}
+
+int Engine::start_bundle(ptl_handle_ni_t h) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni) return PTL_ARG_INVALID;
+    ++ni->bundle_depth;
+    ni->ep->transport->defer_wakeups(+1);
+    return PTL_OK;
+}
+
+int Engine::end_bundle(ptl_handle_ni_t h) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    if (!ni || ni->bundle_depth == 0) return PTL_ARG_INVALID;
+    --ni->bundle_depth;
+    ni->ep->transport->defer_wakeups(-1);
+    ni->ep->transport->flush_wakeups(); // every PtlEndBundle starts what was deferred (§3.17.2)
+    return PTL_OK;
+}
+
+} // namespace portico::engine
