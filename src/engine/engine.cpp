@@ -155,18 +155,53 @@ void EndpointReceiver::on_send_complete(uint64_t token, bool ok, bool source_fau
     engine_.handle_send_complete(token, ok, source_fault);
 }
 
-int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self) {
-    // Caller holds the engine lock. The first logical NI of a job is a collective over the job:
-    // every rank publishes its physical id and reads everybody else's.
+int Engine::ensure_pmi() {
+    // Caller holds the engine lock.
     if (!pmi_checked_) {
         pmi_checked_ = true;
         try {
             pmi_ = bootstrap::PmiClient::from_environment();
         } catch (const std::exception &e) {
             log_error("PMI: %s", e.what());
-            return PTL_FAIL;
+            pmi_failed_ = true;
         }
-        if (!pmi_) return PTL_IGNORED;
+    }
+    if (pmi_failed_) return PTL_FAIL;
+    return pmi_ ? PTL_OK : PTL_IGNORED;
+}
+
+int Engine::runtime_query(int *rank, int *size) {
+    std::lock_guard g(mutex_);
+    int rc = ensure_pmi();
+    if (rank) *rank = rc == PTL_OK ? pmi_->rank() : 0;
+    if (size) *size = rc == PTL_OK ? pmi_->size() : 1;
+    return rc;
+}
+
+int Engine::runtime_barrier() {
+    bootstrap::PmiClient *pmi;
+    {
+        std::lock_guard g(mutex_);
+        int rc = ensure_pmi();
+        if (rc != PTL_OK) return rc;
+        pmi = pmi_.get();
+    }
+    // Not under the engine lock: progress must go on while we wait for the other ranks.
+    try {
+        pmi->barrier();
+    } catch (const std::exception &e) {
+        log_error("PMI barrier: %s", e.what());
+        return PTL_FAIL;
+    }
+    return PTL_OK;
+}
+
+int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self) {
+    // Caller holds the engine lock. The first logical NI of a job is a collective over the job:
+    // every rank publishes its physical id and reads everybody else's.
+    if (job_map_.empty()) {
+        int rc = ensure_pmi();
+        if (rc != PTL_OK) return rc;
         try {
             char value[64];
             std::snprintf(value, sizeof value, "%x:%x", self.phys.nid, self.phys.pid);
@@ -178,6 +213,7 @@ int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl
                 unsigned nid = 0, pid = 0;
                 if (!v || std::sscanf(v->c_str(), "%x:%x", &nid, &pid) != 2) {
                     log_error("PMI: rank %d published no physical id", r);
+                    job_map_.clear();
                     return PTL_FAIL;
                 }
                 job_map_[static_cast<size_t>(r)].phys.nid = nid;
@@ -186,10 +222,10 @@ int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl
             job_rank_ = static_cast<ptl_rank_t>(pmi_->rank());
         } catch (const std::exception &e) {
             log_error("PMI: %s", e.what());
+            job_map_.clear();
             return PTL_FAIL;
         }
     }
-    if (!pmi_) return PTL_IGNORED;
     *map = job_map_;
     *rank = job_rank_;
     return PTL_OK;

@@ -324,6 +324,10 @@ public:
     int start_bundle(ptl_handle_ni_t ni);
     int end_bundle(ptl_handle_ni_t ni);
 
+    // ---- the job, for portico_runtime.h (engine.cpp)
+    int runtime_query(int *rank, int *size);
+    int runtime_barrier();
+
     // ---- called by the transport receiver (data_movement.cpp)
     void handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
     void handle_link_failed(Endpoint &ep, transport::Link &link);
@@ -343,6 +347,7 @@ private:
 
     // ni.cpp
     NI *ni_of(ptl_handle_ni_t h) const { return nis_.lookup(ObjType::NI, h); }
+    int ensure_pmi();
     int fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self);
     bool resolve_target(NI *ni, ptl_process_t target, transport::PeerId *peer);
     void destroy_ni(NI *ni);
@@ -429,6 +434,7 @@ private:
 
     std::unique_ptr<bootstrap::PmiClient> pmi_;
     bool pmi_checked_ = false;
+    bool pmi_failed_ = false;
     std::vector<ptl_process_t> job_map_;
     ptl_rank_t job_rank_ = 0;
 
