@@ -19,23 +19,10 @@ constexpr ptl_pt_index_t kPtA = 40, kPtB = 41;
 void put_expect(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t eq, ptl_pt_index_t pt,
                 ptl_match_bits_t bits, uintptr_t id, ptl_ni_fail_t fail) {
     ASSERT_PTL(PtlPut(md, 0, 32, PTL_ACK_REQ, ni.id_of(0), pt, bits, 0, tag(id), id));
-    bool send = false, ack = false;
-    while (!send || !ack) {
-        ptl_event_t ev = wait_event(eq);
-        EXPECT_EQ(tag(id), ev.user_ptr) << describe(ev);
-        if (ev.type == PTL_EVENT_SEND) {
-            send = true;
-            EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << "SEND reports local errors only";
-        } else {
-            ack = true;
-            if (fail == PTL_NI_OK) {
-                check_init_event(ev, {.type = PTL_EVENT_ACK, .user_ptr = tag(id), .mlength = 32,
-                                      .remote_offset = 0, .list = PTL_PRIORITY_LIST});
-            } else {
-                check_init_event(ev, {.type = PTL_EVENT_ACK, .user_ptr = tag(id), .fail = fail});
-            }
-        }
-    }
+    if (fail == PTL_NI_OK)
+        expect_send_and_ack(eq, tag(id), 32, 32, 0);
+    else
+        expect_send_and_failed_ack(eq, tag(id), 32, fail);
 }
 
 void get_expect(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t eq, ptl_pt_index_t pt,

@@ -13,25 +13,6 @@ namespace {
 class PtTest : public PtlTest {};
 class FlowControl : public PtlTest {};
 
-// The SEND and the ACK (any order) of one put whose ACK must report `fail`.
-void expect_send_and_failed_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
-                                ptl_ni_fail_t fail) {
-    bool send = false, ack = false;
-    while (!send || !ack) {
-        ptl_event_t ev = wait_event(eq);
-        if (ev.type == PTL_EVENT_SEND && !send) {
-            send = true;
-            check_init_event(ev, {.type = PTL_EVENT_SEND, .user_ptr = user_ptr, .mlength = length});
-        } else if (ev.type == PTL_EVENT_ACK && !ack) {
-            ack = true;
-            check_init_event(ev, {.type = PTL_EVENT_ACK, .user_ptr = user_ptr, .fail = fail});
-        } else {
-            ADD_FAILURE() << "expected SEND and ACK, got " << describe(ev);
-            return;
-        }
-    }
-}
-
 // PT_DISABLED (Table 3-3: type, pt_index, ni_fail_type). §3.13.3 reserves PTL_NI_PT_DISABLED for
 // initiator events while §2.8 says "any generated full event" carries it: accept either.
 void check_pt_disabled(const ptl_event_t &ev, ptl_pt_index_t pt) {

@@ -2,9 +2,29 @@
 
 #include <sched.h>
 
+#include <cstdio>
+#include <cstring>
+
 #include <sstream>
 
+extern "C" char portico_test_wait_note[256]; // tests/support/mpjob.cpp
+
 namespace ptltest {
+
+namespace {
+// Records "<what> at <file>:<line>" as this rank's wait note while a blocking call runs.
+class BlockedAt {
+public:
+    BlockedAt(const char *what, const std::source_location &at) {
+        const char *file = at.file_name();
+        if (const char *slash = std::strrchr(file, '/'))
+            file = slash + 1;
+        std::snprintf(portico_test_wait_note, sizeof portico_test_wait_note, "%s at %s:%u", what,
+                      file, static_cast<unsigned>(at.line()));
+    }
+    ~BlockedAt() { portico_test_wait_note[0] = '\0'; }
+};
+} // namespace
 
 const char *rc_name(int rc) {
     switch (rc) {
@@ -247,24 +267,31 @@ int unlink_entry(const Ni &ni, ptl_handle_any_t h) {
     return ni.matching() ? PtlMEUnlink(h) : PtlLEUnlink(h);
 }
 
-ptl_event_t wait_event(ptl_handle_eq_t eq) {
+ptl_event_t wait_event(ptl_handle_eq_t eq, std::source_location at) {
     ptl_event_t ev;
     std::memset(&ev, 0, sizeof ev);
-    EXPECT_RC(PTL_OK, PtlEQWait(eq, &ev)) << " (last event: " << describe(ev) << ")";
+    int rc;
+    {
+        BlockedAt note("PtlEQWait", at);
+        rc = PtlEQWait(eq, &ev);
+    }
+    EXPECT_RC(PTL_OK, rc) << " (called at " << at.file_name() << ":" << at.line()
+                          << "; event: " << describe(ev) << ")";
     return ev;
 }
 
-ptl_event_t expect_event(ptl_handle_eq_t eq, ptl_event_kind_t kind) {
-    ptl_event_t ev = wait_event(eq);
-    EXPECT_EQ(Kind{kind}, Kind{ev.type}) << describe(ev);
+ptl_event_t expect_event(ptl_handle_eq_t eq, ptl_event_kind_t kind, std::source_location at) {
+    ptl_event_t ev = wait_event(eq, at);
+    EXPECT_EQ(Kind{kind}, Kind{ev.type}) << describe(ev) << " (called at " << at.file_name()
+                                         << ":" << at.line() << ")";
     return ev;
 }
 
-std::vector<ptl_event_t> wait_events(ptl_handle_eq_t eq, size_t n) {
+std::vector<ptl_event_t> wait_events(ptl_handle_eq_t eq, size_t n, std::source_location at) {
     std::vector<ptl_event_t> out;
     out.reserve(n);
     for (size_t i = 0; i < n; ++i)
-        out.push_back(wait_event(eq));
+        out.push_back(wait_event(eq, at));
     return out;
 }
 
@@ -316,10 +343,11 @@ void check_init_event(const ptl_event_t &ev, const InitEv &want) {
 }
 
 void expect_send_and_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
-                         ptl_size_t mlength, ptl_size_t remote_offset, ptl_list_t list) {
+                         ptl_size_t mlength, ptl_size_t remote_offset, ptl_list_t list,
+                         std::source_location at) {
     bool send = false, ack = false;
     while (!send || !ack) {
-        ptl_event_t ev = wait_event(eq);
+        ptl_event_t ev = wait_event(eq, at);
         if (ev.type == PTL_EVENT_SEND && !send) {
             send = true;
             check_init_event(ev, {.type = PTL_EVENT_SEND, .user_ptr = user_ptr, .mlength = length});
@@ -337,6 +365,24 @@ void expect_send_and_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t le
     }
 }
 
+void expect_send_and_failed_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
+                                ptl_ni_fail_t fail, std::source_location at) {
+    bool send = false, ack = false;
+    while (!send || !ack) {
+        ptl_event_t ev = wait_event(eq, at);
+        if (ev.type == PTL_EVENT_SEND && !send) {
+            send = true;
+            check_init_event(ev, {.type = PTL_EVENT_SEND, .user_ptr = user_ptr, .mlength = length});
+        } else if (ev.type == PTL_EVENT_ACK && !ack) {
+            ack = true;
+            check_init_event(ev, {.type = PTL_EVENT_ACK, .user_ptr = user_ptr, .fail = fail});
+        } else {
+            ADD_FAILURE() << "expected SEND and ACK, got " << describe(ev);
+            return;
+        }
+    }
+}
+
 Sender::Sender(const Ni &n, size_t size, uint32_t seed, int target_rank)
     : ni(n), target(target_rank), src(size) {
     fill_pattern(src.data(), src.size(), seed);
@@ -346,10 +392,10 @@ Sender::Sender(const Ni &n, size_t size, uint32_t seed, int target_rank)
 
 void Sender::put(ptl_pt_index_t pt, ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff,
                  ptl_hdr_data_t hdr, ptl_size_t mlength, ptl_size_t used_offset, ptl_list_t list,
-                 ptl_size_t local_offset) {
+                 ptl_size_t local_offset, std::source_location at) {
     EXPECT_PTL(PtlPut(md, local_offset, len, PTL_ACK_REQ, ni.id_of(target), pt, bits, roff,
                       tag(hdr), hdr));
-    expect_send_and_ack(eq, tag(hdr), len, mlength, used_offset, list);
+    expect_send_and_ack(eq, tag(hdr), len, mlength, used_offset, list, at);
 }
 
 Sr read_sr(const Ni &ni) {
@@ -366,15 +412,21 @@ Ct ct_get(ptl_handle_ct_t ct) {
     return ct_of(e);
 }
 
-Ct ct_wait(ptl_handle_ct_t ct, ptl_size_t test) {
+Ct ct_wait(ptl_handle_ct_t ct, ptl_size_t test, std::source_location at) {
     ptl_ct_event_t e{};
-    EXPECT_PTL(PtlCTWait(ct, test, &e));
+    int rc;
+    {
+        BlockedAt note("PtlCTWait", at);
+        rc = PtlCTWait(ct, test, &e);
+    }
+    EXPECT_RC(PTL_OK, rc) << " (called at " << at.file_name() << ":" << at.line() << ")";
     return ct_of(e);
 }
 
-Ct ct_reach(ptl_handle_ct_t ct, Ct want) {
+Ct ct_reach(ptl_handle_ct_t ct, Ct want, std::source_location at) {
     if (want.failure == 0)
-        return ct_wait(ct, want.success);
+        return ct_wait(ct, want.success, at);
+    BlockedAt note("a counter poll", at);
     for (;;) {
         const Ct now = ct_get(ct);
         if (now.success >= want.success && now.failure >= want.failure)

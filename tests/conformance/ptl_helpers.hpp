@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <source_location>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -122,11 +123,15 @@ ptl_handle_any_t append_entry(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &m
 int unlink_entry(const Ni &ni, ptl_handle_any_t h);
 
 // ---- events ----------------------------------------------------------------------------------
+// The blocking helpers below take the caller's location: if the launcher kills a hung job, each
+// rank reports where it was blocked (see portico_test_wait_note in tests/support/mpjob.cpp).
 // Blocks in PtlEQWait; the return code must be PTL_OK (not PTL_EQ_DROPPED).
-ptl_event_t wait_event(ptl_handle_eq_t eq);
+ptl_event_t wait_event(ptl_handle_eq_t eq, std::source_location at = std::source_location::current());
 // wait_event() and check the kind.
-ptl_event_t expect_event(ptl_handle_eq_t eq, ptl_event_kind_t kind);
-std::vector<ptl_event_t> wait_events(ptl_handle_eq_t eq, size_t n);
+ptl_event_t expect_event(ptl_handle_eq_t eq, ptl_event_kind_t kind,
+                         std::source_location at = std::source_location::current());
+std::vector<ptl_event_t> wait_events(ptl_handle_eq_t eq, size_t n,
+                                     std::source_location at = std::source_location::current());
 // PtlEQGet must report PTL_EQ_EMPTY.
 void expect_eq_empty(ptl_handle_eq_t eq, const char *what = "");
 
@@ -165,7 +170,13 @@ void check_entry_event(const ptl_event_t &ev, ptl_event_kind_t type, ptl_pt_inde
 // Waits for the SEND and the ACK of one put (any order) on `eq` and checks both.
 void expect_send_and_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
                          ptl_size_t mlength, ptl_size_t remote_offset,
-                         ptl_list_t list = PTL_PRIORITY_LIST);
+                         ptl_list_t list = PTL_PRIORITY_LIST,
+                         std::source_location at = std::source_location::current());
+// Waits for the SEND (which must succeed: it reports local errors only, §3.13.3) and the ACK of
+// one put, any order; the ACK must report `fail`.
+void expect_send_and_failed_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
+                                ptl_ni_fail_t fail,
+                                std::source_location at = std::source_location::current());
 
 // Initiator side of simple puts: an MD over a patterned source buffer, with its own EQ.
 struct Sender {
@@ -180,7 +191,8 @@ struct Sender {
     // SEND and the ACK and expects the ACK to report `mlength` at `used_offset` in `list`.
     void put(ptl_pt_index_t pt, ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff,
              ptl_hdr_data_t hdr, ptl_size_t mlength, ptl_size_t used_offset,
-             ptl_list_t list = PTL_PRIORITY_LIST, ptl_size_t local_offset = 0);
+             ptl_list_t list = PTL_PRIORITY_LIST, ptl_size_t local_offset = 0,
+             std::source_location at = std::source_location::current());
 };
 
 // ---- status registers ------------------------------------------------------------------------
@@ -196,12 +208,13 @@ inline Sr sr_plus(Sr s, ptl_sr_value_t drop, ptl_sr_value_t perm, ptl_sr_value_t
 
 // ---- counting events --------------------------------------------------------------------------
 Ct ct_get(ptl_handle_ct_t ct);
-Ct ct_wait(ptl_handle_ct_t ct, ptl_size_t test);
+Ct ct_wait(ptl_handle_ct_t ct, ptl_size_t test,
+           std::source_location at = std::source_location::current());
 // Waits until both fields have reached `want` (PtlCTWait cannot wait for a failure count above 1,
 // and full events and counter updates are unordered, §4.3): PtlCTWait when want.failure == 0,
 // otherwise PtlCTGet in a yielding loop. Returns the value seen; callers compare it with `want`
 // to catch overshoot.
-Ct ct_reach(ptl_handle_ct_t ct, Ct want);
+Ct ct_reach(ptl_handle_ct_t ct, Ct want, std::source_location at = std::source_location::current());
 
 // ---- data -----------------------------------------------------------------------------------
 inline uint8_t pattern_byte(uint32_t seed, uint64_t i) {

@@ -11,6 +11,11 @@
 // prints the failure with the rank, flushes and _exit(1)s; the launcher then kills the other
 // ranks, so no rank is left waiting in a barrier for a peer that gave up.
 //
+// Hang diagnosis: when the launcher terminates the job (timeout, or a failed peer), every rank
+// prints the test it was in and, if set, the C string portico_test_wait_note: test helpers write
+// there where they are about to block (e.g. "PtlEQWait at putget.cpp:123"). It is extern "C" so
+// that helpers can declare it without a header of ours.
+//
 // Without a PMI launcher (no PMI_FD) the job is a single process: rank 0 of 1.
 #include "mpjob.hpp"
 
@@ -26,6 +31,10 @@
 #include <vector>
 
 #include "bootstrap/pmi_client.hpp"
+
+extern "C" {
+char portico_test_wait_note[256] = "";
+}
 
 namespace portico::test {
 namespace {
@@ -110,6 +119,11 @@ void on_terminate(int sig) {
     write_int(2, sig);
     write_all(2, " in test ");
     write_all(2, g_current_test);
+    if (portico_test_wait_note[0] != '\0') {
+        portico_test_wait_note[sizeof portico_test_wait_note - 1] = '\0';
+        write_all(2, ", blocked in ");
+        write_all(2, portico_test_wait_note);
+    }
     write_all(2, "\n");
     _exit(128 + sig);
 }
@@ -146,9 +160,22 @@ Job &Job::get() {
 int Job::rank() const { return g_rank; }
 int Job::size() const { return g_size; }
 
+namespace {
+// Notes a blocking call for the termination handler while it runs.
+class WaitNote {
+public:
+    explicit WaitNote(const char *what) {
+        std::snprintf(portico_test_wait_note, sizeof portico_test_wait_note, "%s", what);
+    }
+    ~WaitNote() { portico_test_wait_note[0] = '\0'; }
+};
+} // namespace
+
 void Job::barrier() {
-    if (g_pmi)
+    if (g_pmi) {
+        WaitNote note("a job barrier");
         g_pmi->barrier();
+    }
 }
 
 std::vector<std::string> Job::allgather(const std::string &mine) {
@@ -167,7 +194,10 @@ std::vector<std::string> Job::allgather(const std::string &mine) {
             g_pmi->put(key + "." + std::to_string(i), value.substr(i * chunk, chunk));
         g_pmi->put(key, "#" + std::to_string(count));
     }
-    g_pmi->barrier();
+    {
+        WaitNote note("a job allgather");
+        g_pmi->barrier();
+    }
 
     std::vector<std::string> all;
     all.reserve(static_cast<size_t>(g_size));
