@@ -184,6 +184,7 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     const bool rendezvous = length >= Tunables::get().rendezvous_bytes && !copy && !(md->desc.options & PTL_IOVEC) &&
                             tr.peer_can_access_me(peer);
     if (rendezvous) {
+        ops_[static_cast<uint32_t>(cookie)].rendezvous = true;
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
     } else {
@@ -660,6 +661,8 @@ void Engine::handle_send_complete(uint64_t token, bool ok, bool source_fault) {
         return;
     }
     if (op->kind == wire::Kind::FetchAtomic && !ok) complete_reply(token, nullptr, PTL_NI_UNDELIVERABLE);
+    // A rendezvous put's buffer is free only when the target says it has read it.
+    if (ok && op->rendezvous) return;
     const ptl_ni_fail_t fail = !ok ? PTL_NI_UNDELIVERABLE : source_fault ? PTL_NI_SEGV : PTL_NI_OK;
     if (!ok) log_debug("queued message abandoned");
     if (!ok && op->await_ack) complete_ack(token, nullptr, fail);

@@ -162,6 +162,7 @@ struct Op {
     bool await_send = false;
     bool await_ack = false;
     bool await_reply = false;
+    bool rendezvous = false; // the target reads our buffer: SEND waits for its word, not for the header
 };
 
 // A message partly received on one link (its payload spans several frames).
@@ -341,7 +342,8 @@ private:
     void stop_progress(Endpoint &ep);
     void progress_loop(Endpoint &ep);
     // Waits until ready() (called without the engine lock) holds, polling `ep` for a bounded time
-    // and then sleeping. Returns PTL_OK, PTL_ABORTED, or PTL_EQ_EMPTY/PTL_CT_NONE_REACHED on timeout.
+    // and then sleeping. ready() may consume what it reports (an event): once it returns true it is
+    // not called again. Returns PTL_OK, PTL_ABORTED, or PTL_EQ_EMPTY/PTL_CT_NONE_REACHED on timeout.
     template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready);
     void notify_waiters();
 

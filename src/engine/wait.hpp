@@ -25,11 +25,19 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
         }
     }
     auto leave_polling = [ep] {
-        std::lock_guard g(ep->sleep_mutex);
-        if (--ep->active_waiters == 0 && ep->progress_sleeping && !ep->armed) {
-            ep->transport->arm_sleep();
-            ep->armed = true;
+        bool armed_now = false;
+        {
+            std::lock_guard g(ep->sleep_mutex);
+            if (--ep->active_waiters == 0 && ep->progress_sleeping && !ep->armed) {
+                ep->transport->arm_sleep();
+                ep->armed = armed_now = true;
+            }
         }
+        // A frame that arrived after our last poll but before the arm rang no doorbell, and the
+        // progress thread sleeps: deliver it now, whichever way we leave.
+        if (armed_now)
+            while (ep->transport->has_pending() && ep->poll() > 0) {
+            }
     };
     bool polling = true;
     int rc;
@@ -55,15 +63,21 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
         if (polling) {
             polling = false;
             leave_polling();
-            // Whatever arrived between our last poll and arming is ours to deliver.
-            while (ep->transport->has_pending() && ep->poll() > 0) {
-            }
             continue;
         }
+        // ready() may consume what it finds (an EQ event), so a success here is the result:
+        // calling it again would lose that event.
+        bool got = false;
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        if (notify_seq_.load(std::memory_order_seq_cst) == seq && !ready())
-            futex_wait(notify_seq_, seq, forever ? -1 : static_cast<int64_t>(deadline - now));
+        if (notify_seq_.load(std::memory_order_seq_cst) == seq) {
+            got = ready();
+            if (!got) futex_wait(notify_seq_, seq, forever ? -1 : static_cast<int64_t>(deadline - now));
+        }
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        if (got) {
+            rc = PTL_OK;
+            break;
+        }
     }
     if (polling) leave_polling();
     return rc;
