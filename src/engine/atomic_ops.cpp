@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "common/fence.hpp"
 #include "engine/atomics.hpp"
 #include "engine/region.hpp"
 
@@ -144,7 +145,7 @@ int Engine::atomic_sync() {
     // Atomics are applied under the engine lock: taking it orders every atomic applied so far
     // before whatever the caller does next.
     std::lock_guard g(mutex_);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     return PTL_OK;
 }
 
