@@ -1,6 +1,7 @@
 #include "ptl_helpers.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -12,17 +13,24 @@ extern "C" char portico_test_wait_note[256]; // tests/support/mpjob.cpp
 namespace ptltest {
 
 namespace {
-// Records "<what> at <file>:<line>" as this rank's wait note while a blocking call runs.
+// Records "<what> at <file>:<line>" as this rank's wait note while a blocking call runs. Only the
+// main thread writes it: the note is one buffer per process, read by the termination handler.
 class BlockedAt {
 public:
-    BlockedAt(const char *what, const std::source_location &at) {
+    BlockedAt(const char *what, const std::source_location &at) : mine_(gettid() == getpid()) {
+        if (!mine_) return;
         const char *file = at.file_name();
         if (const char *slash = std::strrchr(file, '/'))
             file = slash + 1;
         std::snprintf(portico_test_wait_note, sizeof portico_test_wait_note, "%s at %s:%u", what,
                       file, static_cast<unsigned>(at.line()));
     }
-    ~BlockedAt() { portico_test_wait_note[0] = '\0'; }
+    ~BlockedAt() {
+        if (mine_) portico_test_wait_note[0] = '\0';
+    }
+
+private:
+    bool mine_;
 };
 } // namespace
 
