@@ -1,0 +1,591 @@
+// portico-info: what this Portals implementation provides, as Appendix B of the Portals 4.3
+// specification asks an implementation to state: limits (and how desired limits are negotiated),
+// memory use as a function of the limits, status registers, interface ids, the portal table size,
+// alignment and atomics; plus the version, the transports, this process's id and every environment
+// variable the engine reads.
+//
+//   portico-info [--json]
+//
+// It uses the public API only (portals4.h): it opens a physical matching and a physical
+// non-matching NI on the default interface and reports what they answer. The facts it cannot ask
+// the API for (defaults, memory formulas) are stated here and must be kept in step with the
+// engine (src/engine/engine.cpp default_limits() and Tunables, src/engine/ni.cpp, engine.hpp).
+// Works without a launcher (logical NIs, which need one, are not opened).
+#include <arpa/inet.h>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <portals4.h>
+
+#include "json.hpp"
+
+#ifndef PORTICO_VERSION
+#define PORTICO_VERSION "0.0.0"
+#endif
+
+namespace {
+
+using portico::info::JsonWriter;
+
+// ---- facts about the engine that the API does not expose ----------------------------------
+
+struct EnvVar {
+    const char *name;
+    const char *def;
+    const char *meaning;
+};
+
+// Every variable the engine (libportals) reads, from getenv()/env_u64()/env_str() in src/.
+// Sizes accept K, M and G suffixes (powers of 1024).
+const EnvVar kEngineEnv[] = {
+    {"PORTICO_NID", "(unset)",
+     "force this machine's nid (a number, strtoul base 0: 0x prefix for hex; not dotted). Default: the IPv4 "
+     "address of PORTICO_IFACE"},
+    {"PORTICO_IFACE", "(unset)",
+     "network interface whose IPv4 address becomes the nid. Default: the first non-loopback interface "
+     "with an IPv4 address, else 127.0.0.1"},
+    {"PORTICO_WAIT_SPIN_US", "20",
+     "microseconds a thread in PtlEQWait/PtlEQPoll/PtlCTWait/PtlCTPoll polls the transport itself before "
+     "it sleeps (futex) and leaves progress to the progress thread"},
+    {"PORTICO_PROGRESS_SPIN_US", "10",
+     "microseconds the per-interface progress thread keeps polling after its last work before it sleeps "
+     "(epoll on the doorbell sockets)"},
+    {"PORTICO_SHM_RING_BYTES", "262144",
+     "bytes of each of the two rings of a shared-memory link (power of two >= 16 KiB); also bounds the "
+     "frame size (min(64 KiB, ring/4) minus header)"},
+    {"PORTICO_SHM_MAX_LINKS", "4096", "most shared-memory links (peers) one interface keeps"},
+    {"PORTICO_SHM_SINGLE_COPY", "1",
+     "1: large contiguous puts/gets are copied once with process_vm_readv/writev when the kernel allows "
+     "it (the process calls prctl(PR_SET_PTRACER_ANY) for that); 0: always through the rings"},
+    {"PORTICO_SHM_SINGLE_COPY_BYTES", "32768", "smallest put/get that goes single copy"},
+    {"PORTICO_MAX_ENTRIES", "1048576", "limit max_entries (LEs/MEs per NI)"},
+    {"PORTICO_MAX_UNEXPECTED_HEADERS", "1048576", "limit max_unexpected_headers (checked per portal table entry)"},
+    {"PORTICO_MAX_MDS", "1048576", "limit max_mds"},
+    {"PORTICO_MAX_CTS", "65536", "limit max_cts"},
+    {"PORTICO_MAX_EQS", "4096", "limit max_eqs"},
+    {"PORTICO_MAX_PT_INDEX", "255", "limit max_pt_index (the portal table has max_pt_index+1 entries)"},
+    {"PORTICO_MAX_IOVECS", "65536", "limit max_iovecs"},
+    {"PORTICO_MAX_LIST_SIZE", "1048576", "limit max_list_size (entries per list of one portal table entry)"},
+    {"PORTICO_MAX_VOLATILE_SIZE", "65536", "limit max_volatile_size (PTL_MD_VOLATILE puts up to this are copied)"},
+    {"PORTICO_MAX_TRIGGERED_OPS", "65536", "limit max_triggered_ops (pending triggered operations per NI)"},
+    {"PORTICO_MAX_ATOMIC_SIZE", "32768", "limit max_atomic_size (at least 32, at most what one frame holds)"},
+    {"PORTICO_MAX_FETCH_ATOMIC_SIZE", "32768", "limit max_fetch_atomic_size (at least 32, at most one frame)"},
+    {"PORTICO_DEBUG", "(unset)", "set (and not 0): debug messages on stderr"},
+};
+
+// Read by the engine for logical NIs (the job's rank map) and portico_runtime.h; set by a PMI-1 launcher.
+const EnvVar kLauncherEnv[] = {
+    {"PMI_FD", "(unset)",
+     "PMI-1 connection to the launcher (portico-run, mpiexec/hydra); logical NIs and portico_runtime.h need it"},
+    {"PMI_RANK", "(unset)", "this process's rank in the job"},
+    {"PMI_SIZE", "(unset)", "number of processes in the job"},
+};
+
+// Sizes of the engine's bookkeeping, x86-64 / g++ 12 (sizeof in src/engine/engine.hpp and
+// src/transport/shm); they change with the code, so they are "roughly".
+constexpr uint64_t kLinkFixedBytes = 576; // segment header (64) + 2 ring control blocks (4 cache lines each)
+constexpr uint64_t kLinkRxStateBytes = 160;
+constexpr uint64_t kNiBytes = 264;
+constexpr uint64_t kPtEntryBytes = 96;
+constexpr uint64_t kMdBytes = 120;
+constexpr uint64_t kEntryBytes = 184 + 24; // Entry + its list node
+constexpr uint64_t kUnexpectedBytes = 96 + 16;
+constexpr uint64_t kEqBytes = 112;
+constexpr uint64_t kCtBytes = 96;
+constexpr uint64_t kOpBytes = 88;
+constexpr uint64_t kTriggerBytes = 168 + 40; // Trigger + its multimap node
+constexpr uint64_t kHandleSlotBytes = 16;
+constexpr uint64_t kIovecBytes = sizeof(ptl_iovec_t);
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+const char *rc_name(int rc) {
+    static const char *names[] = {"PTL_OK",         "PTL_ARG_INVALID", "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED",
+                                  "PTL_EQ_EMPTY",   "PTL_FAIL",        "PTL_IGNORED",         "PTL_IN_USE",
+                                  "PTL_LIST_TOO_LONG", "PTL_NO_INIT",  "PTL_NO_SPACE",        "PTL_PID_IN_USE",
+                                  "PTL_PT_FULL",    "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE",      "PTL_ABORTED"};
+    return rc >= 0 && rc < static_cast<int>(sizeof names / sizeof *names) ? names[rc] : "unknown";
+}
+
+// The same parsing as the engine's env_u64 (strtoull base 0, K/M/G suffixes).
+uint64_t env_u64(const char *name, uint64_t fallback) {
+    const char *v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    char *end = nullptr;
+    unsigned long long x = std::strtoull(v, &end, 0);
+    if (end == v) return fallback;
+    switch (*end) {
+    case 'k': case 'K': x <<= 10; break;
+    case 'm': case 'M': x <<= 20; break;
+    case 'g': case 'G': x <<= 30; break;
+    default: break;
+    }
+    return x;
+}
+
+std::string dotted(ptl_nid_t nid) {
+    in_addr a;
+    a.s_addr = htonl(nid);
+    char buf[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &a, buf, sizeof buf);
+    return buf;
+}
+
+std::string hex32(uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", v);
+    return buf;
+}
+
+std::string human_bytes(uint64_t b) {
+    char buf[64];
+    if (b >= (1ull << 30) && b % (1ull << 30) == 0) std::snprintf(buf, sizeof buf, "%" PRIu64 " GiB", b >> 30);
+    else if (b >= (1ull << 20) && b % (1ull << 20) == 0) std::snprintf(buf, sizeof buf, "%" PRIu64 " MiB", b >> 20);
+    else if (b >= (1ull << 10) && b % (1ull << 10) == 0) std::snprintf(buf, sizeof buf, "%" PRIu64 " KiB", b >> 10);
+    else if (b >= 10 * 1024) std::snprintf(buf, sizeof buf, "%" PRIu64 " B (%.1f KiB)", b, static_cast<double>(b) / 1024);
+    else std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
+    return buf;
+}
+
+struct Feature {
+    unsigned bit;
+    const char *name;
+    const char *meaning;
+};
+const Feature kFeatures[] = {
+    {PTL_TARGET_BIND_INACCESSIBLE, "PTL_TARGET_BIND_INACCESSIBLE",
+     "LEs/MEs may describe memory that is not (yet) accessible; faults become PTL_NI_SEGV"},
+    {PTL_TOTAL_DATA_ORDERING, "PTL_TOTAL_DATA_ORDERING", "data of successive messages is placed in order"},
+    {PTL_COHERENT_ATOMICS, "PTL_COHERENT_ATOMICS",
+     "Portals atomics coherent with host accesses; not claimed: call PtlAtomicSync() before the host touches "
+     "data that Portals atomics update"},
+};
+
+struct Register {
+    ptl_sr_index_t index;
+    const char *name;
+    const char *meaning;
+};
+const Register kRegisters[] = {
+    {PTL_SR_DROP_COUNT, "PTL_SR_DROP_COUNT",
+     "messages dropped at this NI (PT not allocated or disabled, no matching entry, unexpected headers "
+     "exhausted, an ack for a released MD, a reply nobody waits for)"},
+    {PTL_SR_PERMISSION_VIOLATIONS, "PTL_SR_PERMISSION_VIOLATIONS", "messages refused by an entry's uid check"},
+    {PTL_SR_OPERATION_VIOLATIONS, "PTL_SR_OPERATION_VIOLATIONS",
+     "messages refused because the matched entry does not allow the operation (OP_PUT/OP_GET)"},
+    {PTL_SR_MALFORMED_MESSAGES, "PTL_SR_MALFORMED_MESSAGES",
+     "Portico extension: frames from the network dropped as malformed (bad headers, corrupt rings, "
+     "stray continuation frames); a bad header or a corrupt ring also closes the link to that peer"},
+};
+
+struct LimitRow {
+    const char *field;
+    uint64_t matching, non_matching;
+    const char *note;
+};
+
+struct Ni {
+    ptl_handle_ni_t handle = PTL_INVALID_HANDLE;
+    ptl_ni_limits_t limits{};
+    bool open = false;
+};
+
+int open_ni(unsigned options, Ni *out) {
+    int rc = PtlNIInit(PTL_IFACE_DEFAULT, options | PTL_NI_PHYSICAL, PTL_PID_ANY, nullptr, &out->limits, &out->handle);
+    out->open = rc == PTL_OK;
+    return rc;
+}
+
+std::vector<LimitRow> limit_rows(const ptl_ni_limits_t &m, const ptl_ni_limits_t &n) {
+    auto u = [](int v) { return static_cast<uint64_t>(static_cast<int64_t>(v)); };
+    return {
+        {"max_entries", u(m.max_entries), u(n.max_entries), "LEs/MEs per NI; desired 1..default lowers it"},
+        {"max_unexpected_headers", u(m.max_unexpected_headers), u(n.max_unexpected_headers),
+         "checked per portal table entry; desired 1..default lowers it"},
+        {"max_mds", u(m.max_mds), u(n.max_mds), "desired 1..default lowers it"},
+        {"max_cts", u(m.max_cts), u(n.max_cts), "desired 1..default lowers it"},
+        {"max_eqs", u(m.max_eqs), u(n.max_eqs), "desired 1..default lowers it"},
+        {"max_pt_index", u(m.max_pt_index), u(n.max_pt_index),
+         "desired 249..default lowers it (never below the spec's 250 entries)"},
+        {"max_iovecs", u(m.max_iovecs), u(n.max_iovecs), "desired 1..default lowers it"},
+        {"max_list_size", u(m.max_list_size), u(n.max_list_size),
+         "per list of one portal table entry; desired 1..default lowers it"},
+        {"max_triggered_ops", u(m.max_triggered_ops), u(n.max_triggered_ops),
+         "pending triggered operations per NI; desired 1..default lowers it"},
+        {"max_msg_size", m.max_msg_size, n.max_msg_size, "PTL_SIZE_MAX; desired 1..default lowers it"},
+        {"max_atomic_size", m.max_atomic_size, n.max_atomic_size,
+         "desired 32..default lowers it; never above one transport frame (minus a 32-byte operand)"},
+        {"max_fetch_atomic_size", m.max_fetch_atomic_size, n.max_fetch_atomic_size, "as max_atomic_size"},
+        {"max_waw_ordered_size", m.max_waw_ordered_size, n.max_waw_ordered_size,
+         "messages are applied whole and in order per link; fixed"},
+        {"max_war_ordered_size", m.max_war_ordered_size, n.max_war_ordered_size, "as above; fixed"},
+        {"max_volatile_size", m.max_volatile_size, n.max_volatile_size, "desired 1..default lowers it"},
+        {"features", m.features, n.features, "bit mask, see below; fixed"},
+    };
+}
+
+std::string features_string(unsigned f) {
+    std::string s;
+    for (const Feature &x : kFeatures)
+        if (f & x.bit) s += (s.empty() ? "" : " | ") + std::string(x.name);
+    return s.empty() ? "0" : s;
+}
+
+std::string limit_value(const char *field, uint64_t v) {
+    if (v == PTL_SIZE_MAX) return "PTL_SIZE_MAX";
+    char buf[32];
+    if (std::strcmp(field, "features") == 0) std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+    else std::snprintf(buf, sizeof buf, "%" PRIu64, v);
+    return buf;
+}
+
+// ---- the report ------------------------------------------------------------------------------
+
+struct Memory {
+    const char *what;
+    std::string formula;
+    uint64_t bytes; // with the current limits/settings, 0 if it depends on use only
+};
+
+struct Report {
+    ptl_process_t id{};
+    Ni matching, non_matching;
+    std::vector<LimitRow> limits;
+    uint64_t pt_entries = 0;
+    ptl_sr_value_t sr[PTL_SR_LAST] = {};
+    uint64_t ring_bytes = 0;
+    std::vector<Memory> memory;
+    // Interface ids, as probed: 0 must give the same NI as PTL_IFACE_DEFAULT, 1 must be refused.
+    bool zero_is_default = false;
+    int rc_iface_one = PTL_OK;
+};
+
+const char *kInterfaceNote =
+    "one interface: PTL_IFACE_DEFAULT and 0 name the same, single software interface (shared memory on "
+    "this machine); any other interface id is PTL_ARG_INVALID. The four NIs (matching/non-matching x "
+    "logical/physical) of a process share one endpoint and therefore one nid/pid";
+const char *kPidNote =
+    "PTL_PID_ANY picks a free pid (probing from 1024 + OS pid mod 60000); an explicit pid must be below "
+    "PTL_PID_MAX (65535) and free on this machine, else PTL_PID_IN_USE";
+const char *kAlignmentNote =
+    "no alignment requirement for MD, LE or ME buffers, offsets or lengths. Payloads are copied with "
+    "memcpy through the shared-memory rings, or once with process_vm_readv/writev for contiguous "
+    "puts/gets of at least PORTICO_SHM_SINGLE_COPY_BYTES; unaligned buffers are as fast as aligned ones "
+    "(beyond what memcpy itself does with alignment)";
+const char *kAtomicsNote =
+    "all PtlAtomic/PtlFetchAtomic/PtlSwap operations and datatypes of the spec; applied by the target's "
+    "engine under its lock (atomic with respect to each other and to every other Portals operation on that "
+    "process). Unaligned atomics are supported at the same speed: items are loaded and stored with memcpy. "
+    "PTL_COHERENT_ATOMICS is not claimed: call PtlAtomicSync() before host code reads or writes data that "
+    "Portals atomics update";
+
+void build_memory(Report &r) {
+    const ptl_ni_limits_t &l = r.matching.limits;
+    const uint64_t link = 2 * r.ring_bytes + kLinkFixedBytes;
+    r.memory = {
+        {"per shared-memory link",
+         "2 x PORTICO_SHM_RING_BYTES + " + std::to_string(kLinkFixedBytes) + " B (memfd) + " +
+             std::to_string(kLinkRxStateBytes) + " B receive state per side. One link per pair of processes "
+             "that talk (mapped by both); two if both start talking at the same moment",
+         link},
+        {"per interface (endpoint)",
+         "1 progress thread, 1 listening Unix socket, 1 epoll fd, 1 eventfd; per link 1 socket", 0},
+        {"per NI", std::to_string(kNiBytes) + " B + (max_pt_index+1) x " + std::to_string(kPtEntryBytes) +
+                       " B portal table",
+         kNiBytes + (static_cast<uint64_t>(l.max_pt_index) + 1) * kPtEntryBytes},
+        {"per EQ", "count x sizeof(ptl_event_t) (" + std::to_string(sizeof(ptl_event_t)) + " B) + " +
+                       std::to_string(kEqBytes + kHandleSlotBytes) + " B, allocated at PtlEQAlloc",
+         0},
+        {"per CT", std::to_string(kCtBytes + kHandleSlotBytes) + " B", kCtBytes + kHandleSlotBytes},
+        {"per MD", "~" + std::to_string(kMdBytes + kHandleSlotBytes) + " B + " + std::to_string(kIovecBytes) +
+                       " B per iovec (PTL_IOVEC lists are copied)",
+         kMdBytes + kHandleSlotBytes},
+        {"per LE/ME", "~" + std::to_string(kEntryBytes + kHandleSlotBytes) + " B + " + std::to_string(kIovecBytes) +
+                          " B per iovec",
+         kEntryBytes + kHandleSlotBytes},
+        {"per unexpected header", "~" + std::to_string(kUnexpectedBytes) + " B (the data stays in the overflow entry)",
+         kUnexpectedBytes},
+        {"per operation in flight", "~" + std::to_string(kOpBytes) +
+                                        " B (until its SEND/ACK/REPLY; the table keeps its high-water mark)",
+         kOpBytes},
+        {"per pending triggered operation", "~" + std::to_string(kTriggerBytes) + " B (up to max_triggered_ops)",
+         kTriggerBytes},
+        {"messages waiting for ring room",
+         "acks, replies and PTL_MD_VOLATILE puts (<= max_volatile_size) are copied to the heap; other puts "
+         "wait without a copy",
+         0},
+    };
+}
+
+void print_text(const Report &r) {
+    std::printf("Portico %s, an implementation of the Portals %d.%d network API\n", PORTICO_VERSION,
+                PTL_MAJOR_VERSION, PTL_MINOR_VERSION);
+    std::printf("  API version: PTL_MAJOR_VERSION %d, PTL_MINOR_VERSION %d\n\n", PTL_MAJOR_VERSION, PTL_MINOR_VERSION);
+
+    std::printf("Transports\n");
+    std::printf("  shm   available: processes of this machine; per peer a memfd with two rings, doorbell and\n"
+                "        liveness over an abstract Unix socket; single copy (process_vm_readv/writev) from %s\n",
+                human_bytes(env_u64("PORTICO_SHM_SINGLE_COPY_BYTES", 32 * 1024)).c_str());
+    std::printf("  tcp   not yet (other machines)\n\n");
+
+    std::printf("Network interface\n");
+    std::printf("  interface ids: PTL_IFACE_DEFAULT (0x%08x) and 0\n", PTL_IFACE_DEFAULT);
+    std::printf("    probed: interface 0 %s PTL_IFACE_DEFAULT; interface 1 answers %s\n",
+                r.zero_is_default ? "is the same NI as" : "is NOT the same NI as", rc_name(r.rc_iface_one));
+    std::printf("    %s\n", kInterfaceNote);
+    std::printf("  this process: nid %s (%s), pid %u\n", dotted(r.id.phys.nid).c_str(), hex32(r.id.phys.nid).c_str(),
+                r.id.phys.pid);
+    std::printf("    nid: the machine's IPv4 address (PORTICO_IFACE, PORTICO_NID); pid: %s\n\n", kPidNote);
+
+    std::printf("Limits (PtlNIInit with desired = NULL; a desired value lowers a limit, never raises it)\n");
+    std::printf("  %-24s %-22s %-22s %s\n", "field", "matching", "non-matching", "notes");
+    for (const LimitRow &row : r.limits)
+        std::printf("  %-24s %-22s %-22s %s\n", row.field, limit_value(row.field, row.matching).c_str(),
+                    limit_value(row.field, row.non_matching).c_str(), row.note);
+    std::printf("  Desired values of 0 or below, or above the default, are ignored (the default is kept). The\n"
+                "  defaults come from PORTICO_MAX_* (see Environment).\n");
+    std::printf("  features (matching): %s\n", features_string(r.matching.limits.features).c_str());
+    for (const Feature &f : kFeatures)
+        std::printf("    %-30s %-3s %s\n", f.name, (r.matching.limits.features & f.bit) ? "yes" : "no", f.meaning);
+    std::printf("\nPortal table: %" PRIu64 " entries (indexes 0..%d = max_pt_index+1; the spec asks for at least 250)\n\n",
+                r.pt_entries, r.matching.limits.max_pt_index);
+
+    std::printf("Status registers (PtlNIStatus; value now, on this process's matching NI)\n");
+    for (const Register &reg : kRegisters)
+        std::printf("  %d %-30s %" PRId64 "  %s\n", static_cast<int>(reg.index), reg.name, r.sr[reg.index],
+                    reg.meaning);
+    std::printf("  indexes 0..%d are valid (PTL_SR_LAST = %d); others: PTL_ARG_INVALID\n\n", PTL_SR_LAST - 1,
+                PTL_SR_LAST);
+
+    std::printf("Alignment\n  %s\n", kAlignmentNote);
+    std::printf("Atomics\n  %s\n\n", kAtomicsNote);
+
+    std::printf("Memory use (PORTICO_SHM_RING_BYTES = %s now)\n", human_bytes(r.ring_bytes).c_str());
+    for (const Memory &m : r.memory) {
+        std::printf("  %-32s %s", m.what, m.formula.c_str());
+        if (m.bytes) std::printf("  [now: %s]", human_bytes(m.bytes).c_str());
+        std::printf("\n");
+    }
+    std::printf("  Nothing scales with the max_* limits until it is used: they only cap counts. EQ rings are\n"
+                "  allocated whole at PtlEQAlloc, the portal table at PtlNIInit.\n\n");
+
+    std::printf("Environment (read by libportals; sizes accept K/M/G)\n");
+    auto env_rows = [](const EnvVar *vars, size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+            const char *v = std::getenv(vars[i].name);
+            std::printf("  %-30s default %-9s %s%s%s%s\n", vars[i].name, vars[i].def, vars[i].meaning,
+                        v ? " [set: " : "", v ? v : "", v ? "]" : "");
+        }
+    };
+    env_rows(kEngineEnv, sizeof kEngineEnv / sizeof *kEngineEnv);
+    std::printf("Set by a PMI-1 launcher (portico-run), read for logical NIs\n");
+    env_rows(kLauncherEnv, sizeof kLauncherEnv / sizeof *kLauncherEnv);
+}
+
+void print_json(const Report &r) {
+    JsonWriter j;
+    j.begin_object();
+    j.kv("portico_version", PORTICO_VERSION);
+    j.key("api_version");
+    j.begin_object();
+    j.kv("major", PTL_MAJOR_VERSION);
+    j.kv("minor", PTL_MINOR_VERSION);
+    j.end_object();
+
+    j.key("transports");
+    j.begin_array();
+    j.begin_object();
+    j.kv("name", "shm");
+    j.kv("status", "available");
+    j.kv("scope", "processes of this machine");
+    j.kv("single_copy_bytes", env_u64("PORTICO_SHM_SINGLE_COPY_BYTES", 32 * 1024));
+    j.end_object();
+    j.begin_object();
+    j.kv("name", "tcp");
+    j.kv("status", "not yet");
+    j.end_object();
+    j.end_array();
+
+    j.key("process");
+    j.begin_object();
+    j.kv("nid", dotted(r.id.phys.nid));
+    j.kv("nid_hex", hex32(r.id.phys.nid));
+    j.kv("nid_value", static_cast<uint64_t>(r.id.phys.nid));
+    j.kv("pid", static_cast<uint64_t>(r.id.phys.pid));
+    j.kv("pid_note", kPidNote);
+    j.end_object();
+
+    j.key("interfaces");
+    j.begin_object();
+    j.key("accepted_ids");
+    j.begin_array();
+    j.value(static_cast<uint64_t>(PTL_IFACE_DEFAULT));
+    j.value(static_cast<uint64_t>(0));
+    j.end_array();
+    j.kv("count", static_cast<uint64_t>(1));
+    j.kv("probed_zero_is_default", r.zero_is_default);
+    j.kv("probed_iface_1", rc_name(r.rc_iface_one));
+    j.kv("note", kInterfaceNote);
+    j.end_object();
+
+    j.key("limits");
+    j.begin_object();
+    for (int which = 0; which < 2; ++which) {
+        j.key(which == 0 ? "matching" : "non_matching");
+        j.begin_object();
+        for (const LimitRow &row : r.limits) j.kv(row.field, which == 0 ? row.matching : row.non_matching);
+        j.key("features_names");
+        j.begin_array();
+        const unsigned f = which == 0 ? r.matching.limits.features : r.non_matching.limits.features;
+        for (const Feature &x : kFeatures)
+            if (f & x.bit) j.value(x.name);
+        j.end_array();
+        j.end_object();
+    }
+    j.key("notes");
+    j.begin_object();
+    for (const LimitRow &row : r.limits) j.kv(row.field, row.note);
+    j.end_object();
+    j.kv("negotiation", "a desired value lowers a limit (within the ranges in notes); 0, negative or larger "
+                        "values keep the default; defaults come from PORTICO_MAX_*");
+    j.end_object();
+
+    j.key("features");
+    j.begin_array();
+    for (const Feature &x : kFeatures) {
+        j.begin_object();
+        j.kv("name", x.name);
+        j.kv("bit", static_cast<uint64_t>(x.bit));
+        j.kv("supported", (r.matching.limits.features & x.bit) != 0);
+        j.kv("meaning", x.meaning);
+        j.end_object();
+    }
+    j.end_array();
+
+    j.kv("portal_table_entries", r.pt_entries);
+
+    j.key("status_registers");
+    j.begin_array();
+    for (const Register &reg : kRegisters) {
+        j.begin_object();
+        j.kv("index", static_cast<uint64_t>(reg.index));
+        j.kv("name", reg.name);
+        j.kv("extension", reg.index > PTL_SR_OPERATION_VIOLATIONS);
+        j.kv("value", static_cast<int64_t>(r.sr[reg.index]));
+        j.kv("meaning", reg.meaning);
+        j.end_object();
+    }
+    j.end_array();
+
+    j.kv("alignment", kAlignmentNote);
+    j.kv("atomics", kAtomicsNote);
+
+    j.key("memory");
+    j.begin_object();
+    j.kv("shm_ring_bytes", r.ring_bytes);
+    j.key("items");
+    j.begin_array();
+    for (const Memory &m : r.memory) {
+        j.begin_object();
+        j.kv("what", m.what);
+        j.kv("formula", m.formula);
+        if (m.bytes) j.kv("bytes_now", m.bytes);
+        j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+
+    j.key("environment");
+    j.begin_array();
+    auto env_rows = [&j](const EnvVar *vars, size_t n, const char *reader) {
+        for (size_t i = 0; i < n; ++i) {
+            j.begin_object();
+            j.kv("name", vars[i].name);
+            j.kv("default", vars[i].def);
+            j.kv("meaning", vars[i].meaning);
+            j.kv("read_by", reader);
+            const char *v = std::getenv(vars[i].name);
+            if (v) j.kv("value", v);
+            else j.kv_null("value");
+            j.end_object();
+        }
+    };
+    env_rows(kEngineEnv, sizeof kEngineEnv / sizeof *kEngineEnv, "engine");
+    env_rows(kLauncherEnv, sizeof kLauncherEnv / sizeof *kLauncherEnv, "engine (logical NIs), set by the launcher");
+    j.end_array();
+    j.end_object();
+    std::printf("%s\n", j.str().c_str());
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    bool json = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+            std::printf("usage: portico-info [--json]\n\n"
+                        "Prints what this Portals implementation provides: version, transports, this process's\n"
+                        "nid/pid, NI limits, features, status registers, interface ids, portal table size,\n"
+                        "alignment, memory use and the environment variables the engine reads.\n");
+            return 0;
+        } else if (std::strcmp(argv[i], "--version") == 0) {
+            std::printf("portico-info (Portico) %s\n", PORTICO_VERSION);
+            return 0;
+        } else {
+            std::fprintf(stderr, "portico-info: unknown argument '%s'\nusage: portico-info [--json]\n", argv[i]);
+            return 2;
+        }
+    }
+
+    int rc = PtlInit();
+    if (rc != PTL_OK) {
+        std::fprintf(stderr, "portico-info: PtlInit failed: %s (%d)\n", rc_name(rc), rc);
+        return 1;
+    }
+    Report r;
+    int status = 0;
+    if ((rc = open_ni(PTL_NI_MATCHING, &r.matching)) != PTL_OK) {
+        std::fprintf(stderr, "portico-info: PtlNIInit(matching, physical) failed: %s (%d)\n", rc_name(rc), rc);
+        status = 1;
+    } else if ((rc = open_ni(PTL_NI_NO_MATCHING, &r.non_matching)) != PTL_OK) {
+        std::fprintf(stderr, "portico-info: PtlNIInit(non-matching, physical) failed: %s (%d)\n", rc_name(rc), rc);
+        status = 1;
+    } else if ((rc = PtlGetPhysId(r.matching.handle, &r.id)) != PTL_OK) {
+        std::fprintf(stderr, "portico-info: PtlGetPhysId failed: %s (%d)\n", rc_name(rc), rc);
+        status = 1;
+    }
+    if (status == 0) {
+        ptl_handle_ni_t h;
+        if (PtlNIInit(0, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, nullptr, nullptr, &h) == PTL_OK) {
+            r.zero_is_default = PtlHandleIsEqual(h, r.matching.handle) != 0;
+            PtlNIFini(h);
+        }
+        r.rc_iface_one = PtlNIInit(1, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, nullptr, nullptr, &h);
+        if (r.rc_iface_one == PTL_OK) PtlNIFini(h);
+        for (int i = 0; i < PTL_SR_LAST; ++i) {
+            rc = PtlNIStatus(r.matching.handle, static_cast<ptl_sr_index_t>(i), &r.sr[i]);
+            if (rc != PTL_OK) {
+                std::fprintf(stderr, "portico-info: PtlNIStatus(%d) failed: %s (%d)\n", i, rc_name(rc), rc);
+                status = 1;
+            }
+        }
+    }
+    if (status == 0) {
+        r.limits = limit_rows(r.matching.limits, r.non_matching.limits);
+        r.pt_entries = static_cast<uint64_t>(r.matching.limits.max_pt_index) + 1;
+        r.ring_bytes = env_u64("PORTICO_SHM_RING_BYTES", 256 * 1024);
+        build_memory(r);
+        if (json) print_json(r);
+        else print_text(r);
+    }
+    if (r.non_matching.open) PtlNIFini(r.non_matching.handle);
+    if (r.matching.open) PtlNIFini(r.matching.handle);
+    PtlFini();
+    return status;
+}
