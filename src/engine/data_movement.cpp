@@ -17,6 +17,13 @@ bool valid_ack(ptl_ack_req_t a) {
 
 thread_local std::vector<iovec> t_iov; // gather lists, reused: no allocation per message
 
+// max_unexpected_headers bounds the headers the NI buffers, over all its portal table entries.
+size_t unexpected_headers(const NI &ni) {
+    size_t n = 0;
+    for (const PT &pt : ni.pts) n += pt.unexpected.size(); // list::size() is O(1); overflow path only
+    return n;
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -489,7 +496,7 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         return;
     }
     const bool keeps_header = e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE);
-    if (keeps_header && pt.unexpected.size() >= static_cast<size_t>(ni->limits.max_unexpected_headers)) {
+    if (keeps_header && unexpected_headers(*ni) >= static_cast<size_t>(ni->limits.max_unexpected_headers)) {
         if (pt.options & PTL_PT_FLOWCTRL)
             flow_control(e);
         else

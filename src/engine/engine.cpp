@@ -1,5 +1,6 @@
 #include "engine/engine.hpp"
 
+#include <algorithm>
 #include <climits>
 
 #include "bootstrap/pmi_client.hpp"
@@ -22,17 +23,25 @@ const Tunables &Tunables::get() {
     return t;
 }
 
+namespace {
+// An integer limit from the environment, kept within [lo, hi] (a typo never wraps or disables).
+int env_limit(const char *name, int fallback, int lo, int hi) {
+    const uint64_t v = env_u64(name, static_cast<uint64_t>(fallback));
+    return static_cast<int>(std::clamp<uint64_t>(v, static_cast<uint64_t>(lo), static_cast<uint64_t>(hi)));
+}
+} // namespace
+
 ptl_ni_limits_t default_limits() {
     ptl_ni_limits_t l{};
-    l.max_entries = static_cast<int>(env_u64("PORTICO_MAX_ENTRIES", 1 << 20));
-    l.max_unexpected_headers = static_cast<int>(env_u64("PORTICO_MAX_UNEXPECTED_HEADERS", 1 << 20));
-    l.max_mds = static_cast<int>(env_u64("PORTICO_MAX_MDS", 1 << 20));
-    l.max_cts = static_cast<int>(env_u64("PORTICO_MAX_CTS", 1 << 16));
-    l.max_eqs = static_cast<int>(env_u64("PORTICO_MAX_EQS", 1 << 12));
-    l.max_pt_index = static_cast<int>(env_u64("PORTICO_MAX_PT_INDEX", 255));
-    l.max_iovecs = static_cast<int>(env_u64("PORTICO_MAX_IOVECS", 1 << 16));
-    l.max_list_size = static_cast<int>(env_u64("PORTICO_MAX_LIST_SIZE", 1 << 20));
-    l.max_triggered_ops = static_cast<int>(env_u64("PORTICO_MAX_TRIGGERED_OPS", 1 << 16));
+    l.max_entries = env_limit("PORTICO_MAX_ENTRIES", 1 << 20, 1, INT_MAX);
+    l.max_unexpected_headers = env_limit("PORTICO_MAX_UNEXPECTED_HEADERS", 1 << 20, 1, INT_MAX);
+    l.max_mds = env_limit("PORTICO_MAX_MDS", 1 << 20, 1, INT_MAX);
+    l.max_cts = env_limit("PORTICO_MAX_CTS", 1 << 16, 1, INT_MAX);
+    l.max_eqs = env_limit("PORTICO_MAX_EQS", 1 << 12, 1, INT_MAX);
+    l.max_pt_index = env_limit("PORTICO_MAX_PT_INDEX", 255, 249, 1 << 16); // the spec: at least 250 entries
+    l.max_iovecs = env_limit("PORTICO_MAX_IOVECS", 1 << 16, 1, INT_MAX);
+    l.max_list_size = env_limit("PORTICO_MAX_LIST_SIZE", 1 << 20, 1, INT_MAX);
+    l.max_triggered_ops = env_limit("PORTICO_MAX_TRIGGERED_OPS", 1 << 16, 1, INT_MAX);
     l.max_msg_size = PTL_SIZE_MAX;
     // An atomic travels in one frame; ni_init lowers these to what the transport's frames hold.
     l.max_atomic_size = env_u64("PORTICO_MAX_ATOMIC_SIZE", 32 * 1024);
