@@ -1,0 +1,192 @@
+// atomic_lat and fetch_atomic_lat: latency of Portals atomics between two processes.
+//
+// atomic_lat: a ping-pong of 8-byte PtlAtomic(PTL_SUM, PTL_INT64_T, PTL_ACK_REQ): rank 0 adds to
+// rank 1's counter, rank 1 waits for the ATOMIC event and adds back. One-way = round trip / 2.
+// fetch_atomic_lat: rank 0 does PtlFetchAtomic(PTL_SUM) on rank 1's counter and waits for the
+// REPLY; rank 1's application does nothing meanwhile (its engine answers: application bypass).
+// Reported as round trip / 2, so that both compare with the flag ping-pong's one-way latency.
+// Every REPLY's old value is checked (it must count up by one), and the final counters are checked.
+#include <cstring>
+#include <vector>
+
+#include "bench.hpp"
+#include "job.hpp"
+#include "portals_util.hpp"
+#include "report.hpp"
+#include "shm_pingpong.hpp"
+#include "timing.hpp"
+
+namespace portico::bench {
+namespace {
+
+class AtomicPingPong {
+public:
+    explicit AtomicPingPong(Job &job) : rank_(job.rank()) {
+        check(PtlEQAlloc(ni_.handle(), 1024, &eq_), "PtlEQAlloc");
+        check(PtlPTAlloc(ni_.handle(), 0, eq_, PTL_PT_ANY, &pt_), "PtlPTAlloc");
+        ptl_me_t me{};
+        me.start = &counter_;
+        me.length = sizeof counter_;
+        me.ct_handle = PTL_CT_NONE;
+        me.uid = PTL_UID_ANY;
+        me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE;
+        me.match_id.phys.nid = PTL_NID_ANY;
+        me.match_id.phys.pid = PTL_PID_ANY;
+        check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
+        bind(&one_, &one_md_);
+        bind(&old_, &old_md_);
+        peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
+    }
+    ~AtomicPingPong() {
+        PtlMDRelease(one_md_);
+        PtlMDRelease(old_md_);
+        PtlMEUnlink(me_);
+        PtlPTFree(ni_.handle(), pt_);
+        PtlEQFree(eq_);
+    }
+
+    // atomic_lat: `iters` round trips; rank 0 returns the one-way latency (µs).
+    double pingpong(uint64_t iters) {
+        const uint64_t t0 = now_ns();
+        for (uint64_t i = 0; i < iters; ++i) {
+            if (rank_ == 0) {
+                add();
+                await(PTL_EVENT_ATOMIC);
+            } else {
+                await(PTL_EVENT_ATOMIC);
+                add();
+            }
+        }
+        const uint64_t t1 = now_ns();
+        while (acks_ < sent_ || sends_ < sent_) await(kAnyEvent); // drain our own completions
+        return rank_ == 0 && iters ? static_cast<double>(t1 - t0) / 1000.0 / static_cast<double>(2 * iters) : 0;
+    }
+
+    // fetch_atomic_lat: rank 0 fetches `iters` times; returns round trip / 2 (µs). Rank 1 idles.
+    double fetch(uint64_t iters) {
+        if (rank_ != 0) return 0;
+        const uint64_t t0 = now_ns();
+        for (uint64_t i = 0; i < iters; ++i) {
+            check(PtlFetchAtomic(old_md_, 0, one_md_, 0, sizeof(int64_t), peer_.id, peer_.pt, 0, 0, nullptr, 0, PTL_SUM,
+                                 PTL_INT64_T),
+                  "PtlFetchAtomic");
+            await(PTL_EVENT_REPLY);
+            if (old_ != fetched_)
+                throw Error("PtlFetchAtomic returned " + std::to_string(old_) + ", expected " + std::to_string(fetched_));
+            ++fetched_;
+        }
+        const uint64_t t1 = now_ns();
+        while (sends_ < fetches_sent()) await(PTL_EVENT_SEND);
+        return iters ? static_cast<double>(t1 - t0) / 1000.0 / static_cast<double>(2 * iters) : 0;
+    }
+    int64_t counter() const { return counter_; }
+    int64_t fetched() const { return fetched_; }
+    uint64_t atomics_sent() const { return sent_; }
+
+private:
+    void bind(int64_t *p, ptl_handle_md_t *h) {
+        ptl_md_t md{};
+        md.start = p;
+        md.length = sizeof *p;
+        md.eq_handle = eq_;
+        md.ct_handle = PTL_CT_NONE;
+        check(PtlMDBind(ni_.handle(), &md, h), "PtlMDBind");
+    }
+    void add() {
+        check(PtlAtomic(one_md_, 0, sizeof(int64_t), PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0, PTL_SUM,
+                        PTL_INT64_T),
+              "PtlAtomic");
+        ++sent_;
+    }
+    uint64_t fetches_sent() const { return static_cast<uint64_t>(fetched_) + sent_; }
+    static constexpr int kAnyEvent = -1;
+    // Consumes events until one of kind `want` arrives (kAnyEvent: exactly one event); every event
+    // must be a success.
+    void await(int want) {
+        for (;;) {
+            ptl_event_t ev;
+            check(PtlEQWait(eq_, &ev), "PtlEQWait");
+            check_event(ev, "atomic");
+            if (ev.type == PTL_EVENT_SEND) ++sends_;
+            if (ev.type == PTL_EVENT_ACK) ++acks_;
+            if (ev.type == PTL_EVENT_ATOMIC &&
+                (ev.atomic_operation != PTL_SUM || ev.atomic_type != PTL_INT64_T || ev.mlength != sizeof(int64_t)))
+                throw Error("ATOMIC event with the wrong operation, type or length");
+            if (want == kAnyEvent || ev.type == want) return;
+            if (ev.type != PTL_EVENT_SEND && ev.type != PTL_EVENT_ACK && ev.type != PTL_EVENT_FETCH_ATOMIC)
+                throw Error(std::string("unexpected event ") + event_name(ev.type));
+        }
+    }
+
+    int rank_;
+    Library lib_;
+    PhysicalNi ni_{PTL_NI_MATCHING};
+    ptl_handle_eq_t eq_ = PTL_INVALID_HANDLE;
+    ptl_pt_index_t pt_ = 0;
+    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
+    ptl_handle_md_t one_md_ = PTL_INVALID_HANDLE, old_md_ = PTL_INVALID_HANDLE;
+    int64_t counter_ = 0; // the target word
+    int64_t one_ = 1;
+    int64_t old_ = 0;
+    int64_t fetched_ = 0; // fetches done (the value the next one must return, before pingpongs)
+    Peer peer_;
+    uint64_t sent_ = 0, sends_ = 0, acks_ = 0;
+};
+
+void run(Context &ctx, bool fetching) {
+    Job &job = ctx.job;
+    const uint64_t iters = ctx.opt.iters ? ctx.opt.iters : ctx.opt.short_mode ? 1000 : 20000;
+    const int reps = ctx.opt.reps ? ctx.opt.reps : ctx.opt.short_mode ? 3 : 7;
+    const uint64_t warmup = std::max<uint64_t>(100, iters / 10);
+    AtomicPingPong ap(job);
+    ShmPingPong shm(job);
+    job.barrier();
+    const char *name = fetching ? "fetch_atomic_lat" : "atomic_lat";
+    ctx.report.begin(std::string(name) + (fetching ? ": PtlFetchAtomic(SUM, INT64) round trip / 2, target application idle"
+                                                   : ": one-way latency of PtlAtomic(SUM, INT64, ACK_REQ), ping-pong"),
+                     std::to_string(iters) + " operations x " + std::to_string(reps) +
+                         " repetitions; medians [min .. max]; baseline: raw shared-memory flag ping-pong, interleaved");
+    std::vector<double> value, baseline;
+    for (int r = -1; r < reps; ++r) { // r = -1: warm-up
+        const uint64_t n = r < 0 ? warmup : iters;
+        const double b = shm.run(n);
+        // The idle side of fetch_atomic_lat waits in the job barrier while its engine answers.
+        const double v = fetching ? ap.fetch(n) : ap.pingpong(n);
+        job.barrier();
+        if (r >= 0) {
+            baseline.push_back(b);
+            value.push_back(v);
+        }
+    }
+    // What every rank's counter must hold now: each atomic adds one.
+    const auto counts = job.allgather(std::to_string(ap.counter()));
+    if (job.rank() == 0) {
+        const int64_t expect_at_1 = fetching ? ap.fetched() : static_cast<int64_t>(ap.atomics_sent());
+        if (std::stoll(counts[1]) != expect_at_1)
+            throw Error("rank 1's counter is " + counts[1] + ", expected " + std::to_string(expect_at_1));
+    }
+    Result res;
+    res.test = name;
+    res.procs = job.size();
+    res.size = sizeof(int64_t);
+    res.value = Stats::of(value);
+    res.has_baseline = true;
+    res.baseline = Stats::of(baseline);
+    res.baseline_kind = "shm_flag_pingpong";
+    res.reps = reps;
+    res.iters = iters;
+    res.warmup = warmup;
+    ctx.report.result(res);
+    job.barrier();
+}
+
+void run_atomic_lat(Context &ctx) { run(ctx, false); }
+void run_fetch_atomic_lat(Context &ctx) { run(ctx, true); }
+
+} // namespace
+
+PORTICO_BENCH_TEST(atomic_lat, "one-way latency of an 8-byte PtlAtomic with ack (ping-pong)", 2, run_atomic_lat);
+PORTICO_BENCH_TEST(fetch_atomic_lat, "8-byte PtlFetchAtomic round trip / 2, target application idle", 2,
+                   run_fetch_atomic_lat);
+
+} // namespace portico::bench

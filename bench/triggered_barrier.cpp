@@ -1,0 +1,174 @@
+// triggered_barrier: a barrier over N processes built only from triggered puts and counters on a
+// binary tree (as examples/triggered_collectives.c, on physical NIs), the way collective libraries
+// offload barriers onto Portals. After setup the application only bumps its own counter and waits.
+//
+// Baseline, interleaved: a raw shared-memory barrier among the same processes (one shared counter
+// page; each arrival is a fetch_add, the last one advances a generation word the others spin on).
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+#include "bench.hpp"
+#include "job.hpp"
+#include "portals_util.hpp"
+#include "report.hpp"
+#include "timing.hpp"
+
+namespace portico::bench {
+namespace {
+
+
+class ShmBarrier {
+public:
+    explicit ShmBarrier(Job &job) : n_(static_cast<uint64_t>(job.size())) {
+        std::string name;
+        if (job.rank() == 0) {
+            name = "/portico-bench-bar-" + job.id() + "-" + std::to_string(std::random_device{}());
+            fd_ = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd_ < 0 || ftruncate(fd_, 4096) != 0) throw Error("shm_open(" + name + "): " + std::strerror(errno));
+        }
+        const auto names = job.allgather(job.rank() == 0 ? name : std::string("-"));
+        if (job.rank() != 0) {
+            fd_ = shm_open(names[0].c_str(), O_RDWR | O_CLOEXEC, 0600);
+            if (fd_ < 0) throw Error("shm_open(" + names[0] + "): " + std::strerror(errno));
+        }
+        void *p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+        if (p == MAP_FAILED) throw Error(std::string("mmap: ") + std::strerror(errno));
+        mem_ = static_cast<std::atomic<uint64_t> *>(p);
+        job.barrier();
+        if (job.rank() == 0) shm_unlink(names[0].c_str()); // everybody has it mapped: nothing left behind
+    }
+    ~ShmBarrier() {
+        if (mem_) munmap(mem_, 4096);
+        if (fd_ >= 0) close(fd_);
+    }
+    // `iters` barriers; returns µs per barrier.
+    double run(uint64_t iters) {
+        std::atomic<uint64_t> &arrived = mem_[0], &generation = mem_[16]; // separate cache lines
+        const uint64_t t0 = now_ns();
+        for (uint64_t i = 0; i < iters; ++i) {
+            const uint64_t gen = generation.load(std::memory_order_acquire);
+            if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n_ * (gen + 1))
+                generation.store(gen + 1, std::memory_order_release);
+            else
+                while (generation.load(std::memory_order_acquire) == gen) __builtin_ia32_pause();
+        }
+        return static_cast<double>(now_ns() - t0) / 1000.0 / static_cast<double>(iters ? iters : 1);
+    }
+
+private:
+    uint64_t n_;
+    int fd_ = -1;
+    std::atomic<uint64_t> *mem_ = nullptr;
+};
+
+class TriggeredBarrier {
+public:
+    explicit TriggeredBarrier(Job &job) : rank_(job.rank()), n_(job.size()) {
+        ct_up_ = counted_entry(&pt_up_);
+        ct_down_ = counted_entry(&pt_down_);
+        ptl_md_t md{};
+        md.eq_handle = PTL_EQ_NONE;
+        md.ct_handle = PTL_CT_NONE;
+        check(PtlMDBind(ni_.handle(), &md, &zero_), "PtlMDBind");
+        // Each rank publishes one id; the two entries use consecutive pt indexes (checked below).
+        if (pt_down_ != pt_up_ + 1) throw Error("portal table entries are not consecutive");
+        peers_ = exchange_peers(job, ni_.id(), pt_up_);
+        for (int c = 2 * rank_ + 1; c <= 2 * rank_ + 2 && c < n_; ++c) children_.push_back(c);
+    }
+    // `iters` barriers; returns µs per barrier.
+    double run(uint64_t iters) {
+        const uint64_t t0 = now_ns();
+        for (uint64_t i = 0; i < iters; ++i) once();
+        return static_cast<double>(now_ns() - t0) / 1000.0 / static_cast<double>(iters ? iters : 1);
+    }
+
+private:
+    ptl_handle_ct_t counted_entry(ptl_pt_index_t *pt) {
+        ptl_handle_ct_t ct;
+        check(PtlCTAlloc(ni_.handle(), &ct), "PtlCTAlloc");
+        check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, pt), "PtlPTAlloc");
+        ptl_me_t me{};
+        me.ct_handle = ct;
+        me.uid = PTL_UID_ANY;
+        me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM;
+        me.match_id.phys.nid = PTL_NID_ANY;
+        me.match_id.phys.pid = PTL_PID_ANY;
+        ptl_handle_me_t h;
+        check(PtlMEAppend(ni_.handle(), *pt, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend");
+        return ct;
+    }
+    void send_to(int rank, ptl_pt_index_t pt_offset, ptl_handle_ct_t trig, ptl_size_t threshold) {
+        const Peer &p = peers_[static_cast<size_t>(rank)];
+        check(PtlTriggeredPut(zero_, 0, 0, PTL_NO_ACK_REQ, p.id, p.pt + pt_offset, 0, 0, nullptr, 0, trig, threshold),
+              "PtlTriggeredPut");
+    }
+    void once() {
+        const ptl_size_t k = ++round_;
+        const ptl_size_t all_arrived = k * (children_.size() + 1);
+        for (int c : children_) send_to(c, 1, rank_ ? ct_down_ : ct_up_, rank_ ? k : all_arrived); // release
+        if (rank_) send_to((rank_ - 1) / 2, 0, ct_up_, all_arrived);                             // arrived
+        const ptl_ct_event_t one = {1, 0};
+        check(PtlCTInc(ct_up_, one), "PtlCTInc");
+        ptl_ct_event_t ct;
+        check(PtlCTWait(rank_ ? ct_down_ : ct_up_, rank_ ? k : all_arrived, &ct), "PtlCTWait");
+        if (ct.failure) throw Error("a barrier counter reports a failure");
+    }
+
+    int rank_, n_;
+    Library lib_;
+    PhysicalNi ni_{PTL_NI_MATCHING};
+    ptl_pt_index_t pt_up_ = 0, pt_down_ = 0;
+    ptl_handle_ct_t ct_up_ = PTL_INVALID_HANDLE, ct_down_ = PTL_INVALID_HANDLE;
+    ptl_handle_md_t zero_ = PTL_INVALID_HANDLE;
+    std::vector<Peer> peers_;
+    std::vector<int> children_;
+    ptl_size_t round_ = 0;
+};
+
+void run_triggered_barrier(Context &ctx) {
+    Job &job = ctx.job;
+    const uint64_t iters = ctx.opt.iters ? ctx.opt.iters : ctx.opt.short_mode ? 500 : 5000;
+    const int reps = ctx.opt.reps ? ctx.opt.reps : ctx.opt.short_mode ? 3 : 7;
+    TriggeredBarrier tb(job);
+    ShmBarrier shm(job);
+    job.barrier();
+    ctx.report.begin("triggered_barrier: barrier from triggered puts and counters over a binary tree, " +
+                         std::to_string(job.size()) + " processes",
+                     std::to_string(iters) + " barriers x " + std::to_string(reps) +
+                         " repetitions; baseline: raw shared-memory counter barrier, interleaved");
+    std::vector<double> value, baseline;
+    for (int r = -1; r < reps; ++r) {
+        const uint64_t n = r < 0 ? std::max<uint64_t>(50, iters / 10) : iters;
+        const double b = shm.run(n);
+        const double v = tb.run(n);
+        if (r >= 0) {
+            baseline.push_back(b);
+            value.push_back(v);
+        }
+    }
+    Result res;
+    res.test = "triggered_barrier";
+    res.procs = job.size();
+    res.size = 0;
+    res.value = Stats::of(value);
+    res.has_baseline = true;
+    res.baseline = Stats::of(baseline);
+    res.baseline_kind = "shm_counter_barrier";
+    res.reps = reps;
+    res.iters = iters;
+    ctx.report.result(res);
+    job.barrier();
+}
+
+} // namespace
+
+PORTICO_BENCH_TEST(triggered_barrier, "barrier from triggered puts and counters (binary tree), any number of processes",
+                   0, run_triggered_barrier);
+
+} // namespace portico::bench
