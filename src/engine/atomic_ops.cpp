@@ -45,7 +45,7 @@ int Engine::atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t leng
     int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
     if (rc != PTL_OK) return rc;
     return atomic_locked(nullptr, 0, md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr,
-                         hdr_data, nullptr, op, type);
+                         hdr_data, nullptr, op, type, md->ni->bundle_depth > 0);
 }
 
 int Engine::fetch_atomic(ptl_handle_md_t get_mdh, ptl_size_t local_get_offset, ptl_handle_md_t put_mdh,
@@ -61,13 +61,14 @@ int Engine::fetch_atomic(ptl_handle_md_t get_mdh, ptl_size_t local_get_offset, p
     if (rc != PTL_OK) return rc;
     if (is_swap && atomics::takes_operand(op) && !operand) return PTL_ARG_INVALID;
     return atomic_locked(get_md, local_get_offset, put_md, local_put_offset, length, PTL_NO_ACK_REQ, target, pt, bits,
-                         remote_offset, user_ptr, hdr_data, atomics::takes_operand(op) ? operand : nullptr, op, type);
+                         remote_offset, user_ptr, hdr_data, atomics::takes_operand(op) ? operand : nullptr, op, type,
+                         put_md->ni->bundle_depth > 0);
 }
 
 int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_size_t local_offset, ptl_size_t length,
                           ptl_ack_req_t ack, ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
                           ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, const void *operand,
-                          ptl_op_t op, ptl_datatype_t type) {
+                          ptl_op_t op, ptl_datatype_t type, bool bundled) {
     if (ack != PTL_NO_ACK_REQ && ack != PTL_ACK_REQ && ack != PTL_CT_ACK_REQ && ack != PTL_OC_ACK_REQ)
         return PTL_ARG_INVALID;
     if ((md->desc.options & PTL_MD_UNRELIABLE) && (ack != PTL_NO_ACK_REQ || get_md)) return PTL_ARG_INVALID;
@@ -122,7 +123,8 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     gather(region_of(*md), local_offset, length, t_aiov);
     const size_t total = length + (operand ? item : 0);
     // Always copied if it has to wait: the operand is the caller's and atomics are small.
-    const auto st = ni->ep->transport->send(peer, h, {t_aiov.data(), static_cast<int>(t_aiov.size()), total}, cookie, true);
+    const auto st =
+        ni->ep->transport->send(peer, h, {t_aiov.data(), static_cast<int>(t_aiov.size()), total}, cookie, true, bundled);
     switch (st) {
     case transport::SendStatus::Sent:
         complete_send(cookie, PTL_NI_OK);

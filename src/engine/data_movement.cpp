@@ -138,12 +138,13 @@ int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
     if (!md) return PTL_ARG_INVALID;
-    return put_locked(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data);
+    return put_locked(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data,
+                      md->ni->bundle_depth > 0);
 }
 
 int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
                        ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
-                       ptl_hdr_data_t hdr_data) {
+                       ptl_hdr_data_t hdr_data, bool bundled) {
     if (!valid_ack(ack)) return PTL_ARG_INVALID;
     if (local_offset > md->length || length > md->length - local_offset) return PTL_ARG_INVALID;
     if ((md->desc.options & PTL_MD_UNRELIABLE) && ack != PTL_NO_ACK_REQ) return PTL_ARG_INVALID;
@@ -197,7 +198,8 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     } else {
         gather(region_of(*md), local_offset, length, t_iov);
     }
-    const auto st = tr.send(peer, h, {t_iov.data(), static_cast<int>(t_iov.size()), rendezvous ? 0 : length}, cookie, copy);
+    const auto st =
+        tr.send(peer, h, {t_iov.data(), static_cast<int>(t_iov.size()), rendezvous ? 0 : length}, cookie, copy, bundled);
     switch (st) {
     case transport::SendStatus::Sent:
         if (!rendezvous) complete_send(cookie, PTL_NI_OK);
@@ -221,11 +223,11 @@ int Engine::get(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
     if (!md) return PTL_ARG_INVALID;
-    return get_locked(md, local_offset, length, target, pt, bits, remote_offset, user_ptr);
+    return get_locked(md, local_offset, length, target, pt, bits, remote_offset, user_ptr, md->ni->bundle_depth > 0);
 }
 
 int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
-                       ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr) {
+                       ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, bool bundled) {
     if (local_offset > md->length || length > md->length - local_offset) return PTL_ARG_INVALID;
     if (md->desc.options & PTL_MD_UNRELIABLE) return PTL_ARG_INVALID; // unreliable MDs only put without acks
     NI *ni = md->ni;
@@ -262,7 +264,7 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
     }
-    const auto st = ni->ep->transport->send(peer, h, {}, cookie, false);
+    const auto st = ni->ep->transport->send(peer, h, {}, cookie, false, bundled);
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
     return PTL_OK;
 }

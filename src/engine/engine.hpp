@@ -373,16 +373,18 @@ private:
 
     // data_movement.cpp (engine lock held): the operations themselves, shared by the immediate
     // calls and by triggered operations when they fire.
+    // bundled: the application started it on an NI inside a bundle, so a sleeping peer's wakeup
+    // may wait for PtlEndBundle (never for operations fired by triggers or for responses).
     int put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
                    ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
-                   ptl_hdr_data_t hdr_data);
+                   ptl_hdr_data_t hdr_data, bool bundled = false);
     int get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
-                   ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr);
+                   ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, bool bundled = false);
     // Atomic (get_md == nullptr) or FetchAtomic/Swap.
     int atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
                       ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target, ptl_pt_index_t pt,
                       ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
-                      const void *operand, ptl_op_t op, ptl_datatype_t type);
+                      const void *operand, ptl_op_t op, ptl_datatype_t type, bool bundled = false);
     // Argument checks shared by immediate and triggered calls.
     int check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
                      ptl_size_t length, ptl_op_t op, ptl_datatype_t type, int call);

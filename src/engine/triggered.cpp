@@ -233,8 +233,7 @@ int Engine::start_bundle(ptl_handle_ni_t h) {
     std::lock_guard g(mutex_);
     NI *ni = ni_of(h);
     if (!ni) return PTL_ARG_INVALID;
-    ++ni->bundle_depth;
-    ni->ep->transport->defer_wakeups(+1);
+    ++ni->bundle_depth; // requests this NI's application starts from now on may defer wakeups
     return PTL_OK;
 }
 
@@ -243,7 +242,6 @@ int Engine::end_bundle(ptl_handle_ni_t h) {
     NI *ni = ni_of(h);
     if (!ni || ni->bundle_depth == 0) return PTL_ARG_INVALID;
     --ni->bundle_depth;
-    ni->ep->transport->defer_wakeups(-1);
     ni->ep->transport->flush_wakeups(); // every PtlEndBundle starts what was deferred (§3.17.2)
     return PTL_OK;
 }

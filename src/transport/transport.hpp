@@ -66,8 +66,9 @@ public:
 
     // Sends header h (kind, fields; frame_payload/payload_total are filled in) and payload.
     // copy_payload: a queued message must not keep referring to the caller's memory.
+    // defer_wakeup: a sleeping peer's wakeup may wait for flush_wakeups() (a bundle, §3.17).
     virtual SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token,
-                            bool copy_payload) = 0;
+                            bool copy_payload, bool defer_wakeup = false) = 0;
 
     // Delivers waiting frames to r and pushes queued messages; returns the amount of work done.
     virtual int poll(Receiver &r) = 0;
@@ -89,9 +90,7 @@ public:
     // (EFAULT: a range was not mapped).
     virtual int read_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
     virtual int write_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
-    // Bundles (PtlStartBundle/EndBundle): while deferring, wakeups owed to sleeping peers are
-    // collected instead of sent; flush_wakeups() sends them.
-    virtual void defer_wakeups(int) {}
+    // Sends the wakeups that sends with defer_wakeup collected.
     virtual void flush_wakeups() {}
     // Counters for status registers and diagnostics.
     virtual uint64_t malformed_frames() const = 0;

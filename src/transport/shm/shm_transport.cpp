@@ -358,7 +358,7 @@ ShmLink *ShmTransport::link_for(PeerId to) {
     return connect_to(to);
 }
 
-bool ShmTransport::push_frames(ShmLink &l, OutMessage &m) {
+bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
     // Caller holds l.tx_mutex.
     Cursor &c = m.cur;
     bool pushed = false, complete = true;
@@ -396,7 +396,7 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m) {
         full_fence();
         auto &sleeping = l.tx.control()->consumer_sleeping;
         if (sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0)) {
-            if (defer_depth_.load(std::memory_order_relaxed) > 0) {
+            if (defer_wakeup) {
                 // In a bundle: the system call waits for PtlEndBundle (§3.17, note 17).
                 std::lock_guard g(deferred_mutex_);
                 deferred_.push_back(&l);
@@ -409,7 +409,8 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m) {
     return complete;
 }
 
-SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload) {
+SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
+                              bool defer_wakeup) {
     ShmLink *l = link_for(to);
     if (!l) return SendStatus::Unreachable;
     h.version = wire::kVersion;
@@ -419,7 +420,7 @@ SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, 
     direct.h = h;
     direct.cur = Cursor{payload.iov, payload.iovcnt, payload.length, 0, false, false};
     if (l->backlog.empty()) {
-        const bool complete = push_frames(*l, direct);
+        const bool complete = push_frames(*l, direct, defer_wakeup);
         if (!direct.cur.header_sent && !complete && direct.cur.total > 0) {
             // Either the first frame faulted or there was no room at all; tell which.
             std::vector<std::byte> probe(std::min(max_frame_payload_, direct.cur.total));
@@ -464,7 +465,7 @@ int ShmTransport::flush_backlog(ShmLink &l, Receiver &r) {
         std::lock_guard g(l.tx_mutex);
         while (!l.backlog.empty()) {
             OutMessage &m = l.backlog.front();
-            if (!push_frames(l, m)) {
+            if (!push_frames(l, m, false)) {
                 if (!m.cur.header_sent) {
                     // No room, or the first frame faulted; a fault ends the message here.
                     std::vector<std::byte> probe(std::min(max_frame_payload_, std::max<size_t>(m.cur.total, 1)));
@@ -478,7 +479,7 @@ int ShmTransport::flush_backlog(ShmLink &l, Receiver &r) {
                 // Ask the consumer to wake us when it made room, then look once more (no lost wakeup).
                 l.tx.control()->producer_waiting.store(1);
                 full_fence();
-                if (!push_frames(l, m)) break;
+                if (!push_frames(l, m, false)) break;
             }
             done.emplace_back(m.token, m.cur.fault);
             l.backlog.pop_front();

@@ -39,7 +39,8 @@ public:
     PeerId self() const override { return self_; }
     const char *name() const override { return "shm"; }
     size_t max_frame_payload() const override { return max_frame_payload_; }
-    SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload) override;
+    SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
+                    bool defer_wakeup = false) override;
     int poll(Receiver &r) override;
     void arm_sleep() override;
     void disarm_sleep() override;
@@ -49,7 +50,6 @@ public:
     uint64_t malformed_frames() const override { return malformed_.load(std::memory_order_relaxed); }
     uint64_t refused_connections() const override { return refused_.load(std::memory_order_relaxed); }
 
-    void defer_wakeups(int delta) override { defer_depth_.fetch_add(delta); }
     void flush_wakeups() override;
     bool peer_can_access_me(PeerId to) override;
     int read_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override;
@@ -66,7 +66,7 @@ private:
     void fail_link(ShmLink &l, Receiver &r);
     int drain_link(ShmLink &l, Receiver &r, int budget);
     int flush_backlog(ShmLink &l, Receiver &r);
-    bool push_frames(ShmLink &l, struct OutMessage &m);
+    bool push_frames(ShmLink &l, struct OutMessage &m, bool defer_wakeup);
     void service_events(const void *events, int count, Receiver &r);
     void probe_peer(ShmLink &l);
 
@@ -86,7 +86,6 @@ private:
     std::mutex poll_mutex_;          // one poller at a time: each ring has a single consumer
     unsigned idle_polls_ = 0;        // guarded by poll_mutex_
 
-    std::atomic<int> defer_depth_{0};
     std::mutex deferred_mutex_;
     std::vector<ShmLink *> deferred_; // links whose consumer we owe a wakeup (inside a bundle)
     std::atomic<bool> have_deferred_{false};
