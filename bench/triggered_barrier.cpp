@@ -3,12 +3,17 @@
 // offload barriers onto Portals. After setup the application only bumps its own counter and waits.
 //
 // Baseline, interleaved: a raw shared-memory barrier among the same processes (one shared counter
-// page; each arrival is a fetch_add, the last one advances a generation word the others spin on).
+// page; each arrival is a fetch_add, the last one advances a generation word the others spin on
+// for a while and then sleep on with a process-shared futex — pure spinning collapses when there
+// are more processes than cores).
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <climits>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <random>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
@@ -39,7 +44,7 @@ public:
         }
         void *p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
         if (p == MAP_FAILED) throw Error(std::string("mmap: ") + std::strerror(errno));
-        mem_ = static_cast<std::atomic<uint64_t> *>(p);
+        mem_ = static_cast<unsigned char *>(p);
         job.barrier();
         if (job.rank() == 0) shm_unlink(names[0].c_str()); // everybody has it mapped: nothing left behind
     }
@@ -49,14 +54,28 @@ public:
     }
     // `iters` barriers; returns µs per barrier.
     double run(uint64_t iters) {
-        std::atomic<uint64_t> &arrived = mem_[0], &generation = mem_[16]; // separate cache lines
+        auto &arrived = *reinterpret_cast<std::atomic<uint64_t> *>(mem_);
+        auto &generation = *reinterpret_cast<std::atomic<uint32_t> *>(mem_ + 128); // its own cache line
+        auto &sleepers = *reinterpret_cast<std::atomic<uint32_t> *>(mem_ + 256);
         const uint64_t t0 = now_ns();
         for (uint64_t i = 0; i < iters; ++i) {
-            const uint64_t gen = generation.load(std::memory_order_acquire);
-            if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n_ * (gen + 1))
-                generation.store(gen + 1, std::memory_order_release);
-            else
-                while (generation.load(std::memory_order_acquire) == gen) __builtin_ia32_pause();
+            const uint32_t gen = generation.load(std::memory_order_acquire);
+            if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n_ * (uint64_t(gen) + 1)) {
+                generation.store(gen + 1, std::memory_order_seq_cst);
+                if (sleepers.load(std::memory_order_seq_cst) > 0)
+                    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&generation), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+                continue;
+            }
+            for (int spin = 0; generation.load(std::memory_order_acquire) == gen; ++spin) {
+                if (spin < 4000)
+                    __builtin_ia32_pause();
+                else {
+                    sleepers.fetch_add(1, std::memory_order_seq_cst);
+                    if (generation.load(std::memory_order_seq_cst) == gen)
+                        syscall(SYS_futex, reinterpret_cast<uint32_t *>(&generation), FUTEX_WAIT, gen, nullptr, nullptr, 0);
+                    sleepers.fetch_sub(1, std::memory_order_seq_cst);
+                }
+            }
         }
         return static_cast<double>(now_ns() - t0) / 1000.0 / static_cast<double>(iters ? iters : 1);
     }
@@ -64,7 +83,7 @@ public:
 private:
     uint64_t n_;
     int fd_ = -1;
-    std::atomic<uint64_t> *mem_ = nullptr;
+    unsigned char *mem_ = nullptr;
 };
 
 class TriggeredBarrier {
