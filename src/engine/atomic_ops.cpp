@@ -78,45 +78,26 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     const bool fetch = get_md != nullptr;
     const bool want_ack = !fetch && ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
 
-    const uint64_t cookie = alloc_op();
+    const uint64_t cookie = start_op(fetch ? wire::Kind::FetchAtomic : wire::Kind::Atomic, md, user_ptr, local_offset,
+                                     length, peer);
     Op &o = ops_[static_cast<uint32_t>(cookie)];
-    o.kind = fetch ? wire::Kind::FetchAtomic : wire::Kind::Atomic;
-    o.md = md;
     o.get_md = get_md;
     o.local_get_offset = local_get_offset;
-    o.ni = ni;
-    o.user_ptr = user_ptr;
     o.ack_req = ack;
-    o.local_offset = local_offset;
-    o.length = length;
-    o.peer = peer;
     o.await_send = true;
     o.await_ack = want_ack;
     o.await_reply = fetch;
-    ++md->pending;
-    ++md->refs;
     if (fetch) {
         ++get_md->pending;
         ++get_md->refs;
     }
 
-    wire::Header h{};
-    h.kind = o.kind;
-    h.ni_kind = static_cast<uint8_t>(ni->kind);
+    wire::Header h = request_header(ni, o.kind, pt, bits, remote_offset, length, cookie);
     h.flags = (want_ack ? wire::kFlagWantAck : 0) | (operand ? wire::kFlagOperand : 0);
     h.ack_req = static_cast<uint8_t>(ack);
     h.atomic_op = static_cast<uint8_t>(op);
     h.atomic_type = static_cast<uint8_t>(type);
-    h.pt_index = pt;
-    h.uid = my_uid();
-    h.src_nid = ni->ep->transport->self().nid;
-    h.src_pid = ni->ep->transport->self().pid;
-    h.src_rank = ni->rank;
-    h.match_bits = ni->matching() ? bits : 0;
     h.hdr_data = hdr_data;
-    h.remote_offset = remote_offset;
-    h.length = length;
-    h.cookie = cookie;
     const size_t item = atomics::item_size(type);
     t_aiov.clear();
     if (operand) t_aiov.push_back({const_cast<void *>(operand), item});

@@ -46,6 +46,39 @@ uint64_t Engine::alloc_op() {
     return (uint64_t(gen) << 32) | idx;
 }
 
+uint64_t Engine::start_op(wire::Kind kind, MD *md, void *user_ptr, ptl_size_t local_offset, ptl_size_t length,
+                          transport::PeerId peer) {
+    const uint64_t cookie = alloc_op();
+    Op &op = ops_[static_cast<uint32_t>(cookie)];
+    op.kind = kind;
+    op.md = md;
+    op.ni = md->ni;
+    op.user_ptr = user_ptr;
+    op.local_offset = local_offset;
+    op.length = length;
+    op.peer = peer;
+    ++md->pending;
+    ++md->refs;
+    return cookie;
+}
+
+wire::Header Engine::request_header(NI *ni, wire::Kind kind, ptl_pt_index_t pt, ptl_match_bits_t bits,
+                                    ptl_size_t remote_offset, ptl_size_t length, uint64_t cookie) const {
+    wire::Header h{};
+    h.kind = kind;
+    h.ni_kind = static_cast<uint8_t>(ni->kind);
+    h.pt_index = pt;
+    h.uid = my_uid();
+    h.src_nid = ni->ep->transport->self().nid;
+    h.src_pid = ni->ep->transport->self().pid;
+    h.src_rank = ni->rank;
+    h.match_bits = ni->matching() ? bits : 0; // non-matching NIs carry no match bits
+    h.remote_offset = remote_offset;
+    h.length = length;
+    h.cookie = cookie;
+    return h;
+}
+
 Op *Engine::op_of(uint64_t cookie) {
     const uint32_t idx = static_cast<uint32_t>(cookie);
     if (idx >= ops_.size()) return nullptr;
@@ -154,36 +187,16 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     // No ack is asked for when nothing could observe it (no EQ and no CT on the MD).
     const bool want_ack = ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
 
-    const uint64_t cookie = alloc_op();
+    const uint64_t cookie = start_op(wire::Kind::Put, md, user_ptr, local_offset, length, peer);
     Op &op = ops_[static_cast<uint32_t>(cookie)];
-    op.kind = wire::Kind::Put;
-    op.md = md;
-    op.ni = ni;
-    op.user_ptr = user_ptr;
     op.ack_req = ack;
-    op.local_offset = local_offset;
-    op.length = length;
-    op.peer = peer;
     op.await_send = true;
     op.await_ack = want_ack;
-    ++md->pending;
-    ++md->refs;
 
-    wire::Header h{};
-    h.kind = wire::Kind::Put;
-    h.ni_kind = static_cast<uint8_t>(ni->kind);
+    wire::Header h = request_header(ni, wire::Kind::Put, pt, bits, remote_offset, length, cookie);
     h.flags = (want_ack ? wire::kFlagWantAck : 0) | ((md->desc.options & PTL_MD_UNORDERED) ? wire::kFlagUnordered : 0);
     h.ack_req = static_cast<uint8_t>(ack);
-    h.pt_index = pt;
-    h.uid = my_uid();
-    h.src_nid = ni->ep->transport->self().nid;
-    h.src_pid = ni->ep->transport->self().pid;
-    h.src_rank = ni->rank;
-    h.match_bits = ni->matching() ? bits : 0;
     h.hdr_data = hdr_data;
-    h.remote_offset = remote_offset;
-    h.length = length;
-    h.cookie = cookie;
     const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
     transport::Transport &tr = *ni->ep->transport;
     t_iov.clear();
@@ -234,31 +247,9 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
     transport::PeerId peer;
     if (!resolve_target(ni, target, &peer) || length > ni->limits.max_msg_size) return PTL_ARG_INVALID;
 
-    const uint64_t cookie = alloc_op();
-    Op &op = ops_[static_cast<uint32_t>(cookie)];
-    op.kind = wire::Kind::Get;
-    op.md = md;
-    op.ni = ni;
-    op.user_ptr = user_ptr;
-    op.local_offset = local_offset;
-    op.length = length;
-    op.peer = peer;
-    op.await_reply = true;
-    ++md->pending;
-    ++md->refs;
-
-    wire::Header h{};
-    h.kind = wire::Kind::Get;
-    h.ni_kind = static_cast<uint8_t>(ni->kind);
-    h.pt_index = pt;
-    h.uid = my_uid();
-    h.src_nid = ni->ep->transport->self().nid;
-    h.src_pid = ni->ep->transport->self().pid;
-    h.src_rank = ni->rank;
-    h.match_bits = ni->matching() ? bits : 0;
-    h.remote_offset = remote_offset;
-    h.length = length;
-    h.cookie = cookie;
+    const uint64_t cookie = start_op(wire::Kind::Get, md, user_ptr, local_offset, length, peer);
+    ops_[static_cast<uint32_t>(cookie)].await_reply = true;
+    wire::Header h = request_header(ni, wire::Kind::Get, pt, bits, remote_offset, length, cookie);
     if (length >= Tunables::get().rendezvous_bytes && !(md->desc.options & PTL_IOVEC) &&
         ni->ep->transport->peer_can_access_me(peer)) {
         h.flags |= wire::kFlagRendezvous;

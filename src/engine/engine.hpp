@@ -397,6 +397,12 @@ private:
     void drop_triggers(CT *ct);
 
     uint64_t alloc_op();
+    // Starts an operation from `md` (its SEND/REPLY pending until settled) and returns its cookie.
+    uint64_t start_op(wire::Kind kind, MD *md, void *user_ptr, ptl_size_t local_offset, ptl_size_t length,
+                      transport::PeerId peer);
+    // The header of a request from `ni`: addressing, our ids and the operation's cookie.
+    wire::Header request_header(NI *ni, wire::Kind kind, ptl_pt_index_t pt, ptl_match_bits_t bits,
+                                ptl_size_t remote_offset, ptl_size_t length, uint64_t cookie) const;
     Op *op_of(uint64_t cookie);
     void free_op_if_done(uint64_t cookie);
     void complete_send(uint64_t cookie, ptl_ni_fail_t fail);
