@@ -23,4 +23,4 @@ run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo --
 # Sanitizers: every test under ASan+UBSan; TSan for the engine (conformance, unit, stress).
 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=address -DPORTICO_BENCH=OFF -- -E "hydra_compat"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
-  run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=thread -DPORTICO_BENCH=OFF -- -R "conformance|unit|standalone"
+  run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=thread -DPORTICO_BENCH=OFF -- -R "conformance|completion|unit|standalone"
