@@ -1,3 +1,4 @@
+#include "common/ptl_names.hpp"
 #include "portals_util.hpp"
 
 #include <cstdio>
@@ -7,64 +8,11 @@
 
 namespace portico::bench {
 
-const char *rc_name(int rc) {
-    switch (rc) {
-    case PTL_OK: return "PTL_OK";
-    case PTL_ARG_INVALID: return "PTL_ARG_INVALID";
-    case PTL_CT_NONE_REACHED: return "PTL_CT_NONE_REACHED";
-    case PTL_EQ_DROPPED: return "PTL_EQ_DROPPED";
-    case PTL_EQ_EMPTY: return "PTL_EQ_EMPTY";
-    case PTL_FAIL: return "PTL_FAIL";
-    case PTL_IGNORED: return "PTL_IGNORED";
-    case PTL_IN_USE: return "PTL_IN_USE";
-    case PTL_LIST_TOO_LONG: return "PTL_LIST_TOO_LONG";
-    case PTL_NO_INIT: return "PTL_NO_INIT";
-    case PTL_NO_SPACE: return "PTL_NO_SPACE";
-    case PTL_PID_IN_USE: return "PTL_PID_IN_USE";
-    case PTL_PT_FULL: return "PTL_PT_FULL";
-    case PTL_PT_EQ_NEEDED: return "PTL_PT_EQ_NEEDED";
-    case PTL_PT_IN_USE: return "PTL_PT_IN_USE";
-    case PTL_ABORTED: return "PTL_ABORTED";
-    default: return "unknown return code";
-    }
-}
+const char *rc_name(int rc) { return portico::names::return_code(rc); }
 
-const char *event_name(ptl_event_kind_t k) {
-    switch (k) {
-    case PTL_EVENT_GET: return "PTL_EVENT_GET";
-    case PTL_EVENT_GET_OVERFLOW: return "PTL_EVENT_GET_OVERFLOW";
-    case PTL_EVENT_PUT: return "PTL_EVENT_PUT";
-    case PTL_EVENT_PUT_OVERFLOW: return "PTL_EVENT_PUT_OVERFLOW";
-    case PTL_EVENT_ATOMIC: return "PTL_EVENT_ATOMIC";
-    case PTL_EVENT_ATOMIC_OVERFLOW: return "PTL_EVENT_ATOMIC_OVERFLOW";
-    case PTL_EVENT_FETCH_ATOMIC: return "PTL_EVENT_FETCH_ATOMIC";
-    case PTL_EVENT_FETCH_ATOMIC_OVERFLOW: return "PTL_EVENT_FETCH_ATOMIC_OVERFLOW";
-    case PTL_EVENT_REPLY: return "PTL_EVENT_REPLY";
-    case PTL_EVENT_SEND: return "PTL_EVENT_SEND";
-    case PTL_EVENT_ACK: return "PTL_EVENT_ACK";
-    case PTL_EVENT_PT_DISABLED: return "PTL_EVENT_PT_DISABLED";
-    case PTL_EVENT_LINK: return "PTL_EVENT_LINK";
-    case PTL_EVENT_AUTO_UNLINK: return "PTL_EVENT_AUTO_UNLINK";
-    case PTL_EVENT_AUTO_FREE: return "PTL_EVENT_AUTO_FREE";
-    case PTL_EVENT_SEARCH: return "PTL_EVENT_SEARCH";
-    case PTL_EVENT_ERROR: return "PTL_EVENT_ERROR";
-    }
-    return "unknown event";
-}
+const char *event_name(ptl_event_kind_t k) { return portico::names::event_kind(k); }
 
-const char *fail_name(ptl_ni_fail_t f) {
-    switch (f) {
-    case PTL_NI_OK: return "PTL_NI_OK";
-    case PTL_NI_UNDELIVERABLE: return "PTL_NI_UNDELIVERABLE";
-    case PTL_NI_PT_DISABLED: return "PTL_NI_PT_DISABLED";
-    case PTL_NI_DROPPED: return "PTL_NI_DROPPED";
-    case PTL_NI_PERM_VIOLATION: return "PTL_NI_PERM_VIOLATION";
-    case PTL_NI_OP_VIOLATION: return "PTL_NI_OP_VIOLATION";
-    case PTL_NI_SEGV: return "PTL_NI_SEGV";
-    case PTL_NI_NO_MATCH: return "PTL_NI_NO_MATCH";
-    }
-    return "unknown failure";
-}
+const char *fail_name(ptl_ni_fail_t f) { return portico::names::ni_fail(f); }
 
 void check(int rc, const char *what) {
     if (rc == PTL_OK) return;

@@ -70,24 +70,10 @@ int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
 int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout,
                     ptl_ct_event_t *ev, unsigned *which) {
     if (!hs || !tests || n == 0 || !ev) return PTL_ARG_INVALID;
-    // Waiting is on the fast path: no allocation for the usual handful of objects.
-    CT *small[8];
-    std::vector<CT *> large;
-    CT **cts = small;
-    if (n > 8) {
-        large.resize(n);
-        cts = large.data();
-    }
-    Endpoint *ep = nullptr;
+    WaitSet<CT> cts;
     {
         std::lock_guard g(mutex_);
-        for (unsigned i = 0; i < n; ++i) {
-            cts[i] = ct_of(hs[i]);
-            if (!cts[i]) return PTL_ARG_INVALID;
-            if (ep && cts[i]->ni->ep != ep) return PTL_ARG_INVALID;
-            ep = cts[i]->ni->ep;
-        }
-        for (unsigned i = 0; i < n; ++i) cts[i]->users.fetch_add(1);
+        if (cts.resolve(hs, n, [this](ptl_handle_any_t h) { return ct_of(h); }) != PTL_OK) return PTL_ARG_INVALID;
     }
     auto ready = [&] {
         for (unsigned i = 0; i < n; ++i) {
@@ -103,9 +89,7 @@ int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned
         }
         return false;
     };
-    int rc = wait_for(ep, timeout, PTL_CT_NONE_REACHED, ready);
-    for (unsigned i = 0; i < n; ++i) cts[i]->users.fetch_sub(1);
-    return rc;
+    return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready);
 }
 
 int Engine::ct_set(ptl_handle_ct_t h, ptl_ct_event_t v) {

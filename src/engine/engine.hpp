@@ -390,6 +390,8 @@ private:
                      ptl_size_t length, ptl_op_t op, ptl_datatype_t type, int call);
     void target_atomic(Endpoint &ep, const wire::Header &h, const std::byte *payload, NI *ni, PT &pt, Entry *e,
                        ptl_process_t initiator, ptl_size_t offset, ptl_size_t mlength, bool spent);
+    // The trigger counter of a data-movement trigger, if it, the MD and the target belong together.
+    CT *trigger_counter(ptl_handle_ct_t trig_ct, MD *md, ptl_process_t target);
     // Posts t on ct (engine lock held); fires at once if the threshold is already reached.
     int post_trigger(CT *ct, Trigger &&t, ptl_size_t threshold);
     void fire_triggers(CT *ct);

@@ -85,24 +85,10 @@ int Engine::eq_get(ptl_handle_eq_t h, ptl_event_t *ev) {
 
 int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which) {
     if (!hs || n == 0 || !ev) return PTL_ARG_INVALID;
-    // Waiting is on the fast path: no allocation for the usual handful of objects.
-    EQ *small[8];
-    std::vector<EQ *> large;
-    EQ **eqs = small;
-    if (n > 8) {
-        large.resize(n);
-        eqs = large.data();
-    }
-    Endpoint *ep = nullptr;
+    WaitSet<EQ> eqs;
     {
         std::lock_guard g(mutex_);
-        for (unsigned i = 0; i < n; ++i) {
-            eqs[i] = eq_of(hs[i]);
-            if (!eqs[i]) return PTL_ARG_INVALID;
-            if (ep && eqs[i]->ni->ep != ep) return PTL_ARG_INVALID; // one physical interface
-            ep = eqs[i]->ni->ep;
-        }
-        for (unsigned i = 0; i < n; ++i) eqs[i]->users.fetch_add(1);
+        if (eqs.resolve(hs, n, [this](ptl_handle_any_t h) { return eq_of(h); }) != PTL_OK) return PTL_ARG_INVALID;
     }
     int result = PTL_EQ_EMPTY;
     auto ready = [&] {
@@ -117,8 +103,7 @@ int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, p
         }
         return false;
     };
-    int rc = wait_for(ep, timeout, PTL_EQ_EMPTY, ready);
-    for (unsigned i = 0; i < n; ++i) eqs[i]->users.fetch_sub(1);
+    const int rc = wait_for(eqs.endpoint(), timeout, PTL_EQ_EMPTY, ready);
     return rc == PTL_OK ? result : rc;
 }
 

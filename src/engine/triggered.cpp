@@ -23,30 +23,45 @@ void unhold(Trigger &t) {
     if (t.get_md) --t.get_md->pending;
 }
 bool offsets_ok(const MD *md, ptl_size_t off, ptl_size_t len) { return off <= md->length && len <= md->length - off; }
-} // namespace
+bool valid_ack(ptl_ack_req_t ack) { return ack >= PTL_ACK_REQ && ack <= PTL_OC_ACK_REQ; }
 
-int Engine::trigger_put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
-                        ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
-                        void *user_ptr, ptl_hdr_data_t hdr_data, ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
-    std::lock_guard g(mutex_);
-    MD *md = mds_.lookup(ObjType::MD, mdh);
-    CT *ct = ct_of(trig_ct);
-    transport::PeerId peer;
-    if (!md || !ct || ct->ni != md->ni || !offsets_ok(md, local_offset, length) ||
-        !resolve_target(md->ni, target, &peer) || ack < PTL_ACK_REQ || ack > PTL_OC_ACK_REQ ||
-        ((md->desc.options & PTL_MD_UNRELIABLE) && ack != PTL_NO_ACK_REQ))
-        return PTL_ARG_INVALID;
-    Trigger t{Trigger::Kind::Put};
+// The fields every data-movement trigger has: where from, where to, and what the events carry.
+Trigger data_trigger(Trigger::Kind kind, MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
+                     ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                     ptl_hdr_data_t hdr_data) {
+    Trigger t{kind};
     t.md = md;
     t.local_offset = local_offset;
     t.length = length;
-    t.ack_req = ack;
     t.target = target;
     t.pt_index = pt;
     t.match_bits = bits;
     t.remote_offset = remote_offset;
     t.user_ptr = user_ptr;
     t.hdr_data = hdr_data;
+    return t;
+}
+} // namespace
+
+CT *Engine::trigger_counter(ptl_handle_ct_t trig_ct, MD *md, ptl_process_t target) {
+    // The counter, the MD and the target must all belong to the MD's NI.
+    CT *ct = ct_of(trig_ct);
+    transport::PeerId peer;
+    return md && ct && ct->ni == md->ni && resolve_target(md->ni, target, &peer) ? ct : nullptr;
+}
+
+int Engine::trigger_put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                        ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
+                        void *user_ptr, ptl_hdr_data_t hdr_data, ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
+    std::lock_guard g(mutex_);
+    MD *md = mds_.lookup(ObjType::MD, mdh);
+    CT *ct = trigger_counter(trig_ct, md, target);
+    if (!ct || !offsets_ok(md, local_offset, length) || !valid_ack(ack) ||
+        ((md->desc.options & PTL_MD_UNRELIABLE) && ack != PTL_NO_ACK_REQ))
+        return PTL_ARG_INVALID;
+    Trigger t = data_trigger(Trigger::Kind::Put, md, local_offset, length, target, pt, bits, remote_offset, user_ptr,
+                             hdr_data);
+    t.ack_req = ack;
     return post_trigger(ct, std::move(t), threshold);
 }
 
@@ -55,21 +70,12 @@ int Engine::trigger_get(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t
                         ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
-    CT *ct = ct_of(trig_ct);
-    transport::PeerId peer;
-    if (!md || !ct || ct->ni != md->ni || !offsets_ok(md, local_offset, length) ||
-        !resolve_target(md->ni, target, &peer) || (md->desc.options & PTL_MD_UNRELIABLE))
-        return PTL_ARG_INVALID;
-    Trigger t{Trigger::Kind::Get};
-    t.md = md;
-    t.local_offset = local_offset;
-    t.length = length;
-    t.target = target;
-    t.pt_index = pt;
-    t.match_bits = bits;
-    t.remote_offset = remote_offset;
-    t.user_ptr = user_ptr;
-    return post_trigger(ct, std::move(t), threshold);
+    CT *ct = trigger_counter(trig_ct, md, target);
+    if (!ct || !offsets_ok(md, local_offset, length) || (md->desc.options & PTL_MD_UNRELIABLE)) return PTL_ARG_INVALID;
+    return post_trigger(ct,
+                        data_trigger(Trigger::Kind::Get, md, local_offset, length, target, pt, bits, remote_offset,
+                                     user_ptr, 0),
+                        threshold);
 }
 
 int Engine::trigger_atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
@@ -78,24 +84,13 @@ int Engine::trigger_atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_siz
                            ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
-    CT *ct = ct_of(trig_ct);
-    transport::PeerId peer;
-    if (!md || !ct || ct->ni != md->ni || !resolve_target(md->ni, target, &peer) || ack < PTL_ACK_REQ ||
-        ack > PTL_OC_ACK_REQ)
-        return PTL_ARG_INVALID;
+    CT *ct = trigger_counter(trig_ct, md, target);
+    if (!ct || !valid_ack(ack)) return PTL_ARG_INVALID;
     int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
     if (rc != PTL_OK) return rc;
-    Trigger t{Trigger::Kind::Atomic};
-    t.md = md;
-    t.local_offset = local_offset;
-    t.length = length;
+    Trigger t = data_trigger(Trigger::Kind::Atomic, md, local_offset, length, target, pt, bits, remote_offset,
+                             user_ptr, hdr_data);
     t.ack_req = ack;
-    t.target = target;
-    t.pt_index = pt;
-    t.match_bits = bits;
-    t.remote_offset = remote_offset;
-    t.user_ptr = user_ptr;
-    t.hdr_data = hdr_data;
     t.op = op;
     t.type = type;
     return post_trigger(ct, std::move(t), threshold);
@@ -109,27 +104,17 @@ int Engine::trigger_fetch_atomic(ptl_handle_md_t get_mdh, ptl_size_t local_get_o
     std::lock_guard g(mutex_);
     MD *get_md = mds_.lookup(ObjType::MD, get_mdh);
     MD *put_md = mds_.lookup(ObjType::MD, put_mdh);
-    CT *ct = ct_of(trig_ct);
-    transport::PeerId peer;
-    if (!get_md || !put_md || !ct || ct->ni != put_md->ni || !resolve_target(put_md->ni, target, &peer))
-        return PTL_ARG_INVALID;
+    CT *ct = trigger_counter(trig_ct, put_md, target);
+    if (!get_md || !ct) return PTL_ARG_INVALID;
     const auto call = is_swap ? atomics::Call::Swap : atomics::Call::FetchAtomic;
     int rc = check_atomic(get_md, local_get_offset, put_md, local_put_offset, length, op, type, static_cast<int>(call));
     if (rc != PTL_OK) return rc;
     const bool needs_operand = atomics::takes_operand(op);
     if (needs_operand && !operand) return PTL_ARG_INVALID;
-    Trigger t{Trigger::Kind::FetchAtomic};
-    t.md = put_md;
+    Trigger t = data_trigger(Trigger::Kind::FetchAtomic, put_md, local_put_offset, length, target, pt, bits,
+                             remote_offset, user_ptr, hdr_data);
     t.get_md = get_md;
-    t.local_offset = local_put_offset;
     t.local_get_offset = local_get_offset;
-    t.length = length;
-    t.target = target;
-    t.pt_index = pt;
-    t.match_bits = bits;
-    t.remote_offset = remote_offset;
-    t.user_ptr = user_ptr;
-    t.hdr_data = hdr_data;
     t.op = op;
     t.type = type;
     if (needs_operand) {

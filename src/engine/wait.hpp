@@ -8,6 +8,42 @@
 
 namespace portico::engine {
 
+// The EQs or CTs one PtlEQPoll/PtlCTPoll waits on: resolved once, all on one physical interface,
+// and pinned (users) until the wait ends so that a concurrent Free keeps them alive. No allocation
+// for the usual handful of objects: waiting is on the fast path.
+template <class T> class WaitSet {
+public:
+    WaitSet() = default;
+    WaitSet(const WaitSet &) = delete;
+    WaitSet &operator=(const WaitSet &) = delete;
+    ~WaitSet() {
+        for (unsigned i = 0; i < pinned_; ++i) objs_[i]->users.fetch_sub(1);
+    }
+    // Engine lock held. PTL_ARG_INVALID for an unknown handle or objects of different interfaces.
+    template <class Lookup> int resolve(const ptl_handle_any_t *hs, unsigned n, Lookup lookup) {
+        if (n > 8) {
+            large_.resize(n);
+            objs_ = large_.data();
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            objs_[i] = lookup(hs[i]);
+            if (!objs_[i] || (ep_ && objs_[i]->ni->ep != ep_)) return PTL_ARG_INVALID;
+            ep_ = objs_[i]->ni->ep;
+        }
+        for (pinned_ = 0; pinned_ < n; ++pinned_) objs_[pinned_]->users.fetch_add(1);
+        return PTL_OK;
+    }
+    T *operator[](unsigned i) const { return objs_[i]; }
+    Endpoint *endpoint() const { return ep_; }
+
+private:
+    T *small_[8];
+    std::vector<T *> large_;
+    T **objs_ = small_;
+    unsigned pinned_ = 0;
+    Endpoint *ep_ = nullptr;
+};
+
 template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready) {
     const uint64_t start = monotonic_ns();
     const bool forever = timeout_ms < 0;

@@ -1,3 +1,4 @@
+#include "common/ptl_names.hpp"
 #include "completion_helpers.hpp"
 
 #include <map>
@@ -69,50 +70,9 @@ Cls dt_cls(ptl_datatype_t d) {
     return c;
 }
 
-const char *dt_name(int d) {
-    switch (d) {
-    case PTL_INT8_T: return "INT8_T";
-    case PTL_UINT8_T: return "UINT8_T";
-    case PTL_INT16_T: return "INT16_T";
-    case PTL_UINT16_T: return "UINT16_T";
-    case PTL_INT32_T: return "INT32_T";
-    case PTL_UINT32_T: return "UINT32_T";
-    case PTL_INT64_T: return "INT64_T";
-    case PTL_UINT64_T: return "UINT64_T";
-    case PTL_FLOAT: return "FLOAT";
-    case PTL_FLOAT_COMPLEX: return "FLOAT_COMPLEX";
-    case PTL_DOUBLE: return "DOUBLE";
-    case PTL_DOUBLE_COMPLEX: return "DOUBLE_COMPLEX";
-    case PTL_LONG_DOUBLE: return "LONG_DOUBLE";
-    case PTL_LONG_DOUBLE_COMPLEX: return "LONG_DOUBLE_COMPLEX";
-    }
-    return "(invalid datatype)";
-}
+const char *dt_name(int d) { return portico::names::datatype(d); }
 
-const char *op_name(int op) {
-    switch (op) {
-    case PTL_MIN: return "MIN";
-    case PTL_MAX: return "MAX";
-    case PTL_SUM: return "SUM";
-    case PTL_PROD: return "PROD";
-    case PTL_DIFF: return "DIFF";
-    case PTL_LOR: return "LOR";
-    case PTL_LAND: return "LAND";
-    case PTL_LXOR: return "LXOR";
-    case PTL_BOR: return "BOR";
-    case PTL_BAND: return "BAND";
-    case PTL_BXOR: return "BXOR";
-    case PTL_SWAP: return "SWAP";
-    case PTL_CSWAP: return "CSWAP";
-    case PTL_CSWAP_NE: return "CSWAP_NE";
-    case PTL_CSWAP_LE: return "CSWAP_LE";
-    case PTL_CSWAP_LT: return "CSWAP_LT";
-    case PTL_CSWAP_GE: return "CSWAP_GE";
-    case PTL_CSWAP_GT: return "CSWAP_GT";
-    case PTL_MSWAP: return "MSWAP";
-    }
-    return "(invalid op)";
-}
+const char *op_name(int op) { return portico::names::atomic_op(op); }
 
 const char *call_name(Call c) {
     switch (c) {

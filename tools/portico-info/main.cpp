@@ -11,6 +11,10 @@
 // the API for (defaults, memory formulas) are stated here and must be kept in step with the
 // engine (src/engine/engine.cpp default_limits() and Tunables, src/engine/ni.cpp, engine.hpp).
 // Works without a launcher (logical NIs, which need one, are not opened).
+#include "common/ptl_names.hpp"
+#include "common/env.hpp"
+
+using portico::env_u64;
 #include <arpa/inet.h>
 #include <cinttypes>
 #include <cstdio>
@@ -103,29 +107,8 @@ constexpr uint64_t kIovecBytes = sizeof(ptl_iovec_t);
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-const char *rc_name(int rc) {
-    static const char *names[] = {"PTL_OK",         "PTL_ARG_INVALID", "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED",
-                                  "PTL_EQ_EMPTY",   "PTL_FAIL",        "PTL_IGNORED",         "PTL_IN_USE",
-                                  "PTL_LIST_TOO_LONG", "PTL_NO_INIT",  "PTL_NO_SPACE",        "PTL_PID_IN_USE",
-                                  "PTL_PT_FULL",    "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE",      "PTL_ABORTED"};
-    return rc >= 0 && rc < static_cast<int>(sizeof names / sizeof *names) ? names[rc] : "unknown";
-}
+const char *rc_name(int rc) { return portico::names::return_code(rc); }
 
-// The same parsing as the engine's env_u64 (strtoull base 0, K/M/G suffixes).
-uint64_t env_u64(const char *name, uint64_t fallback) {
-    const char *v = std::getenv(name);
-    if (!v || !*v) return fallback;
-    char *end = nullptr;
-    unsigned long long x = std::strtoull(v, &end, 0);
-    if (end == v) return fallback;
-    switch (*end) {
-    case 'k': case 'K': x <<= 10; break;
-    case 'm': case 'M': x <<= 20; break;
-    case 'g': case 'G': x <<= 30; break;
-    default: break;
-    }
-    return x;
-}
 
 std::string dotted(ptl_nid_t nid) {
     in_addr a;
