@@ -133,7 +133,7 @@ int Engine::atomic_sync() {
 }
 
 void Engine::target_atomic(Endpoint &ep, const wire::Header &h, const std::byte *payload, NI *ni, PT &pt, Entry *e,
-                           ptl_process_t initiator, ptl_size_t offset, ptl_size_t mlength, bool spent) {
+                           ptl_size_t offset, ptl_size_t mlength, bool spent) {
     const auto op = static_cast<ptl_op_t>(h.atomic_op);
     const auto type = static_cast<ptl_datatype_t>(h.atomic_type);
     const bool fetch = h.kind == wire::Kind::FetchAtomic;
@@ -176,26 +176,7 @@ void Engine::target_atomic(Endpoint &ep, const wire::Header &h, const std::byte 
         send_response(ep, h, wire::Kind::Reply, fail, ok ? mlength : 0, offset, e->list,
                       ok ? transport::Gather{&old, 1, mlength} : transport::Gather{});
     }
-    ptl_event_t ev{};
-    ev.start = address_at(r, offset);
-    ev.hdr_data = h.hdr_data;
-    ev.match_bits = h.match_bits;
-    ev.rlength = h.length;
-    ev.mlength = mlength;
-    ev.remote_offset = h.remote_offset;
-    ev.uid = h.uid;
-    ev.initiator = initiator;
-    ev.ptl_list = e->list;
-    ev.ni_fail_type = fail;
-    ev.atomic_operation = op;
-    ev.atomic_type = type;
-    entry_event(e, fetch ? PTL_EVENT_FETCH_ATOMIC : PTL_EVENT_ATOMIC, ev);
-    entry_count(e, false, fail, mlength);
-    if (overflow && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
-        pt.unexpected.push_back({h.kind, op, type, initiator, h.src_rank, h.uid, h.match_bits, h.hdr_data, h.length,
-                                 mlength, h.remote_offset, ev.start, e, fail});
-        ++e->uh_refs;
-    }
+    complete_target(pt, e, h, offset, mlength, fail);
     if (!fetch) answer_put(ep, h, true, fail, mlength, offset, e->list);
     if (spent) auto_unlink(e);
 }

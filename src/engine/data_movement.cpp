@@ -11,6 +11,25 @@ namespace portico::engine {
 
 namespace {
 
+// Who sent a request, as the target's NI names peers: a rank on a logical NI, else nid/pid.
+ptl_process_t initiator_of(const NI &ni, const wire::Header &h) {
+    ptl_process_t p{};
+    if (ni.logical())
+        p.rank = h.src_rank;
+    else
+        p.phys = {h.src_nid, h.src_pid};
+    return p;
+}
+
+ptl_event_kind_t target_event_kind(wire::Kind k) {
+    switch (k) {
+    case wire::Kind::Get: return PTL_EVENT_GET;
+    case wire::Kind::Atomic: return PTL_EVENT_ATOMIC;
+    case wire::Kind::FetchAtomic: return PTL_EVENT_FETCH_ATOMIC;
+    default: return PTL_EVENT_PUT;
+    }
+}
+
 bool valid_ack(ptl_ack_req_t a) {
     return a == PTL_ACK_REQ || a == PTL_NO_ACK_REQ || a == PTL_CT_ACK_REQ || a == PTL_OC_ACK_REQ;
 }
@@ -451,12 +470,7 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         return;
     }
 
-    ptl_process_t initiator{};
-    if (ni->logical())
-        initiator.rank = h.src_rank;
-    else
-        initiator.phys = {h.src_nid, h.src_pid};
-
+    const ptl_process_t initiator = initiator_of(*ni, h);
     Entry *e = nullptr;
     for (int l = 0; l < 2 && !e; ++l)
         for (Entry *cand : pt.lists[l])
@@ -517,7 +531,7 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     }
 
     if (is_atomic) {
-        target_atomic(ep, h, payload, ni, pt, e, initiator, offset, mlength, spent);
+        target_atomic(ep, h, payload, ni, pt, e, offset, mlength, spent);
         return;
     }
     if (is_put) {
@@ -561,24 +575,36 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         fail = send_response(ep, h, wire::Kind::Reply, PTL_NI_OK, mlength, offset, e->list,
                              {t_iov.data(), static_cast<int>(t_iov.size()), mlength});
     }
+    complete_target(pt, e, h, offset, mlength, fail);
+    if (spent) auto_unlink(e);
+}
+
+void Engine::complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t offset, ptl_size_t mlength,
+                             ptl_ni_fail_t fail) {
+    const bool atomic = h.kind == wire::Kind::Atomic || h.kind == wire::Kind::FetchAtomic;
     ptl_event_t ev{};
-    ev.start = address_at(r, offset);
+    ev.start = address_at(region_of(*e), offset);
+    ev.hdr_data = h.kind == wire::Kind::Get ? 0 : h.hdr_data; // a get carries no header data
     ev.match_bits = h.match_bits;
     ev.rlength = h.length;
     ev.mlength = mlength;
     ev.remote_offset = h.remote_offset;
     ev.uid = h.uid;
-    ev.initiator = initiator;
+    ev.initiator = initiator_of(*e->ni, h);
     ev.ptl_list = e->list;
     ev.ni_fail_type = fail;
-    entry_event(e, PTL_EVENT_GET, ev);
+    if (atomic) {
+        ev.atomic_operation = static_cast<ptl_op_t>(h.atomic_op);
+        ev.atomic_type = static_cast<ptl_datatype_t>(h.atomic_type);
+    }
+    entry_event(e, target_event_kind(h.kind), ev);
     entry_count(e, false, fail, mlength);
-    if (keeps_header) {
-        pt.unexpected.push_back({wire::Kind::Get, PTL_SUM, PTL_INT8_T, initiator, h.src_rank, h.uid, h.match_bits, 0, h.length, mlength,
-                                 h.remote_offset, ev.start, e, fail});
+    if (e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
+        // Its data stays in the overflow buffer for a later append or search to claim.
+        pt.unexpected.push_back({h.kind, ev.atomic_operation, ev.atomic_type, ev.initiator, h.src_rank, h.uid,
+                                 h.match_bits, ev.hdr_data, h.length, mlength, h.remote_offset, ev.start, e, fail});
         ++e->uh_refs;
     }
-    if (spent) auto_unlink(e);
 }
 
 void Engine::target_data(Endpoint &ep, RxState &rx, const std::byte *payload, size_t n, bool fault) {
@@ -602,29 +628,7 @@ void Engine::finish_put(Endpoint &ep, RxState &rx) {
     --e->busy;
     if (--pt.streams == 0) notify_waiters(); // PtlPTDisable may be waiting for this
     const wire::Header &h = rx.h;
-    ptl_process_t initiator{};
-    if (ni->logical())
-        initiator.rank = h.src_rank;
-    else
-        initiator.phys = {h.src_nid, h.src_pid};
-    ptl_event_t ev{};
-    ev.start = address_at(region_of(*e), rx.offset);
-    ev.hdr_data = h.hdr_data;
-    ev.match_bits = h.match_bits;
-    ev.rlength = h.length;
-    ev.mlength = rx.mlength;
-    ev.remote_offset = h.remote_offset;
-    ev.uid = h.uid;
-    ev.initiator = initiator;
-    ev.ptl_list = e->list;
-    ev.ni_fail_type = rx.fail;
-    entry_event(e, PTL_EVENT_PUT, ev);
-    entry_count(e, false, rx.fail, rx.mlength);
-    if (e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
-        pt.unexpected.push_back({wire::Kind::Put, PTL_SUM, PTL_INT8_T, initiator, h.src_rank, h.uid, h.match_bits, h.hdr_data, h.length,
-                                 rx.mlength, h.remote_offset, ev.start, e, rx.fail});
-        ++e->uh_refs;
-    }
+    complete_target(pt, e, h, rx.offset, rx.mlength, rx.fail);
     answer_put(ep, h, true, rx.fail, rx.mlength, rx.offset, e->list);
     if (!e->linked && !e->auto_unlinked) auto_unlink(e);
 }

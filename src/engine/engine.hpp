@@ -389,7 +389,11 @@ private:
     int check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
                      ptl_size_t length, ptl_op_t op, ptl_datatype_t type, int call);
     void target_atomic(Endpoint &ep, const wire::Header &h, const std::byte *payload, NI *ni, PT &pt, Entry *e,
-                       ptl_process_t initiator, ptl_size_t offset, ptl_size_t mlength, bool spent);
+                       ptl_size_t offset, ptl_size_t mlength, bool spent);
+    // A request has been applied to entry e: its target event, its count and, in an overflow
+    // entry, its unexpected header.
+    void complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t offset, ptl_size_t mlength,
+                         ptl_ni_fail_t fail);
     // The trigger counter of a data-movement trigger, if it, the MD and the target belong together.
     CT *trigger_counter(ptl_handle_ct_t trig_ct, MD *md, ptl_process_t target);
     // Posts t on ct (engine lock held); fires at once if the threshold is already reached.
