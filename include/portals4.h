@@ -85,6 +85,7 @@ typedef enum {
     PTL_SR_OPERATION_VIOLATIONS,
     /* Portico extensions (Appendix B allows extra registers) */
     PTL_SR_MALFORMED_MESSAGES, /* messages from the network dropped as malformed */
+    PTL_SR_REFUSED_CONNECTIONS, /* connections refused: failed authentication, wrong endpoint, overload */
     PTL_SR_LAST
 } ptl_sr_index_t;
 

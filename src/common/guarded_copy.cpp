@@ -1,6 +1,8 @@
 #include "common/guarded_copy.hpp"
 
+#include <algorithm>
 #include <csetjmp>
+#include <cstdint>
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -62,6 +64,22 @@ bool guarded_copy(void *dst, const void *src, size_t n) {
     iovec remote{const_cast<void *>(src), n};
     return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
 }
+
+bool guarded_readable(const void *p, size_t n) {
+    if (n == 0) return true;
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+    auto readable = [](uintptr_t a) {
+        char c;
+        iovec local{&c, 1};
+        iovec remote{reinterpret_cast<void *>(a), 1};
+        return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1;
+    };
+    if (!readable(start) || !readable(start + n - 1)) return false;
+    for (uintptr_t a = (start / page + 1) * page; a - start < n; a += page)
+        if (!readable(a)) return false;
+    return true;
+}
 #else
 bool guarded_copy(void *dst, const void *src, size_t n) {
     if (n == 0) return true;
@@ -77,6 +95,24 @@ bool guarded_copy(void *dst, const void *src, size_t n) {
     return true;
 }
 
+
+bool guarded_readable(const void *p, size_t n) {
+    if (n == 0) return true;
+    static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const volatile char *b = static_cast<const char *>(p);
+    sigjmp_buf env;
+    if (sigsetjmp(env, 0) != 0) return false;
+    t_guard = &env;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    // First byte, then the first byte of every following page, then the last byte.
+    (void)b[0];
+    const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+    for (uintptr_t a = (start / page + 1) * page; a - start < n; a += page) (void)b[a - start];
+    (void)b[n - 1];
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    t_guard = nullptr;
+    return true;
+}
 #endif
 
 } // namespace portico

@@ -13,4 +13,8 @@ void install_fault_guard();
 // memcpy(dst, src, n); returns false (and leaves dst partly written) if either range faults.
 bool guarded_copy(void *dst, const void *src, size_t n);
 
+// True if every byte of [p, p+n) can be read (touches one byte per page). For senders that hand
+// memory to the kernel (TCP) and must know before a frame's header leaves that its payload exists.
+bool guarded_readable(const void *p, size_t n);
+
 } // namespace portico

@@ -8,6 +8,7 @@
 #include "common/futex.hpp"
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
+#include "transport/tcp/handshake.hpp"
 
 namespace portico::engine {
 
@@ -203,6 +204,30 @@ int Engine::runtime_barrier() {
         return PTL_FAIL;
     }
     return PTL_OK;
+}
+
+std::string Engine::job_secret() {
+    // Caller holds the engine lock. portico-run hands every rank the secret; under another
+    // launcher the ranks agree on one through the PMI (the first PtlNIInit is then collective).
+    const std::string given = env_str("PORTICO_JOB_SECRET");
+    if (!given.empty()) return given;
+    if (ensure_pmi() != PTL_OK) return {};
+    try {
+        if (pmi_->rank() == 0) {
+            uint8_t bytes[16];
+            transport::tcp::random_nonce(bytes);
+            char hex[33];
+            for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+            pmi_->put("portico.secret", hex);
+        }
+        pmi_->barrier();
+        auto v = pmi_->get("portico.secret");
+        if (!v) log_error("PMI: rank 0 published no job secret; TCP peers will be refused");
+        return v ? *v : std::string();
+    } catch (const std::exception &e) {
+        log_error("PMI: agreeing on a job secret: %s", e.what());
+        return {};
+    }
 }
 
 int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self) {

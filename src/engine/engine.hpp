@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <string>
 #include <array>
 #include <list>
 #include <map>
@@ -22,6 +23,10 @@
 
 #include "engine/handles.hpp"
 #include "transport/transport.hpp"
+
+namespace portico::transport {
+struct EndpointConfig;
+}
 
 namespace portico::bootstrap {
 class PmiClient;
@@ -350,6 +355,8 @@ private:
     // ni.cpp
     NI *ni_of(ptl_handle_ni_t h) const { return nis_.lookup(ObjType::NI, h); }
     int ensure_pmi();
+    int endpoint_config(ptl_pid_t pid, transport::EndpointConfig *cfg);
+    std::string job_secret();
     int fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self);
     bool resolve_target(NI *ni, ptl_process_t target, transport::PeerId *peer);
     void destroy_ni(NI *ni);

@@ -10,7 +10,7 @@
 #include "common/env.hpp"
 #include "common/log.hpp"
 #include "engine/wait.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "transport/router.hpp"
 
 namespace portico::engine {
 
@@ -43,6 +43,32 @@ template <class T> void take_smaller(T &ours, T desired) {
 
 } // namespace
 
+int Engine::endpoint_config(ptl_pid_t pid, transport::EndpointConfig *cfg) {
+    // Caller holds the engine lock.
+    cfg->nid = local_nid();
+    cfg->pid = pid == PTL_PID_ANY ? UINT32_MAX : pid;
+    const std::string mode = env_str("PORTICO_TRANSPORT", "auto");
+    if (mode == "auto") {
+        cfg->mode = transport::TransportMode::Auto;
+    } else if (mode == "shm") {
+        cfg->mode = transport::TransportMode::Shm;
+    } else if (mode == "tcp") {
+        cfg->mode = transport::TransportMode::Tcp;
+    } else {
+        log_error("PORTICO_TRANSPORT=%s: expected auto, shm or tcp", mode.c_str());
+        return PTL_ARG_INVALID;
+    }
+    cfg->shm.ring_bytes = Tunables::get().shm_ring_bytes;
+    cfg->shm.max_links = env_u64("PORTICO_SHM_MAX_LINKS", 4096);
+    cfg->shm.single_copy = env_u64("PORTICO_SHM_SINGLE_COPY", 1) != 0;
+    cfg->tcp.port_base = static_cast<uint32_t>(env_u64("PORTICO_TCP_PORT_BASE", 16384));
+    cfg->tcp.max_links = env_u64("PORTICO_TCP_MAX_LINKS", 4096);
+    cfg->tcp.connect_timeout_ms = static_cast<int>(std::clamp<uint64_t>(env_u64("PORTICO_TCP_CONNECT_TIMEOUT_MS", 30000), 100, 3600000));
+    cfg->tcp.keepalive_idle_s = static_cast<int>(std::clamp<uint64_t>(env_u64("PORTICO_TCP_KEEPALIVE_S", 10), 1, 86400));
+    if (cfg->mode != transport::TransportMode::Shm) cfg->tcp.secret = job_secret();
+    return PTL_OK;
+}
+
 int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, const ptl_ni_limits_t *desired,
                     ptl_ni_limits_t *actual, ptl_handle_ni_t *out) {
     const unsigned match = options & (PTL_NI_MATCHING | PTL_NI_NO_MATCHING);
@@ -67,16 +93,15 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
     bool new_endpoint = false;
     if (!ep) {
         auto e = std::make_unique<Endpoint>();
-        transport::shm::ShmConfig cfg;
-        cfg.ring_bytes = Tunables::get().shm_ring_bytes;
-        cfg.max_links = env_u64("PORTICO_SHM_MAX_LINKS", 4096);
-        cfg.single_copy = env_u64("PORTICO_SHM_SINGLE_COPY", 1) != 0;
+        transport::EndpointConfig cfg;
+        int rc = endpoint_config(pid, &cfg);
+        if (rc != PTL_OK) return rc;
         try {
-            e->transport = std::make_unique<transport::shm::ShmTransport>(local_nid(), pid == PTL_PID_ANY ? UINT32_MAX : pid, cfg);
+            e->transport = transport::open_endpoint(cfg);
         } catch (const std::system_error &err) {
             if (err.code().value() == EADDRINUSE) return PTL_PID_IN_USE;
             log_error("cannot open the network interface: %s", err.what());
-            return PTL_NO_SPACE;
+            return err.code().value() == EINVAL ? PTL_ARG_INVALID : PTL_NO_SPACE;
         } catch (const std::exception &err) {
             log_error("cannot open the network interface: %s", err.what());
             return PTL_ARG_INVALID;
@@ -217,8 +242,7 @@ int Engine::ni_fini(ptl_handle_ni_t h) {
         }
     g.unlock();
     stop_progress(*owned);
-    if (auto *shm = dynamic_cast<transport::shm::ShmTransport *>(owned->transport.get()))
-        shm->flush(*owned->receiver, 10000);
+    owned->transport->flush(*owned->receiver, 10000);
     owned.reset();
     return PTL_OK;
 }
@@ -229,6 +253,8 @@ int Engine::ni_status(ptl_handle_ni_t h, ptl_sr_index_t reg, ptl_sr_value_t *sta
     if (!ni || !status || reg < 0 || reg >= PTL_SR_LAST) return PTL_ARG_INVALID;
     if (reg == PTL_SR_MALFORMED_MESSAGES)
         *status = static_cast<ptl_sr_value_t>(ni->ep->transport->malformed_frames()) + ni->sr[reg].load();
+    else if (reg == PTL_SR_REFUSED_CONNECTIONS)
+        *status = static_cast<ptl_sr_value_t>(ni->ep->transport->refused_connections());
     else
         *status = ni->sr[reg].load();
     return PTL_OK;

@@ -92,6 +92,11 @@ public:
     virtual int write_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
     // Sends the wakeups that sends with defer_wakeup collected.
     virtual void flush_wakeups() {}
+    // A file descriptor that becomes readable when wait() would return (for waiting on several
+    // transports at once), or -1.
+    virtual int wait_fd() const { return -1; }
+    // Pushes queued messages for at most timeout_ms (before closing), so that what was sent arrives.
+    virtual void flush(Receiver &r, int timeout_ms) = 0;
     // Counters for status registers and diagnostics.
     virtual uint64_t malformed_frames() const = 0;
     virtual uint64_t refused_connections() const = 0;

@@ -163,6 +163,9 @@ const Register kRegisters[] = {
     {PTL_SR_MALFORMED_MESSAGES, "PTL_SR_MALFORMED_MESSAGES",
      "Portico extension: frames from the network dropped as malformed (bad headers, corrupt rings, "
      "stray continuation frames); a bad header or a corrupt ring also closes the link to that peer"},
+    {PTL_SR_REFUSED_CONNECTIONS, "PTL_SR_REFUSED_CONNECTIONS",
+     "Portico extension: connections refused (another user's process on shared memory; on TCP a peer "
+     "without the job secret, one addressed to another endpoint, or one that never finished its handshake)"},
 };
 
 struct LimitRow {

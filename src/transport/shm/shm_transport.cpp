@@ -150,21 +150,14 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
 
     listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
-    const bool any = pid == UINT32_MAX;
-    // PTL_PID_ANY: probe from a per-process starting point so that concurrent starts rarely collide.
-    uint32_t candidate = any ? 1024 + static_cast<uint32_t>(getpid()) % 60000 : pid;
-    for (uint32_t tries = 0;; ++tries) {
-        sockaddr_un addr;
-        socklen_t len = abstract_address({nid, candidate}, &addr);
-        if (::bind(listen_fd_, reinterpret_cast<sockaddr *>(&addr), len) == 0) break;
-        int err = errno;
-        if (!any || err != EADDRINUSE || tries > 65000) {
-            ::close(listen_fd_);
-            throw std::system_error(err, std::generic_category(), "bind endpoint");
-        }
-        candidate = candidate + 1 >= 65535 ? 1 : candidate + 1;
+    sockaddr_un addr;
+    socklen_t len = abstract_address({nid, pid}, &addr);
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
+        const int err = errno;
+        ::close(listen_fd_);
+        throw std::system_error(err, std::generic_category(), "bind endpoint");
     }
-    self_ = {nid, candidate};
+    self_ = {nid, pid};
     if (::listen(listen_fd_, 1024) != 0) throw std::system_error(errno, std::generic_category(), "listen");
     set_nonblocking(listen_fd_);
 

@@ -31,8 +31,7 @@ class ShmLink;
 
 class ShmTransport final : public Transport {
 public:
-    // Opens the endpoint. pid == UINT32_MAX picks a free pid. Throws std::system_error with
-    // EADDRINUSE when the requested pid is taken.
+    // Opens the endpoint. Throws std::system_error with EADDRINUSE when the pid is taken.
     ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg);
     ~ShmTransport() override;
 
@@ -56,7 +55,8 @@ public:
     int write_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override;
 
     // Pushes queued messages for a bounded time (at shutdown), so that what was sent is delivered.
-    void flush(Receiver &r, int timeout_ms);
+    void flush(Receiver &r, int timeout_ms) override;
+    int wait_fd() const override { return epoll_fd_; }
 
 private:
     ShmLink *link_for(PeerId to);

@@ -1,0 +1,58 @@
+#include "transport/tcp/frame_decoder.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace portico::transport::tcp {
+
+namespace {
+constexpr size_t kHeaderBytes = sizeof(wire::Header);
+}
+
+FrameDecoder::FrameDecoder(size_t max_frame_payload)
+    : max_frame_payload_(max_frame_payload),
+      // Room for a whole frame twice over: the rest of a partial frame always fits after moving it
+      // to the front, and one recv() usually brings several small frames.
+      capacity_(2 * (kHeaderBytes + max_frame_payload)),
+      buf_(new std::byte[capacity_]) {}
+
+std::byte *FrameDecoder::space() {
+    if (begin_ == end_) {
+        begin_ = end_ = 0;
+    } else if (begin_ > 0 && capacity_ - end_ < kHeaderBytes + max_frame_payload_) {
+        // Not enough room after the partial frame for the rest of it: move it to the front.
+        std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+    }
+    return buf_.get() + end_;
+}
+
+FrameDecoder::Result FrameDecoder::next(wire::Header *h, const std::byte **payload, const char **why) {
+    const size_t avail = end_ - begin_;
+    if (avail < kHeaderBytes) return Result::NeedMore;
+    std::memcpy(h, buf_.get() + begin_, kHeaderBytes);
+    if (h->version != wire::kVersion) {
+        *why = "unknown protocol version";
+        return Result::Malformed;
+    }
+    if (h->frame_payload > max_frame_payload_) {
+        *why = "frame longer than the connection allows";
+        return Result::Malformed;
+    }
+    if (!wire::header_is_sane(*h, max_frame_payload_)) {
+        *why = "inconsistent header";
+        return Result::Malformed;
+    }
+    if (avail < kHeaderBytes + h->frame_payload) return Result::NeedMore;
+    *payload = buf_.get() + begin_ + kHeaderBytes;
+    current_ = kHeaderBytes + h->frame_payload;
+    return Result::Frame;
+}
+
+void FrameDecoder::consume() {
+    begin_ += current_;
+    current_ = 0;
+}
+
+} // namespace portico::transport::tcp

@@ -1,0 +1,101 @@
+// TCP transport between machines (and, when forced, between processes of one machine).
+//
+// Addressing: the endpoint (nid, pid) listens on IPv4 address nid, TCP port port_base + pid, so a
+// peer's address follows from its Portals id alone; binding the port is how a pid is reserved.
+// A connection is used only after both ends proved they hold the job's secret (handshake.hpp).
+// Frames are written straight from the caller's memory with writev (no staging copy) and read
+// into a per-connection buffer one frame at a time (frame_decoder.hpp). Nothing blocks: a message
+// that does not fit into the socket waits in the link's backlog and is pushed when the socket
+// becomes writable, so a sender never stops serving incoming traffic. Connections are opened
+// lazily by the first send to a peer; until they are up, messages wait in the backlog.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace portico::transport::tcp {
+
+struct TcpConfig {
+    uint32_t port_base = 16384;
+    std::string secret;            // empty: every connection is refused
+    size_t max_links = 4096;
+    size_t max_frame_payload = 64 * 1024 - sizeof(wire::Header);
+    int connect_timeout_ms = 30000; // connect plus handshake
+    size_t max_pending_accepts = 256; // connections that have not authenticated yet
+    int keepalive_idle_s = 10;      // a silent broken connection is found within idle + 3 * 5 s
+};
+
+class TcpLink;
+struct TcpOutMessage;
+
+class TcpTransport final : public Transport {
+public:
+    // Throws std::system_error: EADDRINUSE when the port of pid is taken, EADDRNOTAVAIL when nid
+    // is not an address of this machine.
+    TcpTransport(uint32_t nid, uint32_t pid, const TcpConfig &cfg);
+    ~TcpTransport() override;
+
+    static uint32_t port_of(uint32_t pid, uint32_t base) { return base + pid; }
+
+    PeerId self() const override { return self_; }
+    const char *name() const override { return "tcp"; }
+    size_t max_frame_payload() const override { return cfg_.max_frame_payload; }
+    SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
+                    bool defer_wakeup = false) override;
+    int poll(Receiver &r) override;
+    void arm_sleep() override {}
+    void disarm_sleep() override {}
+    void wait(Receiver &r, int timeout_ms) override;
+    bool has_pending() const override { return false; }
+    void interrupt() override;
+    int wait_fd() const override { return epoll_fd_; }
+    void flush(Receiver &r, int timeout_ms) override;
+    uint64_t malformed_frames() const override { return malformed_.load(std::memory_order_relaxed); }
+    uint64_t refused_connections() const override { return refused_.load(std::memory_order_relaxed); }
+
+private:
+    TcpLink *link_for(PeerId to);
+    TcpLink *connect_to(PeerId to);
+    void add_link(std::unique_ptr<TcpLink> l);
+    void accept_all();
+    void service(void *tag, uint32_t events, Receiver &r);
+    void on_readable(TcpLink &l, Receiver &r);
+    enum class HandshakeRead { Done, More, Closed };
+    HandshakeRead read_handshake(TcpLink &l);
+    void advance_handshake(TcpLink &l, Receiver &r);
+    void become_up(TcpLink &l, Receiver &r);
+    void fail_link(TcpLink &l, Receiver &r, bool refused);
+    int flush_backlog(TcpLink &l, Receiver &r);
+    void want_write(TcpLink &l, bool on);
+    void expire_handshakes(Receiver &r);
+    void arm_timer();
+    int service_ready(Receiver &r, int timeout_ms);
+
+    PeerId self_;
+    TcpConfig cfg_;
+    int listen_fd_ = -1;
+    int epoll_fd_ = -1;
+    int wake_fd_ = -1;  // eventfd: interrupt() and "a backlog needs pushing"
+    int timer_fd_ = -1; // timerfd: handshake deadlines
+
+    std::mutex links_mutex_; // guards send_links_, owned_, pending_accepts_
+    std::unordered_map<uint64_t, TcpLink *> send_links_;
+    std::vector<std::unique_ptr<TcpLink>> owned_;
+    std::atomic<size_t> handshaking_{0};
+    std::atomic<size_t> live_links_{0};
+    size_t pending_accepts_ = 0;
+    std::mutex poll_mutex_; // one poller at a time
+    unsigned idle_polls_ = 0;
+    std::atomic<bool> warned_no_secret_{false};
+    std::atomic<uint64_t> malformed_{0};
+    std::atomic<uint64_t> refused_{0};
+};
+
+} // namespace portico::transport::tcp
