@@ -1,6 +1,9 @@
-// Simple PMI-1 client: newline-terminated "key=value" lines over the socket named by PMI_FD.
+// Simple PMI-1 client: newline-terminated "key=value" lines over the socket named by PMI_FD, or
+// over a TCP connection to PMI_PORT.
 //
 // Request/response pairs used (as spoken by MPICH's simple PMI client and served by hydra):
+//   cmd=initack pmiid=ID                      -> cmd=initack [rc=0], then cmd=set size=N,
+//                                                cmd=set rank=R, cmd=set debug=D  (PMI_PORT only)
 //   cmd=init pmi_version=1 pmi_subversion=1   -> cmd=response_to_init ... rc=0
 //   cmd=get_maxes                             -> cmd=maxes kvsname_max=K keylen_max=L vallen_max=V
 //   cmd=get_my_kvsname                        -> cmd=my_kvsname kvsname=NAME
@@ -20,7 +23,13 @@
 #include <utility>
 #include <vector>
 
+#include <atomic>
+#include <chrono>
+
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -32,6 +41,10 @@ namespace {
 constexpr std::size_t kMaxLine = std::size_t{1} << 20;
 // MPICH's PMI servers read request lines into 1024-byte buffers; keep abort messages well below.
 constexpr std::size_t kMaxAbortMessage = 768;
+// How long connecting to PMI_PORT may take (an unreachable host would take minutes otherwise),
+// and how long the answer to the initack handshake may take (a silent non-PMI service).
+constexpr auto kConnectTimeout = std::chrono::seconds(30);
+constexpr auto kHandshakeTimeout = std::chrono::seconds(60);
 
 struct Reply {
     std::vector<std::pair<std::string, std::string>> fields;
@@ -153,21 +166,123 @@ int exit_status_for(int code) {
 
 } // namespace
 
-PmiClient::PmiClient(int fd, int rank, int size) : fd_(fd), rank_(rank), size_(size) {}
+// The connection to the launcher, shared by every PmiClient of the process.
+struct PmiClient::Channel {
+    std::atomic<int> fd{-1};
+    int rank = -1;
+    int size = 0;
+    std::string where;      // "PMI_FD=5" or "PMI_PORT=host:port", for messages
+    std::string rbuf;       // bytes received after the last complete line (mutex)
+    std::mutex mutex;       // one request/response at a time; every call is thread-safe
+    std::mutex write_mutex; // one line at a time on the socket (abort() takes only this one)
+    bool finalized = false; // (mutex)
 
-PmiClient::~PmiClient() {
-    std::lock_guard<std::mutex> lk(write_mutex_);
-    if (fd_ >= 0) {
-        ::close(fd_);
-        fd_ = -1;
+    Channel() = default;
+    Channel(const Channel &) = delete;
+    Channel &operator=(const Channel &) = delete;
+    ~Channel() { close_fd(); }
+
+    void close_fd() {
+        std::lock_guard<std::mutex> lk(write_mutex);
+        int f = fd.exchange(-1);
+        if (f >= 0)
+            ::close(f);
     }
+    void write_line(const std::string &line); // takes write_mutex
+    // mutex held; with a deadline, throws PmiError when no complete line has arrived by then
+    std::string read_line(std::optional<std::chrono::steady_clock::time_point> deadline = {});
+};
+
+namespace {
+
+using Channel = PmiClient::Channel;
+
+// The process's live connection (a second from_environment() shares it). Never destroyed, so
+// that clients destroyed at exit never touch a dead registry.
+struct Registry {
+    std::mutex mutex;
+    std::weak_ptr<Channel> channel;
+};
+Registry &registry() {
+    static Registry *r = new Registry;
+    return *r;
 }
 
-std::unique_ptr<PmiClient> PmiClient::from_environment() {
-    const char *fd_s = std::getenv("PMI_FD");
-    if (fd_s == nullptr || *fd_s == '\0')
-        return nullptr;
+void tune_tcp(int fd) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // request/response latency
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one); // a vanished launcher host
+    int idle = 60, intvl = 10, cnt = 6;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
 
+// Connects to host:port (any address family), within kConnectTimeout. Returns the blocking,
+// close-on-exec socket; throws PmiError.
+int connect_tcp(const std::string &host, const std::string &port, const std::string &where) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo *res = nullptr;
+    int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0)
+        throw PmiError("PMI: cannot resolve the launcher's host in " + where + ": " +
+                       (rc == EAI_SYSTEM ? std::string(std::strerror(errno)) : ::gai_strerror(rc)));
+    const auto deadline = std::chrono::steady_clock::now() + kConnectTimeout;
+    std::string last_error = "no address";
+    int fd = -1;
+    for (addrinfo *a = res; a != nullptr && fd < 0; a = a->ai_next) {
+        int s = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+        if (s < 0) {
+            last_error = std::strerror(errno);
+            continue;
+        }
+        int err = 0;
+        if (::connect(s, a->ai_addr, a->ai_addrlen) != 0) {
+            err = errno;
+            while (err == EINPROGRESS || err == EINTR) {
+                auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now());
+                if (left.count() <= 0) {
+                    err = ETIMEDOUT;
+                    break;
+                }
+                pollfd p{s, POLLOUT, 0};
+                int n = ::poll(&p, 1, static_cast<int>(left.count()));
+                if (n < 0 && errno == EINTR)
+                    continue;
+                if (n < 0) {
+                    err = errno;
+                    break;
+                }
+                if (n == 0)
+                    continue; // the loop notices the deadline
+                socklen_t len = sizeof err;
+                if (::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+                    err = errno;
+                break;
+            }
+        }
+        if (err != 0) {
+            last_error = std::strerror(err);
+            ::close(s);
+            continue;
+        }
+        int fl = ::fcntl(s, F_GETFL);
+        if (fl >= 0)
+            ::fcntl(s, F_SETFL, fl & ~O_NONBLOCK);
+        tune_tcp(s);
+        fd = s;
+    }
+    ::freeaddrinfo(res);
+    if (fd < 0)
+        throw PmiError("PMI: cannot connect to the launcher at " + where + ": " + last_error);
+    return fd;
+}
+
+std::shared_ptr<Channel> open_fd_channel(const char *fd_s) {
     long fd = -1, rank = -1, size = -1;
     if (!parse_long(fd_s, 0, INT_MAX, fd))
         throw PmiError(std::string("PMI: PMI_FD='") + printable(fd_s) +
@@ -190,10 +305,119 @@ std::unique_ptr<PmiClient> PmiClient::from_environment() {
                        " is not an open file descriptor: " + std::strerror(errno));
     // Programs this rank starts must not inherit (and keep open) the launcher connection.
     ::fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC);
+    auto ch = std::make_shared<Channel>();
+    ch->fd = static_cast<int>(fd);
+    ch->rank = static_cast<int>(rank);
+    ch->size = static_cast<int>(size);
+    ch->where = "PMI_FD=" + std::to_string(fd);
+    return ch;
+}
 
-    std::unique_ptr<PmiClient> c(
-        new PmiClient(static_cast<int>(fd), static_cast<int>(rank), static_cast<int>(size)));
-    std::lock_guard<std::mutex> lk(c->mutex_);
+// One "cmd=set KEY=VALUE" line of the initack handshake.
+long read_set_line(Channel &ch, const char *key, long lo, long hi,
+                   std::chrono::steady_clock::time_point deadline) {
+    std::string line = ch.read_line(deadline);
+    Reply r = parse_reply(line);
+    const std::string *cmd = r.find("cmd");
+    const std::string *v = r.find(key);
+    long out = 0;
+    if (cmd == nullptr || *cmd != "set" || v == nullptr || !parse_long(v->c_str(), lo, hi, out))
+        throw PmiError("PMI: expected 'cmd=set " + std::string(key) + "=N' in the handshake with " +
+                       ch.where + ", got '" + printable(line) + "'");
+    return out;
+}
+
+std::shared_ptr<Channel> open_tcp_channel(const char *port_s) {
+    const std::string hostport = port_s;
+    const char *id_s = std::getenv("PMI_ID");
+    long id = -1;
+    if (id_s == nullptr)
+        throw PmiError("PMI: PMI_PORT is set but PMI_ID is not");
+    if (!parse_long(id_s, 0, INT_MAX, id))
+        throw PmiError(std::string("PMI: PMI_ID='") + printable(id_s) +
+                       "' is not a non-negative integer");
+    // host:port or [v6addr]:port
+    std::string host, port;
+    if (!hostport.empty() && hostport[0] == '[') {
+        std::size_t close = hostport.find(']');
+        if (close != std::string::npos && close + 1 < hostport.size() && hostport[close + 1] == ':') {
+            host = hostport.substr(1, close - 1);
+            port = hostport.substr(close + 2);
+        }
+    } else if (std::size_t colon = hostport.rfind(':'); colon != std::string::npos) {
+        host = hostport.substr(0, colon);
+        port = hostport.substr(colon + 1);
+    }
+    long port_n = 0;
+    if (host.empty() || !parse_long(port.c_str(), 1, 65535, port_n))
+        throw PmiError("PMI: PMI_PORT='" + printable(hostport) + "' is not host:port");
+
+    auto ch = std::make_shared<Channel>();
+    ch->where = "PMI_PORT=" + printable(hostport);
+    ch->fd = connect_tcp(host, port, ch->where);
+    std::lock_guard<std::mutex> lk(ch->mutex);
+    ch->write_line("cmd=initack pmiid=" + std::to_string(id) + "\n");
+    const auto deadline = std::chrono::steady_clock::now() + kHandshakeTimeout;
+    std::string line = ch->read_line(deadline);
+    Reply r = parse_reply(line);
+    const std::string *cmd = r.find("cmd");
+    const std::string *rc = r.find("rc");
+    if (cmd == nullptr || *cmd != "initack" || (rc != nullptr && *rc != "0")) {
+        const std::string *msg = r.find("msg");
+        if (cmd != nullptr && (*cmd == "error" || *cmd == "initack"))
+            throw PmiError("PMI: the launcher at " + ch->where + " refused PMI_ID=" +
+                           std::to_string(id) + ": " +
+                           (msg != nullptr ? printable(*msg) : printable(line)));
+        throw PmiError("PMI: sent 'cmd=initack pmiid=" + std::to_string(id) +
+                       "', expected cmd=initack but the launcher at " + ch->where + " answered '" +
+                       printable(line) + "'");
+    }
+    // Hydra's order (MPICH's client reads exactly these three lines in this order).
+    long size = read_set_line(*ch, "size", 1, INT_MAX, deadline);
+    long rank = read_set_line(*ch, "rank", 0, size - 1, deadline);
+    read_set_line(*ch, "debug", LONG_MIN, LONG_MAX, deadline);
+    // A launcher that also sets PMI_RANK/PMI_SIZE (portico-run does) must agree with itself.
+    for (auto [name, value] : {std::pair<const char *, long>{"PMI_RANK", rank}, {"PMI_SIZE", size}}) {
+        const char *env = std::getenv(name);
+        long v = -1;
+        if (env != nullptr && (!parse_long(env, 0, INT_MAX, v) || v != value))
+            throw PmiError(std::string("PMI: ") + name + "='" + printable(env) +
+                           "' disagrees with the launcher's handshake (" + std::to_string(value) +
+                           ")");
+    }
+    ch->rank = static_cast<int>(rank);
+    ch->size = static_cast<int>(size);
+    return ch;
+}
+
+} // namespace
+
+PmiClient::PmiClient(std::shared_ptr<Channel> channel)
+    : ch_(std::move(channel)), rank_(ch_->rank), size_(ch_->size) {}
+
+PmiClient::~PmiClient() = default;
+
+int PmiClient::fd() const { return ch_->fd.load(); }
+
+std::unique_ptr<PmiClient> PmiClient::from_environment() {
+    const char *fd_s = std::getenv("PMI_FD");
+    const char *port_s = std::getenv("PMI_PORT");
+    const bool use_fd = fd_s != nullptr && *fd_s != '\0';
+    const bool use_port = port_s != nullptr && *port_s != '\0';
+    if (!use_fd && !use_port)
+        return nullptr;
+
+    Registry &reg = registry();
+    std::lock_guard<std::mutex> reg_lock(reg.mutex);
+    std::shared_ptr<Channel> ch = reg.channel.lock();
+    if (!ch) {
+        ch = use_fd ? open_fd_channel(fd_s) : open_tcp_channel(port_s);
+        reg.channel = ch;
+    }
+    std::unique_ptr<PmiClient> c(new PmiClient(ch));
+    std::lock_guard<std::mutex> lk(ch->mutex);
+    if (ch->finalized)
+        throw PmiError("PMI: this process has finalized its PMI connection already");
 
     std::string resp = c->command("cmd=init pmi_version=1 pmi_subversion=1\n", "response_to_init");
     Reply r = parse_reply(resp);
@@ -229,8 +453,9 @@ std::unique_ptr<PmiClient> PmiClient::from_environment() {
     return c;
 }
 
-void PmiClient::write_line(const std::string &line) {
-    std::lock_guard<std::mutex> lk(write_mutex_);
+void PmiClient::Channel::write_line(const std::string &line) {
+    std::lock_guard<std::mutex> lk(write_mutex);
+    const int fd_ = fd.load();
     if (fd_ < 0)
         throw PmiError("PMI: the connection to the launcher is closed");
     const char *p = line.data();
@@ -260,23 +485,41 @@ void PmiClient::write_line(const std::string &line) {
     }
 }
 
-std::string PmiClient::read_line() {
+std::string PmiClient::Channel::read_line(
+    std::optional<std::chrono::steady_clock::time_point> deadline) {
+    const int fd_ = fd.load();
+    if (fd_ < 0)
+        throw PmiError("PMI: the connection to the launcher is closed");
     for (;;) {
-        std::size_t nl = rbuf_.find('\n');
+        std::size_t nl = rbuf.find('\n');
         if (nl != std::string::npos) {
-            std::string line = rbuf_.substr(0, nl);
-            rbuf_.erase(0, nl + 1);
+            std::string line = rbuf.substr(0, nl);
+            rbuf.erase(0, nl + 1);
             if (!line.empty() && line.back() == '\r')
                 line.pop_back();
             return line;
         }
-        if (rbuf_.size() > kMaxLine)
+        if (rbuf.size() > kMaxLine)
             throw PmiError("PMI: the launcher sent a line longer than " +
                            std::to_string(kMaxLine) + " bytes");
+        if (deadline) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                *deadline - std::chrono::steady_clock::now());
+            pollfd pfd{fd_, POLLIN, 0};
+            int ready = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(left.count())) : 0;
+            if (ready < 0 && errno == EINTR)
+                continue;
+            if (ready == 0)
+                throw PmiError("PMI: no answer from the launcher at " + where + " within " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                  kHandshakeTimeout)
+                                                  .count()) +
+                               " s (is it a PMI-1 launcher?)");
+        }
         char buf[4096];
         ssize_t n = ::read(fd_, buf, sizeof buf);
         if (n > 0) {
-            rbuf_.append(buf, static_cast<std::size_t>(n));
+            rbuf.append(buf, static_cast<std::size_t>(n));
             continue;
         }
         if (n == 0)
@@ -294,8 +537,8 @@ std::string PmiClient::read_line() {
 }
 
 std::string PmiClient::command(const std::string &line, const std::string &expected_cmd) {
-    write_line(line);
-    std::string resp = read_line();
+    ch_->write_line(line);
+    std::string resp = ch_->read_line();
     Reply r = parse_reply(resp);
     const std::string *cmd = r.find("cmd");
     if (cmd == nullptr || *cmd != expected_cmd)
@@ -305,7 +548,7 @@ std::string PmiClient::command(const std::string &line, const std::string &expec
 }
 
 void PmiClient::check_usable(const char *what) const {
-    if (finalized_)
+    if (ch_->finalized)
         throw PmiError(std::string("PMI: ") + what + " after finalize()");
 }
 
@@ -336,7 +579,7 @@ void PmiClient::check_value(const std::string &value) const {
 void PmiClient::put(const std::string &key, const std::string &value) {
     check_key(key);
     check_value(value);
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::lock_guard<std::mutex> lk(ch_->mutex);
     check_usable("put");
     std::string resp =
         command("cmd=put kvsname=" + kvsname_ + " key=" + key + " value=" + value + "\n",
@@ -352,7 +595,7 @@ void PmiClient::put(const std::string &key, const std::string &value) {
 
 std::optional<std::string> PmiClient::get(const std::string &key) {
     check_key(key);
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::lock_guard<std::mutex> lk(ch_->mutex);
     check_usable("get");
     std::string resp = command("cmd=get kvsname=" + kvsname_ + " key=" + key + "\n", "get_result");
     Reply r = parse_reply(resp);
@@ -367,26 +610,22 @@ std::optional<std::string> PmiClient::get(const std::string &key) {
 }
 
 void PmiClient::barrier() {
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::lock_guard<std::mutex> lk(ch_->mutex);
     check_usable("barrier");
     command("cmd=barrier_in\n", "barrier_out");
 }
 
 void PmiClient::finalize() {
-    std::lock_guard<std::mutex> lk(mutex_);
-    if (finalized_)
+    std::lock_guard<std::mutex> lk(ch_->mutex);
+    if (ch_->finalized)
         return;
     command("cmd=finalize\n", "finalize_ack");
-    finalized_ = true;
-    std::lock_guard<std::mutex> wl(write_mutex_);
-    if (fd_ >= 0) {
-        ::close(fd_);
-        fd_ = -1;
-    }
+    ch_->finalized = true;
+    ch_->close_fd();
 }
 
 void PmiClient::abort(int exit_code, const std::string &message) {
-    // Only the write lock: another thread may be blocked in barrier() holding mutex_.
+    // Only the write lock: another thread may be blocked in barrier() holding the channel mutex.
     std::string line = "cmd=abort exitcode=" + std::to_string(exit_code);
     std::string msg = escape_message(message);
     if (!msg.empty())
@@ -394,7 +633,7 @@ void PmiClient::abort(int exit_code, const std::string &message) {
     line += "\n";
     bool sent = false;
     try {
-        write_line(line);
+        ch_->write_line(line);
         sent = true;
     } catch (const PmiError &) {
     }

@@ -1,6 +1,7 @@
 // Runs portico-run as a user would and checks its exit code and what it says on stderr: exit
 // code propagation, killing the job when a rank fails, --timeout, PMI abort, signals to the
-// launcher, bad command lines, programs that cannot be run.
+// launcher, bad command lines, programs that cannot be run; remote ranks (--hosts) started through
+// stand-ins for ssh that run the command on this machine (fake_rsh.sh, fake_rsh_detached.sh).
 //
 // Every run has a hard deadline (SIGTERM, then SIGKILL to the launcher); it is a safety net, not
 // synchronisation: a run only ends when the launcher has exited and every process holding its
@@ -29,15 +30,23 @@
 #ifndef LAUNCHER_HELPER_PATH
 #error "LAUNCHER_HELPER_PATH must be defined"
 #endif
+#if !defined(FAKE_RSH_PATH) || !defined(FAKE_RSH_DETACHED_PATH) || !defined(PMI_JOB_TEST_PATH)
+#error "FAKE_RSH_PATH, FAKE_RSH_DETACHED_PATH and PMI_JOB_TEST_PATH must be defined"
+#endif
 
 namespace {
 
 const std::string kRun = PORTICO_RUN_PATH;
 const std::string kHelper = LAUNCHER_HELPER_PATH;
+const std::string kFakeRsh = FAKE_RSH_PATH;
+const std::string kFakeRshDetached = FAKE_RSH_DETACHED_PATH;
+const std::string kPmiJobTest = PMI_JOB_TEST_PATH;
 
 struct Spec {
     std::vector<std::string> args; // portico-run's arguments
     std::vector<std::pair<std::string, std::string>> env;
+    std::vector<std::string> unset_env;
+    std::string cwd; // "" = the test's own
     bool feed_stdin = false;
     std::string stdin_data;
     // Called whenever stdout grows; may signal the launcher.
@@ -86,6 +95,12 @@ Result run(const Spec &spec) {
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
         ::unsetenv("PORTICO_TIMEOUT");
+        for (const char *k : {"PORTICO_RSH", "PORTICO_PMI_ADDR", "PORTICO_IFACE"})
+            ::unsetenv(k);
+        for (const std::string &k : spec.unset_env)
+            ::unsetenv(k.c_str());
+        if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0)
+            ::_exit(126);
         for (const auto &[k, v] : spec.env)
             ::setenv(k.c_str(), v.c_str(), 1);
         ::execv(argv[0], argv.data());
@@ -224,6 +239,24 @@ TEST(CommandLine, BadArgumentsExit2) {
         {{}, "no program to run"},
         {{"-n", "2"}, "no program to run"},
         {{"-n", "2", "--"}, "no program to run"},
+        {{"--hosts", "", "true"}, "invalid host '' in host list ''"},
+        {{"--hosts", "a,,b", "true"}, "invalid host '' in host list 'a,,b': empty host name"},
+        {{"--hosts", "-oProxyCommand=x", "true"},
+         "invalid host '-oProxyCommand=x' in host list '-oProxyCommand=x': a host name cannot "
+         "start with '-'"},
+        {{"--hosts", "a b", "true"}, "invalid host 'a b' in host list 'a b': invalid character"},
+        {{"--hosts", "a", "--hostfile", "f", "true"}, "use either --hosts or --hostfile, not both"},
+        {{"--hostfile", "/nonexistent/hosts", "true"},
+         "cannot read host file '/nonexistent/hosts': No such file or directory"},
+        {{"--ppn", "2", "true"}, "--ppn needs --hosts or --hostfile"},
+        {{"--rsh", "ssh", "true"}, "--rsh needs --hosts or --hostfile"},
+        {{"--pmi-addr", "127.0.0.1", "true"}, "--pmi-addr needs --hosts or --hostfile"},
+        {{"--hosts", "a", "--ppn", "0", "true"}, "invalid --ppn '0'"},
+        {{"--hosts", "a", "--rsh", " ", "true"}, "empty remote shell command (--rsh)"},
+        {{"--hosts", "a", "--ppn", "4096", "--hosts=a,b", "true"}, "the hosts give 8192 ranks"},
+        {{"--env", "1X=2", "true"}, "invalid variable name '1X' in --env '1X=2'"},
+        {{"-x", "A-B", "true"}, "invalid variable name 'A-B' in -x 'A-B'"},
+        {{"--env", "PMI_RANK=3", "true"}, "--env PMI_RANK: portico-run sets PMI_RANK itself"},
     };
     for (const auto &[args, text] : cases) {
         Result r = run_args(args);
@@ -451,6 +484,195 @@ TEST(Signals, SigintToLauncherKillsJob) {
     Result r = run_and_signal(SIGINT);
     EXPECT_EXIT_CODE(r, 128 + SIGINT);
     EXPECT_HAS(r.err, "portico-run: received signal 2 (Interrupt); terminating the job", r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Remote ranks (--hosts): started through fake_rsh.sh, which runs `sh -c COMMAND` on this machine
+// in a fresh environment, as ssh would on the host. PMI goes over TCP (PMI_PORT/PMI_ID).
+
+std::vector<std::string> remote_args(const std::string &hosts, int n,
+                                     const std::string &rsh = kFakeRsh) {
+    return {"--hosts", hosts, "--rsh", rsh, "-n", std::to_string(n), "--timeout", "60"};
+}
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string> &b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+TEST(Remote, RankExitCodeNamesTheHost) {
+    Result r = run_args(remote_args("localhost,127.0.0.1", 4) + std::vector<std::string>{kHelper, "exit-rank", "3", "3"});
+    EXPECT_EXIT_CODE(r, 3);
+    EXPECT_HAS(r.err,
+               "portico-run: rank 3 on host 127.0.0.1 (via fake_rsh.sh) exited with code 3; "
+               "terminating the job",
+               r);
+}
+
+TEST(Remote, RankKilledBySignalNamesTheHost) {
+    Result r = run_args(remote_args("localhost,127.0.0.1", 2) + std::vector<std::string>{kHelper, "signal-rank", "0", "11"});
+    EXPECT_EXIT_CODE(r, 128 + 11);
+    EXPECT_HAS(r.err,
+               "portico-run: rank 0 on host localhost (via fake_rsh.sh) killed by signal 11 "
+               "(Segmentation fault); terminating the job",
+               r);
+}
+
+TEST(Remote, AbortOverTcpNamesTheHost) {
+    Result r = run_args(remote_args("localhost,127.0.0.1", 2) +
+                        std::vector<std::string>{kHelper, "abort-rank", "1", "7", "remote", "abort"});
+    EXPECT_EXIT_CODE(r, 7);
+    EXPECT_HAS(r.err,
+               "portico-run: rank 1 on host 127.0.0.1 (via fake_rsh.sh) called PMI abort with "
+               "exit code 7: remote abort; terminating the job",
+               r);
+}
+
+TEST(Remote, TimeoutKillsRemoteRanks) {
+    Result r = run_args({"--hosts", "localhost", "--ppn", "2", "--rsh", kFakeRsh, "--timeout", "0.5",
+                         kHelper, "hang"});
+    EXPECT_EXIT_CODE(r, 124);
+    EXPECT_HAS(r.err, "still running: ranks 0-1", r);
+}
+
+TEST(Remote, RanksExitWhenTheLauncherGoesAway) {
+    // As with ssh, killing the remote shell does not kill the remote program: the ranks must see
+    // their PMI connection hang up. run() returns only when they have closed stdout/stderr.
+    Result r = run_args(remote_args("localhost,127.0.0.1", 3, kFakeRshDetached) +
+                        std::vector<std::string>{kHelper, "watch-launcher"});
+    EXPECT_EXIT_CODE(r, 3);
+    EXPECT_HAS(r.err, "rank 2 on host 127.0.0.1 (via fake_rsh_detached.sh) exited with code 3", r);
+    EXPECT_HAS(r.out, "rank 0: launcher gone\n", r);
+    EXPECT_HAS(r.out, "rank 1: launcher gone\n", r);
+}
+
+TEST(Remote, RefusesBadAndDuplicatePmiids) {
+    Result r = run_args(remote_args("localhost,127.0.0.1", 3) + std::vector<std::string>{kHelper, "intruder"});
+    EXPECT_EXIT_CODE(r, 0);
+    for (const char *why : {"closed the connection without a request",
+                            "pmiid 0: rank 0 is already connected",
+                            "pmiid 1: rank 1 is already connected",
+                            "pmiid '3' is not a rank of this job (0..2)",
+                            "pmiid 'abc' is not a rank of this job (0..2)",
+                            "first request 'cmd=get_maxes' is not 'cmd=initack pmiid=N'"})
+        EXPECT_HAS(r.err, std::string(why), r);
+    EXPECT_HAS(r.err, "portico-run: refused a PMI connection from ", r);
+    // Six raw connections, and the client library claiming pmiid 0 from a second process.
+    EXPECT_HAS(r.err, "portico-run: 7 PMI connections were refused\n", r);
+}
+
+std::string hex(const std::string &s) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : s) {
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    }
+    return out;
+}
+
+TEST(Remote, ArgumentsEnvironmentAndDirectoryAreQuoted) {
+    char dir[] = "/tmp/portico-run q'uote $HOME `x` \"dq\" XXXXXX";
+    ASSERT_NE(::mkdtemp(dir), nullptr) << std::strerror(errno);
+    const std::vector<std::string> args = {
+        "with space", "it's", "'", "''", "double\"quote", "$HOME", "${HOME}", "back\\slash",
+        "new\nline", "", "*", "~", "a;b|c&d>e<f", "`id`", "$(id)", "-n", "tab\tx", "!x", "#hash",
+        "trailing\\", "\xc3\xa9t\xc3\xa9", "%s%n", "a=b"};
+    const std::string weird = "v a'l\"u$e\n`x`\\";
+    Spec s;
+    s.args = remote_args("localhost", 1) + std::vector<std::string>{"--env", "QUOTE_TEST=" + weird, kHelper, "print-args"} + args;
+    s.cwd = dir;
+    Result r = run(s);
+    ::rmdir(dir);
+    EXPECT_EXIT_CODE(r, 0);
+    std::string want = "cwd=" + hex(dir) + "\n";
+    for (const std::string &a : args)
+        want += "arg=" + hex(a) + "\n";
+    want += "env=" + hex(weird) + "\n";
+    EXPECT_EQ(r.out, want) << r;
+}
+
+TEST(Remote, Environment) {
+    // fake_rsh.sh starts the command in an empty environment (PATH and HOME only), as a login
+    // would: the ranks see the PMI variables, this launcher's PORTICO_* (not PORTICO_NID) and
+    // what --env names, nothing else.
+    Spec s;
+    s.args = {"--hosts", "localhost,127.0.0.1", "--ppn", "2", "--rsh", kFakeRsh, "-n", "3",
+              "--timeout", "60", "--env", "PASS_ME", "-x", "SET_ME=v 1", "--env", "UNSET_HERE",
+              "sh", "-c",
+              "set -e; test -z \"${PMI_FD+x}\"; test \"$PMI_ID\" = \"$PMI_RANK\"; "
+              "test \"$PMI_SIZE\" = 3; test \"$PMI_JOBID\" = \"portico_$PORTICO_JOB_ID\"; "
+              "test ${#PORTICO_JOB_SECRET} = 32; "
+              "case \"$PMI_PORT\" in *.*.*.*:[0-9]*) ;; *) exit 11;; esac; "
+              "case \"$PMI_RANK:$FAKE_RSH_HOST:$PORTICO_LOCAL_RANK:$PORTICO_LOCAL_SIZE\" in "
+              "0:localhost:0:2|1:localhost:1:2|2:127.0.0.1:0:1) ;; *) exit 12;; esac; "
+              "test \"$MPI_LOCALRANKID:$MPI_LOCALNRANKS\" = \"$PORTICO_LOCAL_RANK:$PORTICO_LOCAL_SIZE\"; "
+              "test \"$PORTICO_FORWARD_ME\" = 'f w'; test -z \"${PORTICO_NID+x}\"; "
+              "test -z \"${OTHER_VAR+x}\"; test -z \"${UNSET_HERE+x}\"; "
+              "test \"$PASS_ME\" = z; test \"$SET_ME\" = 'v 1'"};
+    s.env = {{"PORTICO_FORWARD_ME", "f w"}, {"PORTICO_NID", "10.9.8.7"}, {"OTHER_VAR", "y"},
+             {"PASS_ME", "z"}, {"PMI_FD", "99"}};
+    s.unset_env = {"UNSET_HERE"};
+    Result r = run(s);
+    EXPECT_EXIT_CODE(r, 0);
+
+    // --env works for local ranks as well.
+    r = run_args({"-n", "2", "--env", "SET_ME=v", "-x", "PATH", "sh", "-c", "test \"$SET_ME\" = v"});
+    EXPECT_EXIT_CODE(r, 0);
+}
+
+TEST(Remote, HostfilePlacementAndMapping) {
+    char path[] = "/tmp/portico-run-hosts-XXXXXX";
+    int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    const std::string text = "# the job's hosts\nlocalhost:1\n\n  127.0.0.1:3   # three slots\n";
+    ASSERT_EQ(::write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    ::close(fd);
+    // No -n: the slots give 4 ranks.
+    Result r = run_args({"--hostfile", path, "--rsh", kFakeRsh, "--timeout", "60", "--env",
+                         "PMI_JOB_TEST_LOCAL=0:1,0:3,1:3,2:3", "--env",
+                         "PMI_JOB_TEST_MAPPING=(vector,(0,1,1),(1,1,3))", kPmiJobTest});
+    ::unlink(path);
+    EXPECT_EXIT_CODE(r, 0);
+    EXPECT_HAS(r.out, "pmi_job_test: 4 ranks OK", r);
+}
+
+TEST(Remote, PmiAddress) {
+    const std::string check = "case \"$PMI_PORT\" in 127.0.0.1:[0-9]*) ;; *) exit 9;; esac";
+    Result r = run_args({"--hosts", "localhost", "--rsh", kFakeRsh, "--pmi-addr", "127.0.0.1", "sh",
+                         "-c", check});
+    EXPECT_EXIT_CODE(r, 0);
+    Spec s;
+    s.args = {"--hosts", "localhost", "--rsh", kFakeRsh, "sh", "-c", check};
+    s.env = {{"PORTICO_IFACE", "lo"}};
+    r = run(s);
+    EXPECT_EXIT_CODE(r, 0);
+    s.env = {{"PORTICO_PMI_ADDR", "127.0.0.1"}, {"PORTICO_IFACE", "nonexistent0"}};
+    r = run(s); // the address wins over the interface
+    EXPECT_EXIT_CODE(r, 0);
+
+    s.env = {{"PORTICO_IFACE", "nonexistent0"}};
+    r = run(s);
+    EXPECT_EXIT_CODE(r, 125);
+    EXPECT_HAS(r.err,
+               "portico-run: cannot open the PMI port for remote ranks: PORTICO_IFACE=nonexistent0: "
+               "no such interface",
+               r);
+    r = run_args({"--hosts", "localhost", "--rsh", kFakeRsh, "--pmi-addr", "203.0.113.7", "true"});
+    EXPECT_EXIT_CODE(r, 125);
+    EXPECT_HAS(r.err, "cannot bind the PMI socket to 203.0.113.7: Cannot assign requested address", r);
+}
+
+TEST(Remote, RemoteShellNotFound) {
+    Result r = run_args({"--hosts", "localhost", "--rsh", "/nonexistent/rsh -x", "true"});
+    EXPECT_EXIT_CODE(r, 127);
+    EXPECT_HAS(r.err, "cannot run the remote shell '/nonexistent/rsh': No such file or directory", r);
+    Spec s;
+    s.args = {"--hosts", "localhost", "true"};
+    s.env = {{"PORTICO_RSH", "portico-no-such-rsh-xyz -q"}};
+    r = run(s);
+    EXPECT_EXIT_CODE(r, 127);
+    EXPECT_HAS(r.err, "cannot run the remote shell 'portico-no-such-rsh-xyz': command not found", r);
 }
 
 } // namespace

@@ -14,6 +14,24 @@
 //   early-exit CODE         rank 0 exits 0 right after a barrier; rank 1 waits until rank 0's
 //                           process is gone, uses PMI once more, then exits with CODE
 //   lonely-barrier          rank 0 exits 0 without using PMI; the others enter a barrier
+//   print-args ARGS...      prints "cwd=HEX", "arg=HEX" per argument and "env=HEX" (the value of
+//                           QUOTE_TEST, "unset" when unset), hex-encoded, one per line (rank 0)
+//   intruder                (remote ranks, PMI_PORT) after a barrier rank 0 opens extra TCP
+//                           connections to the PMI port that the launcher must refuse: none sends
+//                           anything, duplicate pmiids 0 and 1, pmiid N, pmiid abc, a request
+//                           other than initack, and a new process of this program whose
+//                           PmiClient must fail with the launcher's refusal of PMI_ID 0
+//                           (expect-refused); then every rank checks the job still works
+//   expect-refused          PmiClient::from_environment() must throw "... refused PMI_ID=<id>:
+//                           pmiid_in_use"
+//   knock-from CMD ARGS...  (remote ranks) after a barrier rank 0 runs CMD (which runs
+//                           `knock-refused` from elsewhere) and requires it to exit 0; then every
+//                           rank checks the job still works
+//   knock-refused           (no PMI) connects to PMI_PORT, sends "cmd=initack pmiid=0" and exits
+//                           0 if the launcher closes the connection without a reply
+//   watch-launcher          after a barrier the last rank exits with code 3; the others wait
+//                           for a hang-up on the PMI connection (PmiClient::fd()), print
+//                           "rank R: launcher gone" and exit 0
 #include "bootstrap/pmi_client.hpp"
 
 #include <cerrno>
@@ -24,8 +42,11 @@
 #include <string>
 #include <vector>
 
+#include <netdb.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -67,6 +88,57 @@ int my_rank() {
     if (r == nullptr)
         die("PMI_RANK not set");
     return std::atoi(r);
+}
+
+std::string hex(const std::string &s) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : s) {
+        out += digits[c >> 4];
+        out += digits[c & 15];
+    }
+    return out;
+}
+
+// Opens a TCP connection to PMI_PORT, sends `request` (if any) and returns everything the
+// launcher sends until it closes the connection.
+std::string knock(const std::string &request) {
+    const char *port_s = std::getenv("PMI_PORT");
+    if (port_s == nullptr)
+        die("PMI_PORT not set");
+    std::string hp = port_s;
+    std::size_t colon = hp.rfind(':');
+    if (colon == std::string::npos)
+        die("bad PMI_PORT " + hp);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *res = nullptr;
+    if (::getaddrinfo(hp.substr(0, colon).c_str(), hp.substr(colon + 1).c_str(), &hints, &res) != 0 ||
+        res == nullptr)
+        die("cannot resolve " + hp);
+    int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::connect(fd, res->ai_addr, res->ai_addrlen) != 0)
+        die("cannot connect to " + hp + ": " + std::strerror(errno));
+    ::freeaddrinfo(res);
+    if (request.empty()) {
+        ::close(fd);
+        return {};
+    }
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(request.size()))
+        die("send to the PMI port failed");
+    std::string got;
+    char buf[512];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; // EOF (or a reset): the launcher closed it
+        got.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return got;
 }
 
 } // namespace
@@ -188,6 +260,144 @@ int main(int argc, char **argv) {
             return 0;
         auto pmi = connect();
         barrier_forever(*pmi);
+    }
+    if (mode == "print-args") {
+        if (my_rank() != 0)
+            return 0;
+        char cwd[4096];
+        if (::getcwd(cwd, sizeof cwd) == nullptr)
+            die("getcwd failed");
+        std::string out = "cwd=" + hex(cwd) + "\n";
+        for (std::size_t i = 1; i < a.size(); ++i)
+            out += "arg=" + hex(a[i]) + "\n";
+        const char *q = std::getenv("QUOTE_TEST");
+        out += "env=" + (q != nullptr ? hex(q) : std::string("unset")) + "\n";
+        std::fputs(out.c_str(), stdout);
+        return 0;
+    }
+    if (mode == "intruder") {
+        auto pmi = connect();
+        pmi->barrier(); // every rank is connected now
+        const std::string me = std::to_string(pmi->rank());
+        if (pmi->rank() == 0) {
+            const std::string n = std::to_string(pmi->size());
+            struct Case {
+                std::string request, reply;
+            };
+            const Case cases[] = {
+                {"", ""},
+                {"cmd=initack pmiid=0\n", "cmd=error rc=-1 msg=pmiid_in_use\n"},
+                {"cmd=initack pmiid=1\n", "cmd=error rc=-1 msg=pmiid_in_use\n"},
+                {"cmd=initack pmiid=" + n + "\n", "cmd=error rc=-1 msg=invalid_pmiid\n"},
+                {"cmd=initack pmiid=abc\n", "cmd=error rc=-1 msg=invalid_pmiid\n"},
+                {"cmd=get_maxes\n", "cmd=error rc=-1 msg=expected_initack\n"},
+            };
+            for (const Case &c : cases) {
+                std::string got = knock(c.request);
+                if (got != c.reply)
+                    die("request '" + c.request + "': expected reply '" + c.reply + "', got '" +
+                        got + "'");
+            }
+            // A second process claiming rank 0 with the client library.
+            std::fflush(stdout);
+            pid_t pid = ::fork();
+            if (pid < 0)
+                die("fork failed");
+            if (pid == 0) {
+                char self[] = "/proc/self/exe", mode_arg[] = "expect-refused";
+                char *args[] = {self, mode_arg, nullptr};
+                ::execv(self, args);
+                std::_Exit(127);
+            }
+            int st = 0;
+            while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+            }
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                die("expect-refused failed (wait status " + std::to_string(st) + ")");
+        }
+        // The job still works: keys, barriers.
+        pmi->put("alive." + me, "yes" + me);
+        pmi->barrier();
+        for (int r = 0; r < pmi->size(); ++r)
+            if (pmi->get("alive." + std::to_string(r)) != "yes" + std::to_string(r))
+                die("rank " + me + ": alive." + std::to_string(r) + " missing after the intrusions");
+        pmi->barrier();
+        pmi->finalize();
+        return 0;
+    }
+    if (mode == "expect-refused") {
+        const std::string want = "refused PMI_ID=" + std::string(std::getenv("PMI_ID") != nullptr
+                                                                     ? std::getenv("PMI_ID")
+                                                                     : "?") +
+                                 ": pmiid_in_use";
+        try {
+            auto pmi = PmiClient::from_environment();
+        } catch (const portico::bootstrap::PmiError &e) {
+            if (std::string(e.what()).find(want) == std::string::npos)
+                die(std::string("expect-refused: unexpected error: ") + e.what());
+            return 0;
+        }
+        die("expect-refused: the launcher accepted a second connection for PMI_ID " +
+            std::string(std::getenv("PMI_ID") != nullptr ? std::getenv("PMI_ID") : "?"));
+    }
+    if (mode == "knock-refused") {
+        std::string got = knock("cmd=initack pmiid=0\n");
+        if (!got.empty())
+            die("the launcher answered a foreign connection: '" + got + "'");
+        std::printf("knock-refused: the launcher closed the connection without a reply\n");
+        return 0;
+    }
+    if (mode == "knock-from") {
+        if (a.size() < 2)
+            die("knock-from needs a command");
+        auto pmi = connect();
+        pmi->barrier();
+        const std::string me = std::to_string(pmi->rank());
+        if (pmi->rank() == 0) {
+            std::fflush(stdout);
+            pid_t pid = ::fork();
+            if (pid < 0)
+                die("fork failed");
+            if (pid == 0) {
+                std::vector<char *> args;
+                for (std::size_t i = 1; i < a.size(); ++i)
+                    args.push_back(a[i].data());
+                args.push_back(nullptr);
+                ::execvp(args[0], args.data());
+                std::_Exit(127);
+            }
+            int st = 0;
+            while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+            }
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                die("'" + a[1] + " ...' failed (wait status " + std::to_string(st) + ")");
+        }
+        pmi->put("alive." + me, "yes" + me);
+        pmi->barrier();
+        for (int r = 0; r < pmi->size(); ++r)
+            if (pmi->get("alive." + std::to_string(r)) != "yes" + std::to_string(r))
+                die("rank " + me + ": alive." + std::to_string(r) + " missing after the knock");
+        pmi->finalize();
+        return 0;
+    }
+    if (mode == "watch-launcher") {
+        auto pmi = connect();
+        pmi->barrier();
+        if (pmi->rank() == pmi->size() - 1)
+            std::_Exit(3);
+        pollfd p{pmi->fd(), POLLRDHUP, 0};
+        for (;;) {
+            int n = ::poll(&p, 1, -1);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                die(std::string("poll: ") + std::strerror(errno));
+            if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
+                break;
+        }
+        std::printf("rank %d: launcher gone\n", pmi->rank());
+        std::fflush(stdout);
+        return 0;
     }
     die("unknown mode '" + mode + "'");
 }

@@ -1,14 +1,17 @@
 // Speaks the PMI-1 wire protocol by hand (no client library) and checks portico-run's replies
 // byte for byte: the spellings MPICH's simple PMI client expects, error replies to malformed or
 // unknown requests (the launcher must survive them), partial and pipelined writes.
-// Run by every rank of a portico-run job.
+// Run by every rank of a portico-run job: over PMI_FD, or (remote ranks) over a TCP connection to
+// PMI_PORT that starts with the "cmd=initack pmiid=R" handshake.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include <netdb.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace {
@@ -68,21 +71,64 @@ void expect_prefix(int line, const std::string &got, const std::string &prefix) 
 #define EXCHANGE_PREFIX(req, prefix)                                                               \
     expect_prefix(__LINE__, (send_raw(__LINE__, req), recv_line(__LINE__)), prefix)
 
+// Connects to PMI_PORT ("host:port").
+int connect_port(const std::string &hostport) {
+    std::size_t colon = hostport.rfind(':');
+    if (colon == std::string::npos)
+        fail(__LINE__, "PMI_PORT='" + hostport + "' is not host:port");
+    std::string host = hostport.substr(0, colon), port = hostport.substr(colon + 1);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *res = nullptr;
+    if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || res == nullptr)
+        fail(__LINE__, "cannot resolve " + hostport);
+    int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || ::connect(fd, res->ai_addr, res->ai_addrlen) != 0)
+        fail(__LINE__, "cannot connect to " + hostport + ": " + std::strerror(errno));
+    ::freeaddrinfo(res);
+    return fd;
+}
+
 } // namespace
 
 int main() {
     const char *fd_s = std::getenv("PMI_FD");
+    const char *port_s = std::getenv("PMI_PORT");
     const char *rank_s = std::getenv("PMI_RANK");
     const char *size_s = std::getenv("PMI_SIZE");
     const char *jobid = std::getenv("PMI_JOBID");
-    if (fd_s == nullptr || rank_s == nullptr || size_s == nullptr || jobid == nullptr) {
-        std::fprintf(stderr, "pmi_wire_test: PMI_FD/PMI_RANK/PMI_SIZE/PMI_JOBID not set\n");
+    if ((fd_s == nullptr && port_s == nullptr) || rank_s == nullptr || size_s == nullptr ||
+        jobid == nullptr) {
+        std::fprintf(stderr, "pmi_wire_test: PMI_FD or PMI_PORT, PMI_RANK, PMI_SIZE, PMI_JOBID "
+                             "not set\n");
         return 1;
     }
-    g_fd = std::atoi(fd_s);
     g_rank = std::atoi(rank_s);
     const int size = std::atoi(size_s);
     const std::string rank = rank_s, n = size_s, kvs = jobid;
+    const std::string handshake = "cmd=initack pmiid=" + rank + "\n";
+    auto expect_initack_reply = [&](int line) {
+        expect_reply(line, recv_line(line), "cmd=initack rc=0");
+        expect_reply(line, recv_line(line), "cmd=set size=" + n);
+        expect_reply(line, recv_line(line), "cmd=set rank=" + rank);
+        expect_reply(line, recv_line(line), "cmd=set debug=0");
+    };
+    if (fd_s != nullptr) {
+        g_fd = std::atoi(fd_s);
+    } else {
+        // The handshake must come first on a TCP connection; PMI_ID is the rank.
+        if (std::getenv("PMI_ID") == nullptr || std::string(std::getenv("PMI_ID")) != rank)
+            fail(__LINE__, "PMI_ID is not PMI_RANK");
+        g_fd = connect_port(port_s);
+        send_raw(__LINE__, handshake);
+        expect_initack_reply(__LINE__);
+    }
+    // The handshake once more (or for the first time, on PMI_FD): the same answer for our own
+    // rank, an error for another pmiid.
+    send_raw(__LINE__, handshake);
+    expect_initack_reply(__LINE__);
+    EXCHANGE("cmd=initack pmiid=" + std::to_string(g_rank + 1) + "\n",
+             "cmd=error rc=-1 msg=pmiid_mismatch");
 
     EXCHANGE("cmd=init pmi_version=1 pmi_subversion=1\n",
              "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");

@@ -2,12 +2,19 @@
 // PMI-1, and watch everything from a single poll() loop (PMI sockets, a signalfd for SIGCHLD and
 // the signals we forward, timerfds for --timeout and the kill grace period). No sleeps, no busy
 // waiting: the loop blocks in poll() until something happens.
+//
+// With --hosts every rank is started as `RSH host 'command'` (the RSH process is the rank as far as
+// exit statuses go, as with ssh) and the ranks reach the PMI server over TCP (see tcp.hpp).
 #include "job.hpp"
 
 #include "pmi_server.hpp"
+#include "remote.hpp"
+#include "tcp.hpp"
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +25,8 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
@@ -35,6 +44,10 @@ namespace {
 
 constexpr int kGraceSeconds = 2;  // SIGTERM (or the forwarded signal) -> SIGKILL
 constexpr int kGiveUpSeconds = 5; // SIGKILL -> stop waiting for ranks that cannot die
+// A remote rank's RSH process has exited but its PMI connection is still open: wait this long for
+// the rank's last words (an abort, say) to arrive before reporting the exit.
+constexpr auto kLinger = std::chrono::milliseconds(1000);
+constexpr unsigned kMaxRefusalReports = 20;
 
 // Variables a rank must not inherit from the launcher's own environment (we set our own, and a
 // stale PMI_PORT/PMI_ID would send MPICH clients elsewhere).
@@ -43,6 +56,12 @@ const char *const kStrippedEnv[] = {
     "PORTICO_JOB_ID", "PORTICO_JOB_SECRET", "PORTICO_LOCAL_RANK", "PORTICO_LOCAL_SIZE",
     "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
 };
+
+// Forwarded PORTICO_* variables exclude PORTICO_NID as well: one forced nid for every host is
+// never right (set it per host with PORTICO_IFACE instead, or explicitly with --env).
+bool forwarded_to_remote(std::string_view name) {
+    return name.substr(0, 8) == "PORTICO_" && !is_launcher_variable(name) && name != "PORTICO_NID";
+}
 
 void say(const std::string &msg) {
     std::string line = "portico-run: " + msg + "\n";
@@ -179,29 +198,77 @@ void drain_timer(int fd) {
     }
 }
 
+std::string current_dir() {
+    std::vector<char> buf(4096);
+    for (;;) {
+        if (::getcwd(buf.data(), buf.size()) != nullptr)
+            return buf.data();
+        if (errno != ERANGE || buf.size() > (1u << 20))
+            return {};
+        buf.resize(buf.size() * 2);
+    }
+}
+
+std::string base_name(const std::string &path) {
+    std::size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Sets NAME=VALUE in an environment list, replacing an existing NAME.
+void set_env(std::vector<std::string> &env, const std::string &name, const std::string &value) {
+    for (std::string &e : env)
+        if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
+            e = name + "=" + value;
+            return;
+        }
+    env.push_back(name + "=" + value);
+}
+
+void tune_tcp(int fd) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // request/response latency
+    ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one); // a vanished host is noticed
+    int idle = 60, intvl = 10, cnt = 6;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
 class Job final : public PmiObserver {
 public:
-    explicit Job(const JobOptions &options) : opt_(options), ranks_(options.nprocs) {}
+    explicit Job(const JobOptions &options)
+        : opt_(options), ranks_(options.nprocs), remote_(options.remote.has_value()) {}
     ~Job() override;
 
     int run();
 
     void pmi_abort(int rank, int exit_code, const std::string &message) override;
     void pmi_warning(int rank, const std::string &what) override;
+    bool pmi_may_identify(int rank, std::string &why) override;
+    void pmi_refused(const std::string &peer, const std::string &why) override;
 
 private:
     enum class End { None, RankFailed, Abort, Timeout, Signal, Deadlock, SpawnFailed, Internal };
     struct Rank {
         pid_t pid = -1;
-        bool reaped = false;
+        bool waited = false;    // waitpid() returned its status: the pid is no longer ours
+        bool lingering = false; // waited, exit not processed yet (remote: PMI last words)
+        std::chrono::steady_clock::time_point linger_until{};
+        bool reaped = false;    // exit processed
         int status = 0;
     };
 
     bool setup();
+    bool setup_remote();
     void spawn_all();
     bool spawn(int rank, const std::vector<std::string> &base_env);
+    std::vector<std::pair<std::string, std::string>> remote_env(int rank) const;
     [[noreturn]] void exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp);
     void event_loop();
+    int poll_timeout_ms() const;
+    void end_lingering(bool all);
+    void accept_connections();
+    void cut_remote_connections();
     void read_signals();
     void reap();
     void on_rank_exit(int rank, int status);
@@ -215,6 +282,9 @@ private:
     std::vector<int> live_ranks() const;
     int exit_code() const;
     std::string who(int rank) const {
+        if (remote_)
+            return "rank " + std::to_string(rank) + " on host " + opt_.remote->rank_host[rank] +
+                   " (via " + rsh_name_ + ")";
         return "rank " + std::to_string(rank) + " (pid " + std::to_string(ranks_[rank].pid) + ")";
     }
 
@@ -236,11 +306,21 @@ private:
     End end_ = End::None;
     int end_code_ = 0;
     int worst_ = 0;
+    // Remote ranks (--hosts).
+    bool remote_ = false;
+    std::string rsh_name_;   // for messages: "via ssh"
+    std::string cwd_;        // the remote command cd's there ("" = unknown)
+    std::string pmi_port_;   // "addr:port" given to the ranks
+    PmiListener listener_;
+    PeerAllowList allow_;
+    int reserve_fd_ = -1;    // closed to accept (and drop) a connection when out of fds
+    bool cut_ = false;       // remote connections closed after the job ended
+    unsigned refused_ = 0;
 };
 
 Job::~Job() {
     server_.reset();
-    for (int fd : {sigfd_, timeout_fd_, grace_fd_})
+    for (int fd : {sigfd_, timeout_fd_, grace_fd_, listener_.fd, reserve_fd_})
         if (fd >= 0)
             ::close(fd);
     if (mask_set_)
@@ -279,8 +359,9 @@ bool Job::setup() {
         arm_timer(timeout_fd_, opt_.timeout_seconds);
     }
 
-    // One socket per rank stays open in the launcher: make room for N of them.
-    rlim_t need = static_cast<rlim_t>(opt_.nprocs) + 64;
+    // One socket per rank stays open in the launcher: make room for N of them (remote: and for
+    // as many connections that have not identified themselves yet).
+    rlim_t need = static_cast<rlim_t>(opt_.nprocs) * (remote_ ? 2 : 1) + 128;
     if (::getrlimit(RLIMIT_NOFILE, &orig_nofile_) == 0 && orig_nofile_.rlim_cur != RLIM_INFINITY &&
         orig_nofile_.rlim_cur < need) {
         rlimit raised = orig_nofile_;
@@ -299,6 +380,35 @@ bool Job::setup() {
         return false;
     }
     kvsname_ = "portico_" + job_id_;
+    return !remote_ || setup_remote();
+}
+
+bool Job::setup_remote() {
+    const RemoteOptions &ro = *opt_.remote;
+    rsh_name_ = base_name(ro.rsh.front());
+    cwd_ = current_dir();
+    const char *iface = std::getenv("PORTICO_IFACE");
+    std::vector<std::string> warnings;
+    try {
+        int backlog = std::min(opt_.nprocs + 16, SOMAXCONN);
+        listener_ = open_pmi_listener(ro.pmi_addr, iface != nullptr ? iface : "", backlog,
+                                      warnings);
+    } catch (const NetError &e) {
+        say(std::string("cannot open the PMI port for remote ranks: ") + e.what());
+        return false;
+    }
+    for (const std::string &w : warnings)
+        say("warning: " + w);
+    pmi_port_ = listener_.address + ":" + std::to_string(listener_.port);
+    allow_.add_local_addresses();
+    for (const std::string &h : ro.hosts) {
+        std::string why;
+        if (!allow_.add_host(h, why))
+            say("warning: host '" + h + "' does not resolve to an IPv4 address here (" + why +
+                "); PMI connections of its ranks will be refused unless they come from an "
+                "address of this machine");
+    }
+    reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     return true;
 }
 
@@ -307,6 +417,8 @@ int Job::run() {
     if (!setup())
         return kExitLauncherError;
     server_ = std::make_unique<PmiServer>(opt_.nprocs, kvsname_, *this);
+    if (remote_)
+        server_->preset("PMI_process_mapping", opt_.remote->process_mapping);
     // Rank 0 gets the terminal (stdin) when we have it: make the job's process group the
     // foreground group, or rank 0 would be stopped by SIGTTIN on its first read.
     hand_tty_ = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
@@ -316,6 +428,9 @@ int Job::run() {
         ::kill(-pgid_, SIGKILL); // grandchildren that outlived their rank
     if (hand_tty_)
         ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+    if (refused_ > 0)
+        say(std::to_string(refused_) + " PMI connection" + (refused_ == 1 ? " was" : "s were") +
+            " refused");
     return exit_code();
 }
 
@@ -335,6 +450,38 @@ void Job::spawn_all() {
             break;
 }
 
+std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const {
+    const RemoteOptions &ro = *opt_.remote;
+    const std::string n = std::to_string(opt_.nprocs), r = std::to_string(rank);
+    const std::string lr = std::to_string(ro.local_rank[rank]);
+    const std::string ls = std::to_string(ro.local_size[rank]);
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"PMI_PORT", pmi_port_},       {"PMI_ID", r},
+        {"PMI_RANK", r},               {"PMI_SIZE", n},
+        {"PMI_JOBID", kvsname_},       {"PORTICO_JOB_ID", job_id_},
+        {"PORTICO_JOB_SECRET", secret_}, {"PORTICO_LOCAL_RANK", lr},
+        {"PORTICO_LOCAL_SIZE", ls},    {"MPI_LOCALRANKID", lr},
+        {"MPI_LOCALNRANKS", ls},
+    };
+    auto named_by_option = [&](std::string_view name) {
+        for (const auto &kv : opt_.env)
+            if (kv.first == name)
+                return true;
+        return false;
+    };
+    for (char **e = environ; e != nullptr && *e != nullptr; ++e) {
+        std::string_view kv(*e);
+        std::size_t eq = kv.find('=');
+        if (eq == std::string_view::npos)
+            continue;
+        std::string_view name = kv.substr(0, eq);
+        if (forwarded_to_remote(name) && !named_by_option(name))
+            env.emplace_back(std::string(name), std::string(kv.substr(eq + 1)));
+    }
+    env.insert(env.end(), opt_.env.begin(), opt_.env.end());
+    return env;
+}
+
 bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     auto fail = [&](const std::string &what) {
         say("cannot start " + std::string(rank == 0 ? "the job" : "rank " + std::to_string(rank)) +
@@ -342,43 +489,59 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
         terminate(End::SpawnFailed, SIGTERM, kExitLauncherError);
         return false;
     };
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    int sv[2] = {-1, -1};
+    if (!remote_ && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         return fail("socketpair");
+    auto close_pair = [&] {
+        for (int fd : sv)
+            if (fd >= 0)
+                ::close(fd);
+    };
     int ep[2];
     if (::pipe2(ep, O_CLOEXEC) != 0) {
         int e = errno;
-        ::close(sv[0]);
-        ::close(sv[1]);
+        close_pair();
         errno = e;
         return fail("pipe");
     }
 
-    std::vector<std::string> env = base_env;
-    const std::string n = std::to_string(opt_.nprocs), r = std::to_string(rank);
-    env.push_back("PMI_FD=" + std::to_string(sv[1]));
-    env.push_back("PMI_RANK=" + r);
-    env.push_back("PMI_SIZE=" + n);
-    env.push_back("PMI_JOBID=" + kvsname_);
-    env.push_back("PORTICO_JOB_ID=" + job_id_);
-    env.push_back("PORTICO_JOB_SECRET=" + secret_);
-    env.push_back("PORTICO_LOCAL_RANK=" + r);
-    env.push_back("PORTICO_LOCAL_SIZE=" + n);
-    env.push_back("MPI_LOCALRANKID=" + r);
-    env.push_back("MPI_LOCALNRANKS=" + n);
+    std::vector<std::string> env = base_env, args;
+    if (!remote_) {
+        const std::string n = std::to_string(opt_.nprocs), r = std::to_string(rank);
+        for (const auto &[k, v] : opt_.env)
+            set_env(env, k, v);
+        env.push_back("PMI_FD=" + std::to_string(sv[1]));
+        env.push_back("PMI_RANK=" + r);
+        env.push_back("PMI_SIZE=" + n);
+        env.push_back("PMI_JOBID=" + kvsname_);
+        env.push_back("PORTICO_JOB_ID=" + job_id_);
+        env.push_back("PORTICO_JOB_SECRET=" + secret_);
+        env.push_back("PORTICO_LOCAL_RANK=" + r);
+        env.push_back("PORTICO_LOCAL_SIZE=" + n);
+        env.push_back("MPI_LOCALRANKID=" + r);
+        env.push_back("MPI_LOCALNRANKS=" + n);
+        args = opt_.argv;
+    } else {
+        // RSH host 'cd DIR 2>/dev/null; exec env VAR=value ... PROGRAM ARGS', in our own
+        // environment (minus the PMI variables): exactly what `ssh host 'command'` gets.
+        args = opt_.remote->rsh;
+        args.push_back(opt_.remote->rank_host[rank]);
+        args.push_back(remote_command(cwd_, remote_env(rank), opt_.argv));
+    }
     std::vector<char *> envp, argv;
     for (std::string &s : env)
         envp.push_back(s.data());
     envp.push_back(nullptr);
-    for (const std::string &s : opt_.argv)
-        argv.push_back(const_cast<char *>(s.c_str()));
+    for (std::string &s : args)
+        argv.push_back(s.data());
     argv.push_back(nullptr);
 
     pid_t pid = ::fork();
     if (pid < 0) {
         int e = errno;
-        for (int fd : {sv[0], sv[1], ep[0], ep[1]})
-            ::close(fd);
+        close_pair();
+        ::close(ep[0]);
+        ::close(ep[1]);
         errno = e;
         return fail("fork");
     }
@@ -395,9 +558,11 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     ranks_[rank].pid = pid;
     by_pid_[pid] = rank;
     ++live_;
-    ::close(sv[1]);
     ::close(ep[1]);
-    server_->attach(rank, sv[0]);
+    if (!remote_) {
+        ::close(sv[1]);
+        server_->attach(rank, sv[0]);
+    }
 
     // The status pipe closes on a successful exec; otherwise the child sends its errno.
     int err = 0;
@@ -407,11 +572,12 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     while (got < 0 && errno == EINTR);
     ::close(ep[0]);
     if (got == static_cast<ssize_t>(sizeof err)) {
-        const std::string &prog = opt_.argv[0];
+        const std::string &prog = args[0];
         std::string why = std::strerror(err);
         if (err == ENOENT && prog.find('/') == std::string::npos)
             why = "command not found (searched PATH)";
-        say("cannot run '" + prog + "': " + why);
+        say("cannot run " + std::string(remote_ ? "the remote shell " : "") + "'" + prog +
+            "': " + why);
         terminate(End::SpawnFailed, SIGTERM, err == ENOENT ? kExitNotFound : kExitCannotExec);
         return false;
     }
@@ -432,9 +598,11 @@ void Job::exec_child(int rank, int child_fd, int status_fd, char **argv, char **
             ::close(dn);
         }
     }
-    int fl = ::fcntl(child_fd, F_GETFD);
-    if (fl >= 0)
-        ::fcntl(child_fd, F_SETFD, fl & ~FD_CLOEXEC);
+    if (child_fd >= 0) {
+        int fl = ::fcntl(child_fd, F_GETFD);
+        if (fl >= 0)
+            ::fcntl(child_fd, F_SETFD, fl & ~FD_CLOEXEC);
+    }
     ::execvpe(argv[0], argv, envp);
     int e = errno;
     ssize_t ignored = ::write(status_fd, &e, sizeof e);
@@ -443,20 +611,29 @@ void Job::exec_child(int rank, int child_fd, int status_fd, char **argv, char **
 }
 
 void Job::event_loop() {
+    enum : int { kSignals = -1, kTimeout = -2, kGrace = -3, kListener = -4, kUnidentified = -5 };
     std::vector<pollfd> pfds;
-    std::vector<int> owner; // rank, or -1 signalfd, -2 timeout timer, -3 grace timer
+    std::vector<int> owner; // rank, or one of the k* values above
     while (live_ > 0 && !gave_up_) {
         pfds.clear();
         owner.clear();
         pfds.push_back({sigfd_, POLLIN, 0});
-        owner.push_back(-1);
+        owner.push_back(kSignals);
         if (timeout_fd_ >= 0) {
             pfds.push_back({timeout_fd_, POLLIN, 0});
-            owner.push_back(-2);
+            owner.push_back(kTimeout);
         }
         if (grace_stage_ > 0) {
             pfds.push_back({grace_fd_, POLLIN, 0});
-            owner.push_back(-3);
+            owner.push_back(kGrace);
+        }
+        if (listener_.fd >= 0) {
+            pfds.push_back({listener_.fd, POLLIN, 0});
+            owner.push_back(kListener);
+        }
+        for (int fd : server_->unidentified_fds()) {
+            pfds.push_back({fd, POLLIN, 0});
+            owner.push_back(kUnidentified);
         }
         for (int r = 0; r < opt_.nprocs; ++r) {
             int fd = server_->fd(r);
@@ -465,7 +642,7 @@ void Job::event_loop() {
                 owner.push_back(r);
             }
         }
-        int n = ::poll(pfds.data(), pfds.size(), -1);
+        int n = ::poll(pfds.data(), pfds.size(), poll_timeout_ms());
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -486,18 +663,138 @@ void Job::event_loop() {
         for (std::size_t i = 0; i < pfds.size(); ++i)
             if (owner[i] >= 0 && pfds[i].revents != 0)
                 server_->handle(owner[i], pfds[i].revents);
+        for (std::size_t i = 0; i < pfds.size(); ++i)
+            if (owner[i] == kUnidentified && pfds[i].revents != 0)
+                server_->handle_unidentified(pfds[i].fd, pfds[i].revents);
+        bool accept_now = false;
         for (std::size_t i = 0; i < pfds.size(); ++i) {
             if (pfds[i].revents == 0 || owner[i] >= 0)
                 continue;
-            if (owner[i] == -1)
+            if (owner[i] == kSignals)
                 read_signals();
-            else if (owner[i] == -2)
+            else if (owner[i] == kTimeout)
                 on_timeout();
-            else if (owner[i] == -3)
+            else if (owner[i] == kGrace)
                 on_grace();
+            else if (owner[i] == kListener)
+                accept_now = true;
         }
+        end_lingering(false);
+        // New connections last: their fds may reuse numbers that this round's pfds still name.
+        if (accept_now && listener_.fd >= 0)
+            accept_connections();
         check_deadlock();
+        if (end_ != End::None && remote_ && !cut_)
+            cut_remote_connections();
     }
+}
+
+int Job::poll_timeout_ms() const {
+    auto first = std::chrono::steady_clock::time_point::max();
+    for (const Rank &rk : ranks_)
+        if (rk.lingering)
+            first = std::min(first, rk.linger_until);
+    if (first == std::chrono::steady_clock::time_point::max())
+        return -1;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(first - std::chrono::steady_clock::now());
+    return static_cast<int>(std::clamp<long long>(left.count(), 0, INT_MAX));
+}
+
+// Reports the exits of remote ranks whose RSH process has exited once their PMI connection has
+// closed too (or the wait is over, or the job is being torn down anyway).
+void Job::end_lingering(bool all) {
+    auto now = std::chrono::steady_clock::now();
+    for (int r = 0; r < opt_.nprocs; ++r) {
+        Rank &rk = ranks_[r];
+        if (!rk.lingering)
+            continue;
+        if (all || end_ != End::None || server_->closed(r) || now >= rk.linger_until) {
+            rk.lingering = false;
+            on_rank_exit(r, rk.status);
+        }
+    }
+}
+
+void Job::accept_connections() {
+    const std::size_t max_unidentified = static_cast<std::size_t>(opt_.nprocs) + 64;
+    for (;;) {
+        sockaddr_storage peer{};
+        socklen_t len = sizeof peer;
+        int fd = ::accept4(listener_.fd, reinterpret_cast<sockaddr *>(&peer), &len,
+                           SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            if ((errno == EMFILE || errno == ENFILE) && reserve_fd_ >= 0) {
+                // Out of descriptors: take the connection with the reserve fd and drop it, or
+                // poll() would report the listener readable forever.
+                ::close(reserve_fd_);
+                len = sizeof peer;
+                fd = ::accept4(listener_.fd, reinterpret_cast<sockaddr *>(&peer), &len, SOCK_CLOEXEC);
+                if (fd >= 0)
+                    ::close(fd);
+                reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (fd >= 0)
+                    pmi_refused(format_peer(peer), "portico-run is out of file descriptors");
+                if (reserve_fd_ >= 0)
+                    continue;
+            }
+            say(std::string("cannot accept PMI connections: ") + std::strerror(errno) +
+                "; no longer accepting any");
+            ::close(listener_.fd);
+            listener_.fd = -1;
+            return;
+        }
+        std::string who_peer = format_peer(peer);
+        if (!allow_.allowed(peer)) {
+            ::close(fd);
+            pmi_refused(who_peer, "not an address of this machine or of a host of the job");
+            continue;
+        }
+        if (server_->unidentified_count() >= max_unidentified) {
+            ::close(fd);
+            pmi_refused(who_peer, "too many connections that have not identified themselves");
+            continue;
+        }
+        tune_tcp(fd);
+        server_->attach_unidentified(fd, who_peer);
+    }
+}
+
+// The job has ended: remote ranks learn it from their PMI connection closing (killing the local
+// RSH process does not kill the remote program), and nobody may connect any more.
+void Job::cut_remote_connections() {
+    cut_ = true;
+    if (listener_.fd >= 0) {
+        ::close(listener_.fd);
+        listener_.fd = -1;
+    }
+    server_->close_unidentified();
+    for (int r = 0; r < opt_.nprocs; ++r)
+        server_->disconnect(r);
+}
+
+bool Job::pmi_may_identify(int rank, std::string &why) {
+    const Rank &rk = ranks_[rank];
+    if (end_ != End::None)
+        why = "the job is being terminated";
+    else if (rk.pid <= 0)
+        why = "rank " + std::to_string(rank) + " has not been started";
+    else if (rk.waited)
+        why = "rank " + std::to_string(rank) + " has already exited";
+    else
+        return true;
+    return false;
+}
+
+void Job::pmi_refused(const std::string &peer, const std::string &why) {
+    ++refused_;
+    if (refused_ <= kMaxRefusalReports)
+        say("refused a PMI connection from " + peer + ": " + why);
+    else if (refused_ == kMaxRefusalReports + 1)
+        say("further refused PMI connections are not reported");
 }
 
 void Job::read_signals() {
@@ -540,7 +837,16 @@ void Job::reap() {
         }
         int rank = it->second;
         by_pid_.erase(it);
+        Rank &rk = ranks_[rank];
+        rk.waited = true;
         server_->drain(rank);
+        if (remote_ && end_ == End::None && !server_->closed(rank)) {
+            // ssh may report the exit before the rank's last PMI bytes arrive over the network.
+            rk.lingering = true;
+            rk.status = st;
+            rk.linger_until = std::chrono::steady_clock::now() + kLinger;
+            continue;
+        }
         on_rank_exit(rank, st);
     }
 }
@@ -571,6 +877,8 @@ void Job::on_rank_exit(int rank, int status) {
     if (code == 0)
         return; // finishing early is fine
     std::string msg = who(rank) + " " + describe_status(status);
+    if (remote_ && rsh_name_ == "ssh" && WIFEXITED(status) && WEXITSTATUS(status) == 255)
+        msg += " (255 is also ssh's own error code: host unreachable, authentication failed, ...)";
     if (live_ > 0) {
         say(msg + "; terminating the job");
         terminate(End::RankFailed, SIGTERM, code);
@@ -687,7 +995,7 @@ void Job::terminate(End why, int sig, int code) {
 void Job::signal_job(int sig) {
     bool any = false;
     for (const Rank &rk : ranks_)
-        if (rk.pid > 0 && !rk.reaped) {
+        if (rk.pid > 0 && !rk.waited) {
             ::kill(rk.pid, sig); // also reaches a rank that left the job's process group
             any = true;
         }
@@ -715,6 +1023,13 @@ int Job::exit_code() const {
 }
 
 } // namespace
+
+bool is_launcher_variable(std::string_view name) {
+    for (const char *s : kStrippedEnv)
+        if (name == s)
+            return true;
+    return false;
+}
 
 int run_job(const JobOptions &options) {
     Job job(options);

@@ -1,6 +1,8 @@
-// portico-run: starts N processes of a program on this machine and serves them the simple PMI-1
-// wire protocol. Command-line handling only; see job.cpp and pmi_server.cpp.
+// portico-run: starts N processes of a program (on this machine, or on other machines through a
+// remote shell) and serves them the simple PMI-1 wire protocol. Command-line handling only; see
+// job.cpp, remote.cpp, tcp.cpp and pmi_server.cpp.
 #include "job.hpp"
+#include "remote.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -25,27 +27,49 @@ constexpr double kMaxTimeout = 1e9; // seconds (~31 years)
 
 void usage(std::FILE *out) {
     std::fprintf(out,
-                 "Usage: portico-run [-n N] [--timeout S] [--] PROGRAM [ARGS...]\n"
+                 "Usage: portico-run [-n N] [--timeout S] [--env NAME[=VALUE]]...\n"
+                 "                   [--hosts H1,H2,... | --hostfile FILE] [--ppn K] [--rsh CMD]\n"
+                 "                   [--pmi-addr ADDR] [--] PROGRAM [ARGS...]\n"
                  "\n"
-                 "Starts N processes (ranks) of PROGRAM on this machine and serves them the simple\n"
-                 "PMI-1 wire protocol (PMI_FD/PMI_RANK/PMI_SIZE), so that any PMI-1 client runs\n"
-                 "under it.\n"
+                 "Starts N processes (ranks) of PROGRAM, on this machine or (--hosts) on other\n"
+                 "machines through a remote shell, and serves them the simple PMI-1 wire protocol\n"
+                 "(PMI_FD, or PMI_PORT/PMI_ID over TCP for remote ranks), so that any PMI-1 client\n"
+                 "runs under it.\n"
                  "\n"
                  "Options:\n"
-                 "  -n N, -np N      number of ranks, 1..%d (default 1)\n"
+                 "  -n N, -np N      number of ranks, 1..%d (default 1; with hosts: one per host\n"
+                 "                   entry, or --ppn per host, or the host file's slots)\n"
                  "  --timeout S      kill the job after S seconds (decimal; 0 = no limit);\n"
                  "                   the default comes from PORTICO_TIMEOUT when it is set\n"
+                 "  --env NAME=VALUE, -x NAME=VALUE\n"
+                 "                   set NAME in every rank's environment (repeatable)\n"
+                 "  --env NAME, -x NAME\n"
+                 "                   pass this launcher's NAME to the ranks (remote ranks get\n"
+                 "                   only the PMI variables, PORTICO_* and what --env names)\n"
+                 "  --hosts H1,H2,.. start the ranks on these hosts (a host may repeat), in blocks\n"
+                 "                   of --ppn ranks per host in host order\n"
+                 "  --hostfile FILE  hosts from FILE: one per line, optional host:slots, '#' comments\n"
+                 "  --ppn K          ranks per host (default: the host's slots, else ceil(N/hosts))\n"
+                 "  --rsh CMD        remote shell, run as CMD HOST 'COMMAND' (default ssh, or\n"
+                 "                   PORTICO_RSH; split on spaces: --rsh \"ssh -o BatchMode=yes\")\n"
+                 "  --pmi-addr ADDR  address the PMI port for remote ranks listens on and is\n"
+                 "                   advertised as (default PORTICO_PMI_ADDR, else the address of\n"
+                 "                   PORTICO_IFACE, else all addresses, advertising the first\n"
+                 "                   non-loopback IPv4 interface's)\n"
                  "  --help           show this help and exit\n"
                  "  --version        show the version and exit\n"
                  "  --               end of options\n"
                  "\n"
-                 "Each rank gets PMI_FD, PMI_RANK, PMI_SIZE, PMI_JOBID, PORTICO_JOB_ID (64-bit hex),\n"
+                 "Each rank gets PMI_RANK, PMI_SIZE, PMI_JOBID, PORTICO_JOB_ID (64-bit hex),\n"
                  "PORTICO_JOB_SECRET (128-bit hex), PORTICO_LOCAL_RANK, PORTICO_LOCAL_SIZE,\n"
-                 "MPI_LOCALRANKID and MPI_LOCALNRANKS. Rank 0 inherits stdin, the others read\n"
-                 "/dev/null; stdout and stderr are inherited. All ranks share one process group.\n"
+                 "MPI_LOCALRANKID and MPI_LOCALNRANKS, and PMI_FD (local ranks) or PMI_PORT and\n"
+                 "PMI_ID (remote ranks). Rank 0 inherits stdin, the others read /dev/null; stdout\n"
+                 "and stderr are inherited. All local processes share one process group.\n"
+                 "PMI over TCP is as trusted as the network: see the README.\n"
                  "\n"
                  "If a rank exits non-zero or is killed by a signal while others still run, the\n"
-                 "others are terminated (SIGTERM, then SIGKILL after 2 s).\n"
+                 "others are terminated (SIGTERM, then SIGKILL after 2 s). A remote rank's exit\n"
+                 "status is that of its remote shell process.\n"
                  "\n"
                  "Exit status:\n"
                  "  the worst rank's: its exit code, or 128+S for a rank killed by signal S\n"
@@ -57,8 +81,8 @@ void usage(std::FILE *out) {
                  "  2                 bad command line\n"
                  "  124               the job timed out\n"
                  "  125               portico-run itself failed to start the job\n"
-                 "  126               PROGRAM cannot be executed\n"
-                 "  127               PROGRAM not found\n"
+                 "  126               PROGRAM (or the remote shell) cannot be executed\n"
+                 "  127               PROGRAM (or the remote shell) not found\n"
                  "  128+S             portico-run received signal S (SIGINT, SIGTERM, SIGHUP,\n"
                  "                    SIGQUIT are forwarded to the job first)\n",
                  kMaxRanks);
@@ -102,6 +126,32 @@ int parse_nprocs(std::string_view value) {
     return static_cast<int>(*n);
 }
 
+// --env NAME=VALUE sets, --env NAME passes the launcher's value (nothing when it is unset).
+void add_env(portico::run::JobOptions &opt, std::string_view arg, const char *option) {
+    std::size_t eq = arg.find('=');
+    std::string name(arg.substr(0, eq));
+    if (!portico::run::valid_env_name(name))
+        usage_error("invalid variable name '" + name + "' in " + option + " '" + std::string(arg) +
+                    "'");
+    if (portico::run::is_launcher_variable(name))
+        usage_error(std::string(option) + " " + name + ": portico-run sets " + name + " itself");
+    std::string value;
+    if (eq != std::string_view::npos) {
+        value = std::string(arg.substr(eq + 1));
+    } else {
+        const char *v = std::getenv(name.c_str());
+        if (v == nullptr)
+            return; // not set here: nothing to pass on (as with a shell's `export NAME`)
+        value = v;
+    }
+    for (auto &kv : opt.env)
+        if (kv.first == name) {
+            kv.second = value; // the last one wins
+            return;
+        }
+    opt.env.emplace_back(name, value);
+}
+
 double parse_timeout(std::string_view value, const char *source) {
     std::optional<double> t = parse_seconds(value);
     if (!t)
@@ -115,6 +165,8 @@ double parse_timeout(std::string_view value, const char *source) {
 int main(int argc, char **argv) {
     portico::run::JobOptions opt;
     std::optional<double> timeout;
+    std::optional<int> nprocs, ppn;
+    std::optional<std::string> hosts_arg, hostfile_arg, rsh_arg, pmi_addr_arg;
 
     int i = 1;
     for (; i < argc; ++i) {
@@ -146,14 +198,32 @@ int main(int argc, char **argv) {
             return 0;
         }
         if (auto v = value_of("-np"); v) {
-            opt.nprocs = parse_nprocs(*v);
+            nprocs = parse_nprocs(*v);
         } else if (auto v2 = value_of("-n"); v2) {
-            opt.nprocs = parse_nprocs(*v2);
+            nprocs = parse_nprocs(*v2);
         } else if (a.size() > 2 && a.substr(0, 2) == "-n" && a != "-np" &&
                    std::isdigit(static_cast<unsigned char>(a[2]))) {
-            opt.nprocs = parse_nprocs(a.substr(2));
+            nprocs = parse_nprocs(a.substr(2));
         } else if (auto v3 = value_of("--timeout"); v3) {
             timeout = parse_timeout(*v3, "timeout");
+        } else if (auto v4 = value_of("--hosts"); v4) {
+            hosts_arg = std::string(*v4);
+        } else if (auto v5 = value_of("--hostfile"); v5) {
+            hostfile_arg = std::string(*v5);
+        } else if (auto v6 = value_of("--ppn"); v6) {
+            std::optional<long> k = parse_count(*v6);
+            if (!k || *k < 1 || *k > kMaxRanks)
+                usage_error("invalid --ppn '" + std::string(*v6) +
+                            "' (expected an integer from 1 to " + std::to_string(kMaxRanks) + ")");
+            ppn = static_cast<int>(*k);
+        } else if (auto v7 = value_of("--rsh"); v7) {
+            rsh_arg = std::string(*v7);
+        } else if (auto v8 = value_of("--pmi-addr"); v8) {
+            pmi_addr_arg = std::string(*v8);
+        } else if (auto v9 = value_of("--env"); v9) {
+            add_env(opt, *v9, "--env");
+        } else if (auto v10 = value_of("-x"); v10) {
+            add_env(opt, *v10, "-x");
         } else {
             usage_error("unknown option '" + std::string(a) + "'");
         }
@@ -170,5 +240,59 @@ int main(int argc, char **argv) {
     }
     opt.timeout_seconds = timeout.value_or(0);
 
+    if (hosts_arg && hostfile_arg)
+        usage_error("use either --hosts or --hostfile, not both");
+    if (!hosts_arg && !hostfile_arg) {
+        if (ppn)
+            usage_error("--ppn needs --hosts or --hostfile");
+        if (rsh_arg)
+            usage_error("--rsh needs --hosts or --hostfile");
+        if (pmi_addr_arg)
+            usage_error("--pmi-addr needs --hosts or --hostfile");
+        opt.nprocs = nprocs.value_or(1);
+        return portico::run::run_job(opt);
+    }
+
+    std::vector<portico::run::HostEntry> hosts;
+    try {
+        hosts = hosts_arg ? portico::run::parse_host_list(*hosts_arg)
+                          : portico::run::read_hostfile(*hostfile_arg);
+    } catch (const portico::run::HostError &e) {
+        usage_error(e.what());
+    }
+    if (!nprocs) {
+        int n = portico::run::default_nprocs(hosts, ppn.value_or(0));
+        if (n > kMaxRanks)
+            usage_error("the hosts give " + std::to_string(n) + " ranks; at most " +
+                        std::to_string(kMaxRanks) + " are supported (use -n)");
+        nprocs = n;
+    }
+    opt.nprocs = *nprocs;
+
+    portico::run::RemoteOptions ro;
+    std::string rsh = rsh_arg.value_or("");
+    const char *rsh_source = "--rsh";
+    if (!rsh_arg) {
+        const char *env = std::getenv("PORTICO_RSH");
+        rsh = env != nullptr && *env != '\0' ? env : "ssh";
+        rsh_source = env != nullptr && *env != '\0' ? "PORTICO_RSH" : "--rsh";
+    }
+    ro.rsh = portico::run::split_words(rsh);
+    if (ro.rsh.empty())
+        usage_error(std::string("empty remote shell command (") + rsh_source + ")");
+    if (pmi_addr_arg) {
+        ro.pmi_addr = *pmi_addr_arg;
+        if (ro.pmi_addr.empty())
+            usage_error("empty --pmi-addr");
+    } else if (const char *env = std::getenv("PORTICO_PMI_ADDR"); env != nullptr) {
+        ro.pmi_addr = env;
+    }
+    portico::run::Placement p = portico::run::place_ranks(hosts, opt.nprocs, ppn.value_or(0));
+    ro.rank_host = std::move(p.host);
+    ro.local_rank = std::move(p.local_rank);
+    ro.local_size = std::move(p.local_size);
+    ro.hosts = std::move(p.distinct_hosts);
+    ro.process_mapping = std::move(p.process_mapping);
+    opt.remote = std::move(ro);
     return portico::run::run_job(opt);
 }

@@ -10,6 +10,9 @@
 //   cmd=barrier_in                 -> cmd=barrier_out (to every rank once all N arrived)
 //   cmd=finalize                   -> cmd=finalize_ack
 //   cmd=abort exitcode=N [message=TEXT...]  (no reply; the launcher kills the job)
+//   cmd=initack pmiid=R            -> cmd=initack rc=0, cmd=set size=N, cmd=set rank=R,
+//                                     cmd=set debug=0 (four lines; the first request of a
+//                                     connection made with PMI_PORT/PMI_ID, see the header)
 // Name publishing, KVS creation/iteration and spawn are answered with their response command and
 // rc=-1; any other command with "cmd=error rc=-1 msg=unknown_command_<name>".
 #include "pmi_server.hpp"
@@ -84,6 +87,34 @@ bool parse_int(std::string_view s, long &out) {
     return true;
 }
 
+using TokenList = std::vector<std::pair<std::string_view, std::string_view>>;
+
+// Space-separated key=value tokens (only spaces separate tokens, as in MPICH).
+TokenList tokenize(std::string_view line) {
+    TokenList t;
+    std::size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && line[i] == ' ')
+            ++i;
+        if (i >= line.size())
+            break;
+        std::size_t end = i;
+        while (end < line.size() && line[end] != ' ')
+            ++end;
+        std::string_view tok = line.substr(i, end - i);
+        std::size_t eq = tok.find('=');
+        if (eq == std::string_view::npos)
+            t.emplace_back(tok, std::string_view());
+        else
+            t.emplace_back(tok.substr(0, eq), tok.substr(eq + 1));
+        i = end;
+    }
+    return t;
+}
+
+// Longest first line accepted from a connection that has not identified itself.
+constexpr std::size_t kMaxHandshakeLine = 1024;
+
 std::string unescape(std::string_view s) {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -98,7 +129,7 @@ std::string unescape(std::string_view s) {
 
 PmiServer::PmiServer(int size, std::string kvsname, PmiObserver &observer, PmiLimits limits)
     : size_(size), kvsname_(std::move(kvsname)), observer_(observer), limits_(limits),
-      conns_(static_cast<std::size_t>(size)) {
+      conns_(static_cast<std::size_t>(size)), ever_attached_(static_cast<std::size_t>(size), false) {
     // MPICH asks for the node layout: every rank on one node ("(vector,(first_node,nodes,ppn))").
     kvs_["PMI_process_mapping"] = "(vector,(0,1," + std::to_string(size) + "))";
 }
@@ -107,6 +138,8 @@ PmiServer::~PmiServer() {
     for (Conn &c : conns_)
         if (c.fd >= 0)
             ::close(c.fd);
+    for (const auto &u : unidentified_)
+        ::close(u.first);
 }
 
 void PmiServer::attach(int rank, int fd) {
@@ -118,6 +151,122 @@ void PmiServer::attach(int rank, int fd) {
         ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
     c = Conn{};
     c.fd = fd;
+    ever_attached_[rank] = true;
+}
+
+void PmiServer::attach_unidentified(int fd, std::string peer) {
+    int fl = ::fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    unidentified_[fd] = Unidentified{std::move(peer), {}};
+}
+
+std::vector<int> PmiServer::unidentified_fds() const {
+    std::vector<int> out;
+    out.reserve(unidentified_.size());
+    for (const auto &u : unidentified_)
+        out.push_back(u.first);
+    return out;
+}
+
+void PmiServer::handle_unidentified(int fd, short revents) {
+    auto it = unidentified_.find(fd);
+    if (it == unidentified_.end() || revents == 0)
+        return;
+    char buf[2048];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0) {
+            it->second.in.append(buf, static_cast<std::size_t>(n));
+            if (it->second.in.find('\n') != std::string::npos ||
+                it->second.in.size() > kMaxHandshakeLine)
+                break;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return; // the rest of the line comes later
+        refuse(fd, "",
+               n == 0 ? (it->second.in.empty()
+                             ? "closed the connection without a request"
+                             : "closed the connection in the middle of its first request '" +
+                                   printable(it->second.in) + "'")
+                      : std::string("read error: ") + std::strerror(errno));
+        return;
+    }
+    std::string &in = it->second.in;
+    std::size_t nl = in.find('\n');
+    if (nl == std::string::npos || nl > kMaxHandshakeLine) {
+        refuse(fd, "line_too_long",
+               "first request longer than " + std::to_string(kMaxHandshakeLine) + " bytes");
+        return;
+    }
+    std::string line = in.substr(0, nl);
+    std::string rest = in.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r')
+        line.pop_back();
+    Tokens t = tokenize(line);
+    bool has_id = false;
+    std::string_view id_s = find_token(t, "pmiid", &has_id);
+    if (t.empty() || t.front().first != "cmd" || t.front().second != "initack" || !has_id) {
+        refuse(fd, "expected_initack",
+               "first request '" + printable(line) + "' is not 'cmd=initack pmiid=N'");
+        return;
+    }
+    long id = -1;
+    if (!parse_int(id_s, id) || id < 0 || id >= size_) {
+        refuse(fd, "invalid_pmiid",
+               "pmiid '" + printable(id_s) + "' is not a rank of this job (0.." +
+                   std::to_string(size_ - 1) + ")");
+        return;
+    }
+    const int rank = static_cast<int>(id);
+    if (ever_attached_[rank]) {
+        refuse(fd, "pmiid_in_use",
+               "pmiid " + std::to_string(rank) + ": rank " + std::to_string(rank) +
+                   (conns_[rank].fd >= 0 ? " is already connected" : " was connected before"));
+        return;
+    }
+    std::string why;
+    if (!observer_.pmi_may_identify(rank, why)) {
+        refuse(fd, "pmiid_refused", "pmiid " + std::to_string(rank) + ": " + why);
+        return;
+    }
+    identify(fd, rank, std::move(rest));
+}
+
+void PmiServer::close_unidentified() {
+    for (const auto &u : unidentified_)
+        ::close(u.first);
+    unidentified_.clear();
+}
+
+void PmiServer::identify(int fd, int rank, std::string rest) {
+    unidentified_.erase(fd);
+    attach(rank, fd);
+    reply(rank, "cmd=initack rc=0");
+    reply(rank, "cmd=set size=" + std::to_string(size_));
+    reply(rank, "cmd=set rank=" + std::to_string(rank));
+    reply(rank, "cmd=set debug=0");
+    conns_[rank].in = std::move(rest); // requests sent right behind the handshake
+    process_input(rank);
+    if (conns_[rank].fd >= 0)
+        flush(rank);
+}
+
+void PmiServer::refuse(int fd, const std::string &reply_msg, const std::string &why) {
+    auto it = unidentified_.find(fd);
+    std::string peer = it != unidentified_.end() ? it->second.peer : std::string("?");
+    if (!reply_msg.empty()) {
+        std::string line = "cmd=error rc=-1 msg=" + reply_msg + "\n";
+        ssize_t ignored = ::send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)ignored;
+    }
+    ::close(fd);
+    if (it != unidentified_.end())
+        unidentified_.erase(it);
+    observer_.pmi_refused(peer, why);
 }
 
 short PmiServer::poll_events(int rank) const {
@@ -239,24 +388,7 @@ void PmiServer::process_line(int rank, std::string_view line) {
         return;
     }
 
-    Tokens t;
-    std::size_t i = 0;
-    while (i < line.size()) {
-        while (i < line.size() && line[i] == ' ') // only spaces separate tokens (as in MPICH)
-            ++i;
-        if (i >= line.size())
-            break;
-        std::size_t end = i;
-        while (end < line.size() && line[end] != ' ')
-            ++end;
-        std::string_view tok = line.substr(i, end - i);
-        std::size_t eq = tok.find('=');
-        if (eq == std::string_view::npos)
-            t.emplace_back(tok, std::string_view());
-        else
-            t.emplace_back(tok.substr(0, eq), tok.substr(eq + 1));
-        i = end;
-    }
+    Tokens t = tokenize(line);
     if (t.empty())
         return; // blank line: nothing to answer
 
@@ -269,6 +401,8 @@ void PmiServer::process_line(int rank, std::string_view line) {
 
     if (cmd == "init") {
         on_init(rank, t);
+    } else if (cmd == "initack") {
+        on_initack(rank, t);
     } else if (cmd == "get_maxes") {
         reply(rank, "cmd=maxes kvsname_max=" + std::to_string(limits_.kvsname_max) +
                         " keylen_max=" + std::to_string(limits_.keylen_max) +
@@ -325,6 +459,24 @@ void PmiServer::on_init(int rank, const Tokens &t) {
         reply(rank, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 "
                     "msg=unsupported_pmi_version");
     }
+}
+
+void PmiServer::on_initack(int rank, const Tokens &t) {
+    // The handshake of PMI_PORT connections, sent again (or on a PMI_FD connection): harmless
+    // when it names this connection's own rank.
+    bool has_id = false;
+    std::string_view id_s = find_token(t, "pmiid", &has_id);
+    long id = -1;
+    if (!has_id || !parse_int(id_s, id) || id != rank) {
+        warn(rank, "initack with pmiid '" + printable(id_s) + "' on the connection of rank " +
+                       std::to_string(rank));
+        reply(rank, "cmd=error rc=-1 msg=pmiid_mismatch");
+        return;
+    }
+    reply(rank, "cmd=initack rc=0");
+    reply(rank, "cmd=set size=" + std::to_string(size_));
+    reply(rank, "cmd=set rank=" + std::to_string(rank));
+    reply(rank, "cmd=set debug=0");
 }
 
 void PmiServer::on_put(int rank, const Tokens &t) {

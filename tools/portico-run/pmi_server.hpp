@@ -5,6 +5,14 @@
 // rank, polls the fds with poll_events(), and calls handle() with what poll() returned. Aborts and
 // protocol warnings are reported through PmiObserver.
 //
+// Connections that do not yet belong to a rank (TCP connections of ranks on other machines, which
+// know their rank from PMI_ID) are attached with attach_unidentified(). Their first line must be
+// the simple-PMI handshake "cmd=initack pmiid=R" for a rank R that has no connection yet and that
+// the observer agrees to (pmi_may_identify: started, still running). The reply is hydra's
+// "cmd=initack rc=0", "cmd=set size=N", "cmd=set rank=R", "cmd=set debug=0"; from then on the
+// connection is rank R's. Anything else is refused (pmi_refused), answered with one
+// "cmd=error rc=-1 msg=..." line and closed.
+//
 // Key/value semantics: a put is staged and becomes visible to every rank when the next barrier
 // completes (all ranks sent barrier_in), before any barrier_out is sent - the same visibility
 // rule as hydra, so programs that work here work there. A key put twice keeps the last value
@@ -38,6 +46,10 @@ public:
     virtual void pmi_abort(int rank, int exit_code, const std::string &message) = 0;
     // A protocol problem worth telling the user (malformed line, unknown command, ...).
     virtual void pmi_warning(int rank, const std::string &what) = 0;
+    // May an unidentified connection become rank `rank`'s? If not, `why` says why.
+    virtual bool pmi_may_identify(int rank, std::string &why) = 0;
+    // An unidentified connection was refused and closed.
+    virtual void pmi_refused(const std::string &peer, const std::string &why) = 0;
 };
 
 class PmiServer {
@@ -49,6 +61,17 @@ public:
 
     // Takes ownership of `fd` (the launcher's end of rank's socket; made non-blocking here).
     void attach(int rank, int fd);
+    // Takes ownership of a connection whose rank is not known yet (`peer` names it in messages);
+    // see the top of this file.
+    void attach_unidentified(int fd, std::string peer);
+    std::vector<int> unidentified_fds() const; // poll them for POLLIN
+    std::size_t unidentified_count() const { return unidentified_.size(); }
+    void handle_unidentified(int fd, short revents);
+    void close_unidentified(); // closes them all, silently
+    // Closes rank's connection (the job is being torn down).
+    void disconnect(int rank) { close_conn(rank); }
+    // A pair visible to every rank from the start (e.g. PMI_process_mapping).
+    void preset(const std::string &key, const std::string &value) { kvs_[key] = value; }
 
     int fd(int rank) const { return conns_[rank].fd; } // -1 once the connection is closed
     short poll_events(int rank) const;
@@ -98,7 +121,17 @@ private:
     std::string kvsname_;
     PmiObserver &observer_;
     PmiLimits limits_;
+    struct Unidentified {
+        std::string peer;
+        std::string in;
+    };
+    void refuse(int fd, const std::string &reply_msg, const std::string &why);
+    void identify(int fd, int rank, std::string rest);
+    void on_initack(int rank, const Tokens &t);
+
     std::vector<Conn> conns_;
+    std::vector<bool> ever_attached_;             // per rank: had a connection at some point
+    std::unordered_map<int, Unidentified> unidentified_; // by fd
     std::unordered_map<std::string, std::string> kvs_; // committed (visible) pairs
     int barrier_count_ = 0;
     std::size_t barriers_completed_ = 0;
