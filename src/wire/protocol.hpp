@@ -7,12 +7,17 @@
 // initiator-side operation id echoed back in acks and replies.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
 namespace portico::wire {
 
 inline constexpr uint8_t kVersion = 1;
+
+// Headers travel as they sit in memory, so every field is little-endian on the wire. A big-endian
+// port would byte-swap here; until one exists, building for such a machine fails.
+static_assert(std::endian::native == std::endian::little, "Portico's wire format is little-endian");
 
 enum class Kind : uint8_t {
     Put = 1,   // initiator -> target: data follows (payload_total = rlength)

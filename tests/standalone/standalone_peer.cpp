@@ -3,9 +3,13 @@
 //   standalone_peer pingpong ROLE   exchange puts with the peer, check data and events
 //   standalone_peer victim          set up, then wait to be killed
 //   standalone_peer survivor        talk to a victim; see its death as failure events
+//   standalone_peer guard R M       a target that must see at least R refused connections and M
+//                                   malformed frames, and never a put
+//   standalone_peer intruder        put to the peer; expect the put to fail (not let in)
 #include <portals4.h>
 
 #include <cinttypes>
+#include <sched.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -177,12 +181,60 @@ int survivor() {
     return 0;
 }
 
+ptl_sr_value_t status(ptl_handle_ni_t ni, ptl_sr_index_t reg) {
+    ptl_sr_value_t v = 0;
+    CHECK(PtlNIStatus(ni, reg, &v));
+    return v;
+}
+
+int guard(long refused, long malformed) {
+    Node n;
+    n.open(true);
+    say("READY");
+    // The test's deadline on our output bounds this loop.
+    while (status(n.ni, PTL_SR_REFUSED_CONNECTIONS) < refused || status(n.ni, PTL_SR_MALFORMED_MESSAGES) < malformed)
+        sched_yield();
+    ptl_event_t ev;
+    EXPECT(PtlEQGet(n.eq, &ev) == PTL_EQ_EMPTY); // nothing got through
+    say("OK");
+    EXPECT(hear() == "BYE");
+    PtlFini();
+    return 0;
+}
+
+int intruder() {
+    Node n;
+    n.open(false);
+    std::vector<char> buf(8);
+    ptl_md_t md{buf.data(), buf.size(), 0, n.eq, PTL_CT_NONE};
+    ptl_handle_md_t mdh;
+    CHECK(PtlMDBind(n.ni, &md, &mdh));
+    CHECK(PtlPut(mdh, 0, 8, PTL_ACK_REQ, n.peer, kPt, kBits, 0, nullptr, 0));
+    bool send = false, ack = false;
+    while (!(send && ack)) {
+        ptl_event_t ev;
+        CHECK(PtlEQWait(n.eq, &ev));
+        if (ev.type == PTL_EVENT_SEND) {
+            send = true;
+        } else {
+            EXPECT(ev.type == PTL_EVENT_ACK);
+            EXPECT(ev.ni_fail_type == PTL_NI_UNDELIVERABLE);
+            ack = true;
+        }
+    }
+    say("OK");
+    PtlFini();
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
     if (argc >= 3 && std::string(argv[1]) == "pingpong") return pingpong(std::atoi(argv[2]));
     if (argc >= 2 && std::string(argv[1]) == "victim") return victim();
     if (argc >= 2 && std::string(argv[1]) == "survivor") return survivor();
-    std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor\n", argv[0]);
+    if (argc >= 4 && std::string(argv[1]) == "guard") return guard(std::atol(argv[2]), std::atol(argv[3]));
+    if (argc >= 2 && std::string(argv[1]) == "intruder") return intruder();
+    std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder\n", argv[0]);
     return 2;
 }

@@ -13,6 +13,13 @@
 #include <unistd.h>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "transport/tcp/handshake.hpp"
+#include "wire/protocol.hpp"
+
 extern char **environ;
 
 namespace {
@@ -22,7 +29,7 @@ const char *peer_binary() { return PEER_BINARY; }
 // A child process with its stdin and stdout on pipes; lines are read with a deadline.
 class Child {
 public:
-    explicit Child(std::vector<std::string> args) {
+    explicit Child(std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
         int in[2], out[2];
         if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
         posix_spawn_file_actions_t fa;
@@ -37,7 +44,10 @@ public:
         std::vector<std::string> env_store;
         std::vector<char *> env;
         for (char **e = environ; *e; ++e)
-            if (std::strncmp(*e, "PMI_", 4) != 0) env_store.emplace_back(*e);
+            if (std::strncmp(*e, "PMI_", 4) != 0 && std::strncmp(*e, "PORTICO_TRANSPORT=", 18) != 0 &&
+                std::strncmp(*e, "PORTICO_JOB_SECRET=", 19) != 0)
+                env_store.emplace_back(*e);
+        for (auto &e : extra_env) env_store.push_back(e);
         for (auto &e : env_store) env.push_back(e.data());
         env.push_back(nullptr);
         if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), env.data()) != 0)
@@ -129,4 +139,167 @@ TEST(Standalone, DeadPeerBecomesFailureEventsNotAHang) {
     victim.kill_now();
     EXPECT_EQ("OK", survivor.line());
     EXPECT_EQ(0, survivor.wait_exit());
+}
+
+// The same over TCP, forced between two processes of this machine.
+const std::vector<std::string> kTcp{"PORTICO_TRANSPORT=tcp", "PORTICO_JOB_SECRET=standalone-secret"};
+
+TEST(StandaloneTcp, TwoIndependentProcessesExchangePuts) {
+    Child a({"pingpong", "0"}, kTcp), b({"pingpong", "1"}, kTcp);
+    introduce(a, b);
+    ASSERT_EQ("READY", a.line());
+    ASSERT_EQ("READY", b.line());
+    a.send("GO");
+    b.send("GO");
+    EXPECT_EQ("DONE", a.line());
+    EXPECT_EQ("DONE", b.line());
+    a.send("BYE");
+    b.send("BYE");
+    EXPECT_EQ(0, a.wait_exit());
+    EXPECT_EQ(0, b.wait_exit());
+}
+
+TEST(StandaloneTcp, DeadPeerBecomesFailureEventsNotAHang) {
+    Child victim({"victim"}, kTcp), survivor({"survivor"}, kTcp);
+    introduce(victim, survivor);
+    ASSERT_EQ("READY", victim.line());
+    ASSERT_EQ("SENT", survivor.line());
+    victim.kill_now();
+    EXPECT_EQ("OK", survivor.line());
+    EXPECT_EQ(0, survivor.wait_exit());
+}
+
+TEST(StandaloneTcp, PeerWithAnotherSecretIsRefusedAndCounted) {
+    Child guard({"guard", "1", "0"}, kTcp);
+    Child intruder({"intruder"}, {"PORTICO_TRANSPORT=tcp", "PORTICO_JOB_SECRET=guessed"});
+    introduce(guard, intruder);
+    ASSERT_EQ("READY", guard.line());
+    EXPECT_EQ("OK", intruder.line()) << "the intruder's put must fail";
+    EXPECT_EQ("OK", guard.line()) << "the guard must count one refusal and see no put";
+    guard.send("BYE");
+    EXPECT_EQ(0, guard.wait_exit());
+    EXPECT_EQ(0, intruder.wait_exit());
+}
+
+TEST(StandaloneTcp, NoSecretMeansNoTcpPeers) {
+    Child guard({"guard", "0", "0"}, kTcp);
+    Child intruder({"intruder"}, {"PORTICO_TRANSPORT=tcp"});
+    introduce(guard, intruder);
+    ASSERT_EQ("READY", guard.line());
+    EXPECT_EQ("OK", intruder.line());
+    EXPECT_EQ("OK", guard.line());
+    guard.send("BYE");
+    EXPECT_EQ(0, guard.wait_exit());
+}
+
+namespace {
+using portico::transport::PeerId;
+namespace tcp = portico::transport::tcp;
+
+int connect_to(uint32_t nid, uint32_t pid) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(nid);
+    a.sin_port = htons(static_cast<uint16_t>(16384 + pid));
+    EXPECT_EQ(0, connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a)) << std::strerror(errno);
+    return fd;
+}
+
+bool write_all(int fd, const void *p, size_t n) { return send(fd, p, n, MSG_NOSIGNAL) == static_cast<ssize_t>(n); }
+
+bool read_all(int fd, void *p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        pollfd q{fd, POLLIN, 0};
+        if (poll(&q, 1, 60000) <= 0) return false;
+        ssize_t r = recv(fd, static_cast<char *>(p) + got, n - got, 0);
+        if (r <= 0) return false;
+        got += static_cast<size_t>(r);
+    }
+    return true;
+}
+
+// Authenticates like a real peer of the job (it knows the secret), as (nid, 77).
+int authenticated_connection(uint32_t nid, uint32_t pid, const std::string &secret) {
+    int fd = connect_to(nid, pid);
+    uint8_t nonce[16];
+    tcp::random_nonce(nonce);
+    const PeerId me{nid, 77}, target{nid, pid};
+    tcp::HandshakeMessage hello = tcp::make_hello(me, target, nonce), challenge;
+    EXPECT_TRUE(write_all(fd, &hello, sizeof hello));
+    EXPECT_TRUE(read_all(fd, &challenge, sizeof challenge));
+    EXPECT_TRUE(tcp::challenge_authentic(secret, hello, challenge));
+    tcp::HandshakeMessage proof = tcp::make_proof(secret, me, hello, challenge);
+    EXPECT_TRUE(write_all(fd, &proof, sizeof proof));
+    return fd;
+}
+
+// Waits for the peer to close the connection (it must, after a malformed frame).
+bool closed_by_peer(int fd) {
+    char b[64];
+    for (;;) {
+        pollfd q{fd, POLLIN, 0};
+        if (poll(&q, 1, 60000) <= 0) return false;
+        ssize_t r = recv(fd, b, sizeof b, 0);
+        if (r <= 0) return true;
+    }
+}
+} // namespace
+
+TEST(StandaloneTcp, HostileTrafficIsDroppedCountedAndSurvived) {
+    // Three refusals (garbage, silence then close, a wrong proof) and three malformed frames
+    // (bad version, a frame longer than allowed, a payload longer than its message).
+    Child guard({"guard", "3", "3"}, kTcp);
+    std::string id = guard.line();
+    unsigned nid = 0, pid = 0;
+    ASSERT_EQ(2, std::sscanf(id.c_str(), "ID %u %u", &nid, &pid)) << id;
+    guard.send("PEER " + std::to_string(nid) + " 77");
+    ASSERT_EQ("READY", guard.line());
+
+    { // An HTTP request: not a Portico connection.
+        int fd = connect_to(nid, pid);
+        std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(100, 'A');
+        ASSERT_TRUE(write_all(fd, junk.data(), junk.size()));
+        EXPECT_TRUE(closed_by_peer(fd));
+        close(fd);
+    }
+    { // Half a hello, then hang up.
+        int fd = connect_to(nid, pid);
+        ASSERT_TRUE(write_all(fd, "POCP", 4));
+        close(fd);
+    }
+    { // A correct hello, then a proof made with the wrong secret.
+        int fd = connect_to(nid, pid);
+        uint8_t nonce[16];
+        tcp::random_nonce(nonce);
+        tcp::HandshakeMessage hello = tcp::make_hello({nid, 78}, {nid, pid}, nonce), challenge;
+        ASSERT_TRUE(write_all(fd, &hello, sizeof hello));
+        ASSERT_TRUE(read_all(fd, &challenge, sizeof challenge));
+        EXPECT_FALSE(tcp::challenge_authentic("wrong", hello, challenge)) << "the guard proves it knows the secret";
+        tcp::HandshakeMessage proof = tcp::make_proof("wrong", {nid, 78}, hello, challenge);
+        ASSERT_TRUE(write_all(fd, &proof, sizeof proof));
+        EXPECT_TRUE(closed_by_peer(fd));
+        close(fd);
+    }
+    auto bad_frame = [&](auto mutate, size_t payload) {
+        int fd = authenticated_connection(nid, pid, "standalone-secret");
+        portico::wire::Header h{};
+        h.version = portico::wire::kVersion;
+        h.kind = portico::wire::Kind::Put;
+        h.frame_payload = static_cast<uint32_t>(payload);
+        h.payload_total = payload;
+        mutate(h);
+        std::vector<char> bytes(sizeof h + payload, 'x');
+        std::memcpy(bytes.data(), &h, sizeof h);
+        write_all(fd, bytes.data(), bytes.size()); // the guard may close before it has read all
+        EXPECT_TRUE(closed_by_peer(fd));
+        close(fd);
+    };
+    bad_frame([](portico::wire::Header &h) { h.version = 9; }, 16);
+    bad_frame([](portico::wire::Header &h) { h.frame_payload = 1u << 30; }, 0);
+    bad_frame([](portico::wire::Header &h) { h.payload_total = 1; }, 16);
+    EXPECT_EQ("OK", guard.line());
+    guard.send("BYE");
+    EXPECT_EQ(0, guard.wait_exit());
 }

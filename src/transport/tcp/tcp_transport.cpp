@@ -146,7 +146,7 @@ uint64_t frame_count(uint64_t total, uint64_t max_payload) {
 }
 
 // Writes as much of m as the socket takes.
-Push push(int fd, TcpOutMessage &m, uint64_t max_payload) {
+Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload) {
     const uint64_t frame_bytes = kHeaderBytes + max_payload;
     const uint64_t frames = frame_count(m.total, max_payload);
     const uint64_t stream_bytes = frames * kHeaderBytes + m.total;
@@ -386,7 +386,7 @@ SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, 
     std::unique_lock g(l->tx_mutex);
     if (l->state == LinkState::Dead || l->broken.load()) return SendStatus::Unreachable;
     if (l->state == LinkState::Up && l->backlog.empty()) {
-        switch (push(l->fd, m, cfg_.max_frame_payload)) {
+        switch (write_message_frames(l->fd, m, cfg_.max_frame_payload)) {
         case Push::Done:
             return m.fault_from != UINT64_MAX ? SendStatus::SourceFault : SendStatus::Sent;
         case Push::FirstFault:
@@ -421,7 +421,7 @@ int TcpTransport::flush_backlog(TcpLink &l, Receiver &r) {
         if (l.state != LinkState::Up) return 0;
         while (!l.backlog.empty()) {
             TcpOutMessage &m = l.backlog.front();
-            const Push p = push(l.fd, m, cfg_.max_frame_payload);
+            const Push p = write_message_frames(l.fd, m, cfg_.max_frame_payload);
             if (p == Push::Blocked) break;
             if (p == Push::Broken) {
                 l.broken = broken = true;
