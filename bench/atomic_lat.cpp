@@ -6,15 +6,20 @@
 // REPLY; rank 1's application does nothing meanwhile (its engine answers: application bypass).
 // Reported as round trip / 2, so that both compare with the flag ping-pong's one-way latency.
 // Every REPLY's old value is checked (it must count up by one), and the final counters are checked.
+// Baseline, interleaved: latency_baseline.hpp (shared-memory flag ping-pong, or raw TCP ping-pong
+// when the transport is TCP).
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "bench.hpp"
 #include "job.hpp"
+#include "latency_baseline.hpp"
 #include "portals_util.hpp"
 #include "report.hpp"
-#include "shm_pingpong.hpp"
 #include "timing.hpp"
+#include "watchdog.hpp"
 
 namespace portico::bench {
 namespace {
@@ -46,7 +51,7 @@ public:
     }
 
     // atomic_lat: `iters` round trips; rank 0 returns the one-way latency (µs).
-    double pingpong(uint64_t iters) {
+    double pingpong(uint64_t iters, Watchdog &dog) {
         const uint64_t t0 = now_ns();
         for (uint64_t i = 0; i < iters; ++i) {
             if (rank_ == 0) {
@@ -56,6 +61,7 @@ public:
                 await(PTL_EVENT_ATOMIC);
                 add();
             }
+            dog.beat();
         }
         const uint64_t t1 = now_ns();
         while (acks_ < sent_ || sends_ < sent_) await(kAnyEvent); // drain our own completions
@@ -63,7 +69,7 @@ public:
     }
 
     // fetch_atomic_lat: rank 0 fetches `iters` times; returns round trip / 2 (µs). Rank 1 idles.
-    double fetch(uint64_t iters) {
+    double fetch(uint64_t iters, Watchdog &dog) {
         if (rank_ != 0) return 0;
         const uint64_t t0 = now_ns();
         for (uint64_t i = 0; i < iters; ++i) {
@@ -74,6 +80,7 @@ public:
             if (old_ != fetched_)
                 throw Error("PtlFetchAtomic returned " + std::to_string(old_) + ", expected " + std::to_string(fetched_));
             ++fetched_;
+            dog.beat();
         }
         const uint64_t t1 = now_ns();
         while (sends_ < fetches_sent()) await(PTL_EVENT_SEND);
@@ -82,6 +89,10 @@ public:
     int64_t counter() const { return counter_; }
     int64_t fetched() const { return fetched_; }
     uint64_t atomics_sent() const { return sent_; }
+    std::string describe() const {
+        return std::to_string(sent_) + " atomics and " + std::to_string(fetched_) + " fetch-atomics done, " +
+               std::to_string(sends_) + " SEND and " + std::to_string(acks_) + " ACK events seen";
+    }
 
 private:
     void bind(int64_t *p, ptl_handle_md_t *h) {
@@ -98,7 +109,7 @@ private:
               "PtlAtomic");
         ++sent_;
     }
-    uint64_t fetches_sent() const { return static_cast<uint64_t>(fetched_) + sent_; }
+    uint64_t fetches_sent() const { return static_cast<uint64_t>(fetched_.load()) + sent_.load(); }
     static constexpr int kAnyEvent = -1;
     // Consumes events until one of kind `want` arrives (kAnyEvent: exactly one event); every event
     // must be a success.
@@ -128,30 +139,39 @@ private:
     int64_t counter_ = 0; // the target word
     int64_t one_ = 1;
     int64_t old_ = 0;
-    int64_t fetched_ = 0; // fetches done (the value the next one must return, before pingpongs)
+    std::atomic<int64_t> fetched_{0}; // fetches done (the value the next one must return, before pingpongs)
     Peer peer_;
-    uint64_t sent_ = 0, sends_ = 0, acks_ = 0;
+    // Atomics only so that the watchdog thread may read them; one thread writes them.
+    std::atomic<uint64_t> sent_{0}, sends_{0}, acks_{0};
 };
 
 void run(Context &ctx, bool fetching) {
     Job &job = ctx.job;
-    const uint64_t iters = ctx.opt.iters ? ctx.opt.iters : ctx.opt.short_mode ? 1000 : 20000;
-    const int reps = ctx.opt.reps ? ctx.opt.reps : ctx.opt.short_mode ? 3 : 7;
-    const uint64_t warmup = std::max<uint64_t>(100, iters / 10);
+    const Plan p = Plan::of(ctx.opt, 20000, 1000);
+    const uint64_t iters = p.iters, warmup = p.warmup;
+    const int reps = p.reps;
     AtomicPingPong ap(job);
-    ShmPingPong shm(job);
+    auto base = make_latency_baseline(job, ctx.transport);
+    Watchdog dog(job, kWatchdogS, [&ap] { return ap.describe(); });
     job.barrier();
     const char *name = fetching ? "fetch_atomic_lat" : "atomic_lat";
-    ctx.report.begin(std::string(name) + (fetching ? ": PtlFetchAtomic(SUM, INT64) round trip / 2, target application idle"
-                                                   : ": one-way latency of PtlAtomic(SUM, INT64, ACK_REQ), ping-pong"),
+    ctx.report.begin(std::string(name) +
+                         (fetching ? ": PtlFetchAtomic(SUM, INT64) round trip / 2, target application idle"
+                                   : ": one-way latency of PtlAtomic(SUM, INT64, ACK_REQ), ping-pong") +
+                         ", transport " + ctx.transport,
                      std::to_string(iters) + " operations x " + std::to_string(reps) +
-                         " repetitions; medians [min .. max]; baseline: raw shared-memory flag ping-pong, interleaved");
+                         " repetitions; medians [min .. max]; baseline: " + base->description() + ", interleaved");
+    const std::string env = env_note();
+    if (!env.empty()) ctx.report.note("environment: " + env);
     std::vector<double> value, baseline;
     for (int r = -1; r < reps; ++r) { // r = -1: warm-up
         const uint64_t n = r < 0 ? warmup : iters;
-        const double b = shm.run(n);
+        dog.peer_phase();
+        const double b = base->run(n);
+        dog.portals_phase();
         // The idle side of fetch_atomic_lat waits in the job barrier while its engine answers.
-        const double v = fetching ? ap.fetch(n) : ap.pingpong(n);
+        const double v = fetching ? ap.fetch(n, dog) : ap.pingpong(n, dog);
+        dog.peer_phase();
         job.barrier();
         if (r >= 0) {
             baseline.push_back(b);
@@ -172,7 +192,7 @@ void run(Context &ctx, bool fetching) {
     res.value = Stats::of(value);
     res.has_baseline = true;
     res.baseline = Stats::of(baseline);
-    res.baseline_kind = "shm_flag_pingpong";
+    res.baseline_kind = base->kind();
     res.reps = reps;
     res.iters = iters;
     res.warmup = warmup;

@@ -1,6 +1,7 @@
 // portico-bench: Portico's benchmarks, run under the launcher:
 //
-//   portico-run -n 2 portico-bench put_lat [--json] [--iters N] [--reps R] [--short]
+//   portico-run -n 2 portico-bench put_lat [--json] [--iters N] [--reps R] [--short] [--plot FILE.svg]
+//   portico-bench --plot FILE.svg --from a.json [--from b.json ...]     (no launcher: plot only)
 //
 // Rank 0 prints the results. Exit status 0 on success; 1 (and the whole job ended, with a message
 // naming the rank and the failed call) on any error; 2 on a bad command line.
@@ -14,6 +15,8 @@
 
 #include "bench.hpp"
 #include "job.hpp"
+#include "net.hpp"
+#include "plot.hpp"
 #include "report.hpp"
 
 #ifndef PORTICO_VERSION
@@ -33,6 +36,8 @@ bool quiet_rank() {
 void usage(FILE *out) {
     std::fprintf(out,
                  "usage: portico-run -n N portico-bench TEST [--json] [--iters N] [--reps R] [--short] [--verbose]\n"
+                 "                                           [--plot FILE.svg]\n"
+                 "       portico-bench --plot FILE.svg --from RESULTS.json [--from RESULTS.json ...]\n"
                  "       portico-bench --list | --help | --version\n"
                  "\n"
                  "Measures Portico (Portals 4.3) performance; rank 0 prints the results.\n"
@@ -40,13 +45,20 @@ void usage(FILE *out) {
                  "  --iters N    timed iterations per repetition (default: the test's)\n"
                  "  --reps R     repetitions; medians, minima and maxima are taken over them\n"
                  "  --short      a few thousand iterations only (for CI)\n"
+                 "  --sizes L    message sizes of put_lat, get_lat, put_bw, get_bw: a comma-separated list,\n"
+                 "               K/M suffixes (powers of 1024), e.g. --sizes 8,64K,4M\n"
                  "  --verbose    print every repetition's numbers on stderr\n"
+                 "  --plot F     draw the results (value and baselines against the size) into the SVG file F\n"
+                 "  --from J     with --plot: draw the --json output in file J instead of running a test\n"
+                 "               (repeatable: several tests in one figure)\n"
                  "  --list       list the tests\n"
+                 "PORTICO_TRANSPORT (auto, shm, tcp) selects the transport and the baselines (docs/PERFORMANCE.md).\n"
                  "\ntests:\n");
     for (const TestInfo &t : all_tests()) {
-        char procs[32] = "any";
+        char procs[32];
         if (t.procs > 0) std::snprintf(procs, sizeof procs, "-n %d", t.procs);
-        std::fprintf(out, "  %-10s (%s) %s\n", t.name, procs, t.summary);
+        else std::snprintf(procs, sizeof procs, "-n >=%d", t.min_procs);
+        std::fprintf(out, "  %-17s (%s) %s\n", t.name, procs, t.summary);
     }
 }
 
@@ -111,6 +123,24 @@ Options parse(int argc, char **argv) {
             o.verbose = true;
         } else if (a == "--iters") {
             o.iters = parse_count(a, take_value(), 1ull << 40);
+        } else if (a == "--sizes") {
+            const std::string list = take_value();
+            size_t pos = 0;
+            while (pos <= list.size()) {
+                const size_t comma = std::min(list.find(',', pos), list.size());
+                std::string item = list.substr(pos, comma - pos);
+                uint64_t mult = 1;
+                if (!item.empty() && (item.back() == 'K' || item.back() == 'k')) mult = 1024;
+                else if (!item.empty() && (item.back() == 'M' || item.back() == 'm')) mult = 1024 * 1024;
+                if (mult != 1) item.pop_back();
+                o.sizes.push_back(parse_count("--sizes", item, (1ull << 40) / mult) * mult);
+                pos = comma + 1;
+            }
+        } else if (a == "--plot") {
+            o.plot = take_value();
+            if (o.plot.empty()) bad_usage("--plot needs a file name");
+        } else if (a == "--from") {
+            o.from.push_back(take_value());
         } else if (a == "--reps") {
             o.reps = static_cast<int>(parse_count(a, take_value(), 100000));
         } else if (!a.empty() && a[0] == '-') {
@@ -121,6 +151,11 @@ Options parse(int argc, char **argv) {
             bad_usage("one test at a time ('" + o.test + "' and '" + a + "')");
         }
     }
+    if (!o.from.empty()) {
+        if (o.plot.empty()) bad_usage("--from needs --plot FILE.svg");
+        if (!o.test.empty()) bad_usage("--from plots earlier results; it runs no test ('" + o.test + "')");
+        return o;
+    }
     if (o.test.empty()) bad_usage("no test named (try --list)");
     if (!find_test(o.test)) bad_usage("no test named '" + o.test + "' (try --list)");
     return o;
@@ -128,8 +163,26 @@ Options parse(int argc, char **argv) {
 
 } // namespace
 
+// --plot with --from: draw earlier results; no job.
+int plot_only(const Options &opt) {
+    try {
+        std::vector<Result> all;
+        for (const std::string &f : opt.from) {
+            auto rs = read_json_results(f);
+            all.insert(all.end(), rs.begin(), rs.end());
+        }
+        write_svg(opt.plot, all);
+        std::printf("%zu results drawn into %s\n", all.size(), opt.plot.c_str());
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "portico-bench: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const Options opt = parse(argc, argv);
+    if (!opt.from.empty()) return plot_only(opt);
     const TestInfo &test = *find_test(opt.test);
 
     std::unique_ptr<Job> job;
@@ -139,7 +192,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "portico-bench: %s\n", e.what());
         return 1;
     }
-    if (test.procs > 0 && job->size() != test.procs) {
+    const bool procs_ok = test.procs > 0 ? job->size() == test.procs : job->size() >= test.min_procs;
+    if (!procs_ok) {
         if (job->rank() != 0) {
             // Rank 0 explains and ends the job; this barrier never completes.
             try {
@@ -148,16 +202,25 @@ int main(int argc, char **argv) {
             }
             return 2;
         }
-        std::fprintf(stderr, "portico-bench: %s needs exactly %d processes, not %d; run it as\n"
+        const int want = test.procs > 0 ? test.procs : test.min_procs;
+        std::fprintf(stderr, "portico-bench: %s needs %s %d processes, not %d; run it as\n"
                              "    portico-run -n %d portico-bench %s\n",
-                     test.name, test.procs, job->size(), test.procs, test.name);
-        job->abort(2, std::string(test.name) + " needs " + std::to_string(test.procs) + " processes");
+                     test.name, test.procs > 0 ? "exactly" : "at least", want, job->size(), want, test.name);
+        job->abort(2, std::string(test.name) + " needs " + std::to_string(want) + " processes");
     }
 
-    Reporter report(opt.json, job->rank() == 0);
-    Context ctx{opt, *job, report};
+    std::string transport;
+    try {
+        transport = detect_transport(*job);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "portico-bench: rank %d: %s\n", job->rank(), e.what());
+        job->abort(2, e.what());
+    }
+    Reporter report(opt.json, job->rank() == 0, transport);
+    Context ctx{opt, *job, report, transport};
     try {
         test.run(ctx);
+        if (!opt.plot.empty() && job->rank() == 0) write_svg(opt.plot, report.results());
         job->finalize();
     } catch (const std::exception &e) {
         const std::string msg = std::string(test.name) + ": " + e.what();

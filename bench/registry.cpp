@@ -1,5 +1,6 @@
 // The test registry and the statistics helpers.
 #include <algorithm>
+#include <cstdlib>
 
 #include "bench.hpp"
 
@@ -36,6 +37,30 @@ Stats Stats::of(std::vector<double> v) {
     s.min = v.front();
     s.max = v.back();
     s.median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return s;
+}
+
+std::vector<size_t> sizes_of(const Options &o, const std::vector<size_t> &full, const std::vector<size_t> &short_sizes,
+                             size_t lo, size_t hi) {
+    if (o.sizes.empty()) return o.short_mode ? short_sizes : full;
+    std::vector<size_t> out;
+    for (uint64_t s : o.sizes) {
+        if (s < lo || s > hi)
+            throw Error("size " + std::to_string(s) + " out of this test's range " + std::to_string(lo) + ".." +
+                        std::to_string(hi));
+        out.push_back(static_cast<size_t>(s));
+    }
+    return out;
+}
+
+std::string env_note() {
+    std::string s;
+    for (const char *name : {"PORTICO_TRANSPORT", "PORTICO_WAIT_SPIN_US", "PORTICO_PROGRESS_SPIN_US",
+                             "PORTICO_SHM_RING_BYTES", "PORTICO_SHM_SINGLE_COPY", "PORTICO_SHM_SINGLE_COPY_BYTES",
+                             "PORTICO_IFACE", "PORTICO_NID", "PORTICO_BENCH_TCP_RECV"}) {
+        const char *v = std::getenv(name);
+        if (v && *v) s += std::string(s.empty() ? "" : " ") + name + "=" + v;
+    }
     return s;
 }
 

@@ -28,24 +28,65 @@ std::string json_string(const std::string &s) {
     return out + "\"";
 }
 
-// JSON has no NaN or infinity.
-std::string json_number(double v, const char *fmt = "%.4f") {
+// JSON has no NaN or infinity. Six significant digits whatever the magnitude.
+std::string json_number(double v) {
     if (!std::isfinite(v)) return "null";
     char buf[64];
-    std::snprintf(buf, sizeof buf, fmt, v);
+    std::snprintf(buf, sizeof buf, "%.6g", v);
     return buf;
 }
 
-double ratio_of(const Result &r) {
-    return r.baseline.median > 0 ? r.value.median / r.baseline.median : NAN;
+// About four significant digits, without an exponent, for the table.
+std::string num(double v) {
+    if (!std::isfinite(v)) return "-";
+    const double a = std::fabs(v);
+    const int decimals = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : a >= 0.1 ? 3 : 4;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string stats_cell(const Stats &s, const std::string &unit) {
+    return num(s.median) + " [" + num(s.min) + " .. " + num(s.max) + "] " + unit;
 }
 
 } // namespace
 
-void Reporter::begin(const std::string &title, const std::string &details) {
+double Result::ratio() const {
+    return has_baseline && baseline.median > 0 ? value.median / baseline.median : NAN;
+}
+
+double Result::ratio2() const {
+    return has_baseline2 && baseline2.median > 0 ? value.median / baseline2.median : NAN;
+}
+
+std::string to_json(const Result &r) {
+    std::string line = "{\"test\":" + json_string(r.test) + ",\"transport\":" + json_string(r.transport) +
+                       ",\"procs\":" + std::to_string(r.procs) + ",\"size\":" + std::to_string(r.size) +
+                       ",\"value\":" + json_number(r.value.median) + ",\"unit\":" + json_string(r.unit);
+    if (r.has_baseline)
+        line += ",\"baseline\":" + json_number(r.baseline.median) + ",\"ratio\":" + json_number(r.ratio());
+    line += ",\"better\":" + json_string(r.better) + ",\"min\":" + json_number(r.value.min) +
+            ",\"max\":" + json_number(r.value.max);
+    if (r.has_baseline)
+        line += ",\"baseline_min\":" + json_number(r.baseline.min) + ",\"baseline_max\":" +
+                json_number(r.baseline.max) + ",\"baseline_kind\":" + json_string(r.baseline_kind);
+    if (r.has_baseline2)
+        line += ",\"baseline2\":" + json_number(r.baseline2.median) + ",\"ratio2\":" + json_number(r.ratio2()) +
+                ",\"baseline2_min\":" + json_number(r.baseline2.min) + ",\"baseline2_max\":" +
+                json_number(r.baseline2.max) + ",\"baseline2_kind\":" + json_string(r.baseline2_kind);
+    line += ",\"reps\":" + std::to_string(r.reps) + ",\"iters\":" + std::to_string(r.iters) +
+            ",\"warmup\":" + std::to_string(r.warmup) + "}";
+    return line;
+}
+
+void Reporter::begin(const std::string &title, const std::string &details, const std::string &second) {
+    second_ = second;
     if (!printing_ || json_) return;
     std::printf("# %s\n# %s\n", title.c_str(), details.c_str());
-    std::printf("%-10s %7s  %-28s %-28s %7s\n", "test", "size", "value [min .. max]", "baseline [min .. max]", "ratio");
+    std::printf("%-17s %8s  %-36s %-36s %7s", "test", "size", "value [min .. max]", "baseline [min .. max]", "ratio");
+    if (!second.empty()) std::printf("  %-36s %7s", second.c_str(), "ratio2");
+    std::printf("\n");
     std::fflush(stdout);
 }
 
@@ -55,35 +96,23 @@ void Reporter::note(const std::string &line) {
     std::fflush(stdout);
 }
 
-void Reporter::result(const Result &r) {
+void Reporter::result(Result r) {
+    r.transport = transport_;
+    results_.push_back(r);
     if (!printing_) return;
     if (json_) {
-        std::string line = "{\"test\":" + json_string(r.test) + ",\"transport\":" + json_string(r.transport) +
-                           ",\"procs\":" + std::to_string(r.procs) + ",\"size\":" + std::to_string(r.size) +
-                           ",\"value\":" + json_number(r.value.median) + ",\"unit\":" + json_string(r.unit);
-        if (r.has_baseline) {
-            line += ",\"baseline\":" + json_number(r.baseline.median) + ",\"ratio\":" + json_number(ratio_of(r), "%.3f");
-        }
-        line += ",\"better\":" + json_string(r.better) + ",\"min\":" + json_number(r.value.min) +
-                ",\"max\":" + json_number(r.value.max);
-        if (r.has_baseline) {
-            line += ",\"baseline_min\":" + json_number(r.baseline.min) + ",\"baseline_max\":" +
-                    json_number(r.baseline.max) + ",\"baseline_kind\":" + json_string(r.baseline_kind);
-        }
-        line += ",\"reps\":" + std::to_string(r.reps) + ",\"iters\":" + std::to_string(r.iters) +
-                ",\"warmup\":" + std::to_string(r.warmup) + "}";
-        std::printf("%s\n", line.c_str());
+        std::printf("%s\n", to_json(r).c_str());
     } else {
-        char value[64], base[64] = "-", ratio[32] = "-";
-        std::snprintf(value, sizeof value, "%.3f [%.3f .. %.3f] %s", r.value.median, r.value.min, r.value.max,
-                      r.unit.c_str());
+        std::string base = "-", ratio = "-";
         if (r.has_baseline) {
-            std::snprintf(base, sizeof base, "%.3f [%.3f .. %.3f] %s", r.baseline.median, r.baseline.min,
-                          r.baseline.max, r.unit.c_str());
-            std::snprintf(ratio, sizeof ratio, "%.2f", ratio_of(r));
+            base = stats_cell(r.baseline, r.unit);
+            ratio = num(r.ratio());
         }
-        std::printf("%-10s %7llu  %-28s %-28s %7s\n", r.test.c_str(), static_cast<unsigned long long>(r.size), value,
-                    base, ratio);
+        std::printf("%-17s %8llu  %-36s %-36s %7s", r.test.c_str(), static_cast<unsigned long long>(r.size),
+                    stats_cell(r.value, r.unit).c_str(), base.c_str(), ratio.c_str());
+        if (r.has_baseline2)
+            std::printf("  %-36s %7s", stats_cell(r.baseline2, r.unit).c_str(), num(r.ratio2()).c_str());
+        std::printf("\n");
     }
     std::fflush(stdout);
 }

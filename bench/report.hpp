@@ -1,15 +1,18 @@
 // Output of results, on rank 0 only: a readable table, or (--json) one JSON object per line.
 //
 // JSON fields of a result line:
-//   test, transport, procs, size (bytes), value (median over the repetitions), unit, better
-//   ("lower"/"higher"), min, max (over the repetitions), reps, iters (timed iterations per
-//   repetition), warmup (untimed iterations before the first repetition) and, when the test
-//   measures a physical baseline, baseline, baseline_min, baseline_max, ratio (value / baseline,
-//   medians), baseline_kind (what the baseline is).
+//   test, transport ("shm"/"tcp"), procs, size (bytes), value (median over the repetitions), unit
+//   ("us", "MB/s" = 10^6 bytes/s, "Mmsg/s" = 10^6 messages/s, "%" = of one core), better
+//   ("lower"/"higher": which way value and ratio improve), min, max (over the repetitions), reps,
+//   iters (timed iterations per repetition), warmup (untimed iterations before the first
+//   repetition), baseline, baseline_min, baseline_max, ratio (value / baseline, medians),
+//   baseline_kind (what the baseline is) and, for the bandwidth tests, a second baseline:
+//   baseline2, baseline2_min, baseline2_max, ratio2, baseline2_kind (memcpy of 64 MiB, out of cache).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "bench.hpp"
 
@@ -17,7 +20,7 @@ namespace portico::bench {
 
 struct Result {
     std::string test;
-    std::string transport = "shm";
+    std::string transport = "shm"; // the Reporter sets it to the job's transport
     int procs = 0;
     uint64_t size = 0;
     std::string unit = "us";
@@ -26,23 +29,40 @@ struct Result {
     bool has_baseline = false;
     Stats baseline;
     std::string baseline_kind;
+    bool has_baseline2 = false;
+    Stats baseline2;
+    std::string baseline2_kind;
     int reps = 0;
     uint64_t iters = 0;
     uint64_t warmup = 0;
+
+    double ratio() const;  // value / baseline (medians); NaN without a baseline
+    double ratio2() const; // value / baseline2
 };
 
 class Reporter {
 public:
-    Reporter(bool json, bool printing) : json_(json), printing_(printing) {}
+    Reporter(bool json, bool printing, std::string transport = "shm")
+        : json_(json), printing_(printing), transport_(std::move(transport)) {}
 
-    // A test announces itself once before its results (table mode: a title and column heads).
-    void begin(const std::string &title, const std::string &details);
-    void result(const Result &r);
+    // A test announces itself once before its results (table mode: a title and column heads;
+    // `second` names the second baseline's column when the results have one).
+    void begin(const std::string &title, const std::string &details, const std::string &second = "");
+    void result(Result r);
     void note(const std::string &line); // free text (table mode only; '#'-prefixed)
+
+    const std::vector<Result> &results() const { return results_; }
+    const std::string &transport() const { return transport_; }
 
 private:
     bool json_;
     bool printing_;
+    std::string transport_;
+    std::string second_;
+    std::vector<Result> results_;
 };
+
+// One result as a JSON object (one line, no newline).
+std::string to_json(const Result &r);
 
 } // namespace portico::bench

@@ -3,12 +3,22 @@
 
 #include <cstdint>
 #include <ctime>
+#include <string>
+
+#include "bench.hpp"
 
 namespace portico::bench {
 
 inline uint64_t now_ns() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// CPU time used by all threads of this process.
+inline uint64_t process_cpu_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -23,6 +33,24 @@ inline void cpu_pause() {
 #else
     asm volatile("" ::: "memory");
 #endif
+}
+
+// How long a raw baseline waits for its peer before it gives up (the peer is stuck or gone).
+constexpr uint64_t kPeerTimeoutNs = 60ull * 1000000000ull;
+
+// Spins (pause) until done() holds; throws bench::Error naming `what` if the peer stays silent
+// for kPeerTimeoutNs. The clock is read only every 64 Ki spins.
+template <class Done> void spin_until(Done done, const char *what) {
+    unsigned spins = 0;
+    uint64_t since = 0;
+    while (!done()) {
+        cpu_pause();
+        if ((++spins & 0xffff) == 0) {
+            const uint64_t t = now_ns();
+            if (since == 0) since = t;
+            else if (t - since > kPeerTimeoutNs) throw Error(std::string(what) + ": the peer did not answer for 60 s");
+        }
+    }
 }
 
 } // namespace portico::bench

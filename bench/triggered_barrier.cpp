@@ -23,6 +23,7 @@
 #include "portals_util.hpp"
 #include "report.hpp"
 #include "timing.hpp"
+#include "watchdog.hpp"
 
 namespace portico::bench {
 namespace {
@@ -101,10 +102,16 @@ public:
         for (int c = 2 * rank_ + 1; c <= 2 * rank_ + 2 && c < n_; ++c) children_.push_back(c);
     }
     // `iters` barriers; returns µs per barrier.
-    double run(uint64_t iters) {
+    double run(uint64_t iters, Watchdog &dog) {
         const uint64_t t0 = now_ns();
-        for (uint64_t i = 0; i < iters; ++i) once();
+        for (uint64_t i = 0; i < iters; ++i) {
+            once();
+            dog.beat();
+        }
         return static_cast<double>(now_ns() - t0) / 1000.0 / static_cast<double>(iters ? iters : 1);
+    }
+    std::string describe() const {
+        return "in triggered barrier " + std::to_string(round_.load(std::memory_order_relaxed));
     }
 
 private:
@@ -128,7 +135,8 @@ private:
               "PtlTriggeredPut");
     }
     void once() {
-        const ptl_size_t k = ++round_;
+        const ptl_size_t k = round_.load(std::memory_order_relaxed) + 1;
+        round_.store(k, std::memory_order_relaxed);
         const ptl_size_t all_arrived = k * (children_.size() + 1);
         for (int c : children_) send_to(c, 1, rank_ ? ct_down_ : ct_up_, rank_ ? k : all_arrived); // release
         if (rank_) send_to((rank_ - 1) / 2, 0, ct_up_, all_arrived);                             // arrived
@@ -147,7 +155,7 @@ private:
     ptl_handle_md_t zero_ = PTL_INVALID_HANDLE;
     std::vector<Peer> peers_;
     std::vector<int> children_;
-    ptl_size_t round_ = 0;
+    std::atomic<ptl_size_t> round_{0}; // atomic only for the watchdog thread
 };
 
 void run_triggered_barrier(Context &ctx) {
@@ -157,16 +165,20 @@ void run_triggered_barrier(Context &ctx) {
     const int reps = ctx.opt.reps ? ctx.opt.reps : ctx.opt.short_mode ? 3 : 7;
     TriggeredBarrier tb(job);
     ShmBarrier shm(job);
+    Watchdog dog(job, kWatchdogS, [&tb] { return tb.describe(); });
     job.barrier();
     ctx.report.begin("triggered_barrier: barrier from triggered puts and counters over a binary tree, " +
                          std::to_string(job.size()) + " processes",
                      std::to_string(iters) + " barriers x " + std::to_string(reps) +
-                         " repetitions; baseline: raw shared-memory counter barrier, interleaved");
+                         " repetitions; baseline: raw shared-memory counter barrier, interleaved; transport " +
+                         ctx.transport);
     std::vector<double> value, baseline;
     for (int r = -1; r < reps; ++r) {
         const uint64_t n = r < 0 ? std::max<uint64_t>(50, iters / 10) : iters;
+        dog.peer_phase(); // the raw barrier may sleep for a slow peer
         const double b = shm.run(n);
-        const double v = tb.run(n);
+        dog.portals_phase();
+        const double v = tb.run(n, dog);
         if (r >= 0) {
             baseline.push_back(b);
             value.push_back(v);

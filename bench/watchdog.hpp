@@ -18,6 +18,12 @@ namespace portico::bench {
 
 class Job;
 
+// No Portals operation of a benchmark takes seconds: kWatchdogS without progress means a lost
+// event or a hang. A rank that only waits for its peer (baselines, barriers) allows
+// kWatchdogPeerS, so that the rank that is really stuck reports first.
+constexpr int kWatchdogS = 30;
+constexpr int kWatchdogPeerS = kWatchdogS + 10;
+
 class Watchdog {
 public:
     Watchdog(Job &job, int limit_s, std::function<std::string()> describe);
@@ -29,6 +35,11 @@ public:
     // Waiting for the peer (not for Portals) deserves more patience: the rank that is really stuck
     // should be the one that reports.
     void set_limit(int limit_s) { limit_s_.store(limit_s, std::memory_order_relaxed); }
+    void peer_phase() { set_limit(kWatchdogPeerS); }
+    void portals_phase() {
+        beat();
+        set_limit(kWatchdogS);
+    }
 
 private:
     void watch();

@@ -1,0 +1,248 @@
+// put_bw and get_bw: windowed bandwidth of PtlPut (PTL_ACK_REQ) and PtlGet from rank 0 to/from
+// rank 1, sizes 8 B .. 16 MiB.
+//
+// Rank 1 exposes a 16 MiB buffer with a persistent ME (PTL_ME_OP_PUT | PTL_ME_OP_GET, counting on
+// a CT, no events) and its application stays idle (in a PMI barrier) while its engine serves; every
+// message goes to offset 0. Rank 0 has one MD over a 16 MiB buffer with a CT counting ACKs and
+// REPLYs (no events). A repetition is a number of windows: rank 0 starts `window` operations, then
+// waits (PtlCTWait) until all of them are acknowledged (put: the data has landed; get: it is
+// here), and so on. Bandwidth = bytes / time, MB/s (10^6 bytes/s). The data is checked after every
+// repetition (a stamp in the first and last 8 bytes of the message) and rank 1's count of
+// operations at the end.
+//
+// Baselines, interleaved with the repetitions, all on rank 0 while rank 1 waits: `baseline` is
+// memcpy of the same size between two buffers that stay in cache as far as they fit (the same bytes
+// again and again); `baseline2` is memcpy of a 64 MiB buffer (out of cache). When the transport
+// is TCP, `baseline` is instead a raw TCP stream between ranks 0 and 1 (tcp_baseline.hpp).
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "job.hpp"
+#include "portals_util.hpp"
+#include "report.hpp"
+#include "tcp_baseline.hpp"
+#include "timing.hpp"
+#include "watchdog.hpp"
+
+namespace portico::bench {
+namespace {
+
+constexpr size_t kMaxSize = 16u << 20;
+constexpr size_t kBigCopy = 64u << 20;
+
+// memcpy through a volatile pointer: the compiler cannot drop or merge the copies.
+void *(*volatile g_copy)(void *, const void *, size_t) = std::memcpy;
+
+// MB/s of `copies` memcpys of `size` bytes from `src` to `dst`.
+double memcpy_rate(unsigned char *dst, const unsigned char *src, size_t size, uint64_t copies) {
+    const uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < copies; ++i) g_copy(dst, src, size);
+    const uint64_t t1 = now_ns();
+    return static_cast<double>(size) * static_cast<double>(copies) * 1000.0 / static_cast<double>(t1 - t0);
+}
+
+class Bandwidth {
+public:
+    Bandwidth(Job &job, bool get) : rank_(job.rank()), get_(get), buf_(kMaxSize) {
+        check(PtlCTAlloc(ni_.handle(), &ct_), "PtlCTAlloc");
+        check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
+        ptl_me_t me{};
+        me.start = buf_.data();
+        me.length = buf_.size();
+        me.ct_handle = ct_;
+        me.uid = PTL_UID_ANY;
+        me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM;
+        me.match_id.phys.nid = PTL_NID_ANY;
+        me.match_id.phys.pid = PTL_PID_ANY;
+        check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
+        ptl_md_t md{};
+        md.start = buf_.data();
+        md.length = buf_.size();
+        md.options = PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY;
+        md.eq_handle = PTL_EQ_NONE;
+        md.ct_handle = ct_;
+        check(PtlMDBind(ni_.handle(), &md, &md_), "PtlMDBind");
+        peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
+    }
+    ~Bandwidth() {
+        PtlMDRelease(md_);
+        PtlMEUnlink(me_);
+        PtlPTFree(ni_.handle(), pt_);
+        PtlCTFree(ct_);
+    }
+
+    unsigned char *buffer() { return buf_.data(); }
+
+    // Before a repetition, the side whose buffer is the source stamps it.
+    void stamp(size_t size, uint64_t v) {
+        if ((rank_ == 0) == get_) return;
+        std::memcpy(buf_.data(), &v, 8);
+        std::memcpy(buf_.data() + size - 8, &v, 8);
+    }
+    // After it (and a barrier), the destination checks the stamp.
+    void check_stamp(size_t size, uint64_t v) {
+        if ((rank_ == 0) != get_) return;
+        uint64_t head, tail;
+        std::memcpy(&head, buf_.data(), 8);
+        std::memcpy(&tail, buf_.data() + size - 8, 8);
+        if (head != v || tail != v)
+            throw Error(std::string(get_ ? "get" : "put") + " of " + std::to_string(size) +
+                        " bytes: the destination does not hold the data sent");
+    }
+
+    // Rank 0: `msgs` operations of `size` bytes in windows of `window`; returns MB/s. Rank 1: 0.
+    double run(size_t size, uint64_t msgs, uint64_t window, Watchdog &dog) {
+        if (rank_ != 0) return 0;
+        size_.store(size, std::memory_order_relaxed);
+        const uint64_t t0 = now_ns();
+        for (uint64_t done = 0; done < msgs;) {
+            const uint64_t n = std::min(window, msgs - done);
+            for (uint64_t i = 0; i < n; ++i) {
+                if (get_) check(PtlGet(md_, 0, size, peer_.id, peer_.pt, 0, 0, nullptr), "PtlGet");
+                else check(PtlPut(md_, 0, size, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+                started_.store(started_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+            }
+            ptl_ct_event_t c;
+            check(PtlCTWait(ct_, started_.load(std::memory_order_relaxed), &c), "PtlCTWait");
+            if (c.failure)
+                throw Error(std::to_string(c.failure) + " of " + std::to_string(started()) + " " +
+                            (get_ ? "gets" : "puts") + " failed (counted on the MD's CT), the last ones of " +
+                            std::to_string(size) + " bytes in windows of " + std::to_string(window));
+            done += n;
+            dog.beat();
+        }
+        const uint64_t t1 = now_ns();
+        return static_cast<double>(size) * static_cast<double>(msgs) * 1000.0 / static_cast<double>(t1 - t0);
+    }
+
+    uint64_t started() const { return started_.load(std::memory_order_relaxed); }
+    uint64_t counted() {
+        ptl_ct_event_t c;
+        check(PtlCTGet(ct_, &c), "PtlCTGet");
+        if (c.failure) throw Error(std::to_string(c.failure) + " operations failed at the target");
+        return c.success;
+    }
+    std::string describe() const {
+        return std::string(get_ ? "gets" : "puts") + " of " + std::to_string(size_.load(std::memory_order_relaxed)) +
+               " bytes: " + std::to_string(started()) + " started, waiting for their completion on the counter";
+    }
+
+private:
+    int rank_;
+    bool get_;
+    Library lib_;
+    PhysicalNi ni_{PTL_NI_MATCHING};
+    std::vector<unsigned char> buf_;
+    ptl_handle_ct_t ct_ = PTL_INVALID_HANDLE;
+    ptl_pt_index_t pt_ = 0;
+    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
+    ptl_handle_md_t md_ = PTL_INVALID_HANDLE;
+    Peer peer_;
+    std::atomic<uint64_t> started_{0}, size_{0};
+};
+
+void run_bw(Context &ctx, bool get) {
+    Job &job = ctx.job;
+    const bool tcp = ctx.transport == "tcp";
+    const char *name = get ? "get_bw" : "put_bw";
+    const std::vector<size_t> sizes =
+        sizes_of(ctx.opt, {8, 64, 512, 4096, 16384, 32768, 65536, 262144, 1u << 20, 4u << 20, 16u << 20},
+                 {8, 65536, 4u << 20}, 8, kMaxSize);
+    // --iters caps the operations per repetition; a repetition moves at most `bytes` bytes.
+    const Plan p = Plan::of(ctx.opt, 20000, 2000);
+    const uint64_t bytes = ctx.opt.short_mode ? 32ull << 20 : 256ull << 20;
+    const uint64_t stream_bytes = ctx.opt.short_mode ? 16ull << 20 : 64ull << 20;
+
+    Bandwidth bw(job, get);
+    std::unique_ptr<TcpStream> stream;
+    if (tcp) stream = std::make_unique<TcpStream>(job);
+    std::vector<unsigned char> copy_dst, big_src, big_dst;
+    if (job.rank() == 0) {
+        copy_dst.assign(kMaxSize, 1);
+        big_src.assign(kBigCopy, 2);
+        big_dst.assign(kBigCopy, 3);
+    }
+    Watchdog dog(job, kWatchdogS, [&bw] { return bw.describe(); });
+    job.barrier();
+
+    const std::string base_desc = tcp ? "raw TCP stream of " + std::to_string(stream_bytes >> 20) +
+                                            " MiB in 1 MiB writes between ranks 0 and 1 (" + stream->kind() + ")"
+                                      : "memcpy of the same size (in cache as far as it fits)";
+    ctx.report.begin(std::string(name) + ": bandwidth of " + (get ? "PtlGet" : "PtlPut (PTL_ACK_REQ)") +
+                         " from rank 0, windowed, target application idle, transport " + ctx.transport,
+                     "per repetition at most " + std::to_string(p.iters) + " operations or " +
+                         std::to_string(bytes >> 20) + " MiB; " + std::to_string(p.reps) +
+                         " repetitions; MB/s = 10^6 bytes/s; baseline: " + base_desc +
+                         "; baseline2: memcpy of 64 MiB (out of cache); both interleaved",
+                     "memcpy 64 MiB [min .. max]");
+    const std::string env = env_note();
+    if (!env.empty()) ctx.report.note("environment: " + env);
+
+    uint64_t stamp = 0;
+    for (size_t size : sizes) {
+        const uint64_t window = std::clamp<uint64_t>((64ull << 20) / size, 2, 64);
+        uint64_t msgs = std::clamp<uint64_t>(bytes / size, window, std::max(p.iters, window));
+        msgs = (msgs + window - 1) / window * window;
+        const uint64_t copies = std::max<uint64_t>(msgs, std::min<uint64_t>(1ull << 21, (16ull << 20) / size));
+        std::vector<double> value, baseline, baseline2;
+        for (int r = -1; r < p.reps; ++r) { // r = -1: warm-up (shorter)
+            const uint64_t n = r < 0 ? std::max(window, msgs / 8 / window * window) : msgs;
+            dog.peer_phase();
+            double b = 0, b2 = 0;
+            if (tcp) b = stream->run(stream_bytes);
+            else if (job.rank() == 0) b = memcpy_rate(copy_dst.data(), bw.buffer(), size, r < 0 ? copies / 8 + 1 : copies);
+            if (job.rank() == 0) b2 = memcpy_rate(big_dst.data(), big_src.data(), kBigCopy, r < 0 ? 1 : 2);
+            bw.stamp(size, ++stamp);
+            job.barrier();
+            dog.portals_phase();
+            const double v = bw.run(size, n, window, dog);
+            dog.peer_phase();
+            job.barrier();
+            bw.check_stamp(size, stamp);
+            if (r < 0) continue;
+            value.push_back(v);
+            baseline.push_back(b);
+            baseline2.push_back(b2);
+            if (ctx.opt.verbose && job.rank() == 0)
+                std::fprintf(stderr, "%s size %zu rep %d: %llu ops in windows of %llu: %.1f MB/s, baseline %.1f, memcpy 64 MiB %.1f\n",
+                             name, size, r, static_cast<unsigned long long>(n), static_cast<unsigned long long>(window),
+                             v, b, b2);
+        }
+        Result res;
+        res.test = name;
+        res.procs = job.size();
+        res.size = size;
+        res.unit = "MB/s";
+        res.better = "higher";
+        res.value = Stats::of(value);
+        res.has_baseline = true;
+        res.baseline = Stats::of(baseline);
+        res.baseline_kind = tcp ? stream->kind() : "memcpy_same_size";
+        res.has_baseline2 = true;
+        res.baseline2 = Stats::of(baseline2);
+        res.baseline2_kind = "memcpy_64MiB";
+        res.reps = p.reps;
+        res.iters = msgs;
+        res.warmup = std::max(window, msgs / 8 / window * window);
+        ctx.report.result(res);
+    }
+    // Rank 1's counter must have seen every operation rank 0 started.
+    const auto counts = job.allgather(std::to_string(bw.started()));
+    if (job.rank() == 1 && std::to_string(bw.counted()) != counts[0])
+        throw Error("rank 1 counted " + std::to_string(bw.counted()) + " operations, rank 0 started " + counts[0]);
+    job.barrier();
+}
+
+void run_put_bw(Context &ctx) { run_bw(ctx, false); }
+void run_get_bw(Context &ctx) { run_bw(ctx, true); }
+
+} // namespace
+
+PORTICO_BENCH_TEST(put_bw, "bandwidth of PtlPut with ack, windowed, sizes 8 B..16 MiB", 2, run_put_bw);
+PORTICO_BENCH_TEST(get_bw, "bandwidth of PtlGet, windowed, sizes 8 B..16 MiB", 2, run_get_bw);
+
+} // namespace portico::bench

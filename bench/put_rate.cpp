@@ -1,0 +1,175 @@
+// put_rate: message rate of 8-byte PtlPuts without acks from rank 0 to rank 1, windowed.
+//
+// Rank 1 exposes an 8-byte buffer with a persistent ME (PTL_ME_OP_PUT, counting on a CT, no
+// events) and stays idle (in a PMI barrier) while its engine receives. Rank 0 sends windows of
+// `window` puts: window-1 with PTL_NO_ACK_REQ from an MD without EQ or CT, then one with
+// PTL_ACK_REQ from an MD whose CT counts ACKs, and waits (PtlCTWait) for that ack. Portico applies
+// the messages of one initiator-target pair in order, so the ack of the last put of a window means
+// the whole window has been received. Rate = puts / time, in millions of messages per second; rank
+// 1's counter is checked against the number of puts at the end.
+//
+// Baseline, interleaved: the raw shared-memory SPSC ring (shm_ring.hpp) with 8-byte messages and
+// the same window.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "job.hpp"
+#include "portals_util.hpp"
+#include "report.hpp"
+#include "shm_ring.hpp"
+#include "timing.hpp"
+#include "watchdog.hpp"
+
+namespace portico::bench {
+namespace {
+
+constexpr uint64_t kWindow = 64;
+
+class PutRate {
+public:
+    explicit PutRate(Job &job) : rank_(job.rank()) {
+        check(PtlCTAlloc(ni_.handle(), &recv_ct_), "PtlCTAlloc");
+        check(PtlCTAlloc(ni_.handle(), &ack_ct_), "PtlCTAlloc");
+        check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
+        ptl_me_t me{};
+        me.start = &target_;
+        me.length = sizeof target_;
+        me.ct_handle = recv_ct_;
+        me.uid = PTL_UID_ANY;
+        me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM;
+        me.match_id.phys.nid = PTL_NID_ANY;
+        me.match_id.phys.pid = PTL_PID_ANY;
+        check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
+        ptl_md_t md{};
+        md.start = &source_;
+        md.length = sizeof source_;
+        md.eq_handle = PTL_EQ_NONE;
+        md.ct_handle = PTL_CT_NONE;
+        check(PtlMDBind(ni_.handle(), &md, &plain_md_), "PtlMDBind");
+        md.options = PTL_MD_EVENT_CT_ACK;
+        md.ct_handle = ack_ct_;
+        check(PtlMDBind(ni_.handle(), &md, &acked_md_), "PtlMDBind");
+        peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
+    }
+    ~PutRate() {
+        PtlMDRelease(plain_md_);
+        PtlMDRelease(acked_md_);
+        PtlMEUnlink(me_);
+        PtlPTFree(ni_.handle(), pt_);
+        PtlCTFree(ack_ct_);
+        PtlCTFree(recv_ct_);
+    }
+
+    // Rank 0: `msgs` puts (a multiple of the window); returns Mmsg/s. Rank 1 returns 0 at once.
+    double run(uint64_t msgs, Watchdog &dog) {
+        if (rank_ != 0) return 0;
+        const uint64_t t0 = now_ns();
+        for (uint64_t done = 0; done < msgs; done += kWindow) {
+            for (uint64_t i = 1; i < kWindow; ++i) {
+                check(PtlPut(plain_md_, 0, 8, PTL_NO_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+                bump(sent_);
+            }
+            check(PtlPut(acked_md_, 0, 8, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+            bump(sent_);
+            bump(windows_);
+            ptl_ct_event_t c;
+            check(PtlCTWait(ack_ct_, windows_.load(std::memory_order_relaxed), &c), "PtlCTWait");
+            if (c.failure) throw Error("an acknowledged put failed");
+            dog.beat();
+        }
+        const uint64_t t1 = now_ns();
+        return static_cast<double>(msgs) * 1000.0 / static_cast<double>(t1 - t0);
+    }
+
+    uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
+    uint64_t received() {
+        ptl_ct_event_t c;
+        check(PtlCTGet(recv_ct_, &c), "PtlCTGet");
+        if (c.failure) throw Error(std::to_string(c.failure) + " puts failed at the target");
+        return c.success;
+    }
+    std::string describe() const {
+        return std::to_string(sent()) + " puts started, waiting for the ack of window " +
+               std::to_string(windows_.load(std::memory_order_relaxed));
+    }
+
+private:
+    static void bump(std::atomic<uint64_t> &c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
+    int rank_;
+    Library lib_;
+    PhysicalNi ni_{PTL_NI_MATCHING};
+    uint64_t target_ = 0, source_ = 0x0123456789abcdefull;
+    ptl_handle_ct_t recv_ct_ = PTL_INVALID_HANDLE, ack_ct_ = PTL_INVALID_HANDLE;
+    ptl_pt_index_t pt_ = 0;
+    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
+    ptl_handle_md_t plain_md_ = PTL_INVALID_HANDLE, acked_md_ = PTL_INVALID_HANDLE;
+    Peer peer_;
+    std::atomic<uint64_t> sent_{0}, windows_{0};
+};
+
+void run_put_rate(Context &ctx) {
+    Job &job = ctx.job;
+    Plan p = Plan::of(ctx.opt, 200000, 20000);
+    p.iters = (p.iters + kWindow - 1) / kWindow * kWindow;
+    const uint64_t warmup = std::max<uint64_t>(kWindow, p.iters / 10 / kWindow * kWindow);
+    const uint64_t ring_msgs = std::max<uint64_t>(p.iters, 1u << 20);
+
+    PutRate pr(job);
+    ShmRing ring(job);
+    Watchdog dog(job, kWatchdogS, [&pr] { return pr.describe(); });
+    job.barrier();
+    ctx.report.begin("put_rate: rate of 8-byte PtlPuts without ack from rank 0 to rank 1, windows of " +
+                         std::to_string(kWindow) + " (the last put of each window acknowledged), target application "
+                         "idle, transport " + ctx.transport,
+                     std::to_string(p.iters) + " puts x " + std::to_string(p.reps) + " repetitions after " +
+                         std::to_string(warmup) + " warm-up ones; Mmsg/s = 10^6 messages/s; baseline: raw shared-memory "
+                         "SPSC ring, 8-byte messages, same window, " + std::to_string(ring_msgs) +
+                         " messages per repetition, interleaved");
+    const std::string env = env_note();
+    if (!env.empty()) ctx.report.note("environment: " + env);
+
+    std::vector<double> value, baseline;
+    for (int r = -1; r < p.reps; ++r) {
+        dog.peer_phase();
+        const double b = ring.run(r < 0 ? ring_msgs / 10 : ring_msgs, kWindow);
+        job.barrier();
+        dog.portals_phase();
+        const double v = pr.run(r < 0 ? warmup : p.iters, dog);
+        dog.peer_phase();
+        job.barrier();
+        if (r < 0) continue;
+        baseline.push_back(b);
+        value.push_back(v);
+        if (ctx.opt.verbose && job.rank() == 0)
+            std::fprintf(stderr, "put_rate rep %d: ring %.3f Mmsg/s, puts %.3f Mmsg/s\n", r, b, v);
+    }
+    Result res;
+    res.test = "put_rate";
+    res.procs = job.size();
+    res.size = 8;
+    res.unit = "Mmsg/s";
+    res.better = "higher";
+    res.value = Stats::of(value);
+    res.has_baseline = true;
+    res.baseline = Stats::of(baseline);
+    res.baseline_kind = "shm_spsc_ring";
+    res.reps = p.reps;
+    res.iters = p.iters;
+    res.warmup = warmup;
+    ctx.report.result(res);
+
+    const auto counts = job.allgather(std::to_string(pr.sent()));
+    if (job.rank() == 1 && std::to_string(pr.received()) != counts[0])
+        throw Error("rank 1 received " + std::to_string(pr.received()) + " puts, rank 0 sent " + counts[0]);
+    job.barrier();
+}
+
+} // namespace
+
+PORTICO_BENCH_TEST(put_rate, "message rate of 8-byte PtlPuts without ack, windowed", 2, run_put_rate);
+
+} // namespace portico::bench
