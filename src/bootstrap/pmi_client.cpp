@@ -176,6 +176,7 @@ struct PmiClient::Channel {
     std::mutex mutex;       // one request/response at a time; every call is thread-safe
     std::mutex write_mutex; // one line at a time on the socket (abort() takes only this one)
     bool finalized = false; // (mutex)
+    std::atomic<bool> finalizing{false}; // a finalize has started: the launcher may close now
 
     Channel() = default;
     Channel(const Channel &) = delete;
@@ -399,6 +400,8 @@ PmiClient::~PmiClient() = default;
 
 int PmiClient::fd() const { return ch_->fd.load(); }
 
+bool PmiClient::finalizing() const { return ch_->finalizing.load(); }
+
 std::unique_ptr<PmiClient> PmiClient::from_environment() {
     const char *fd_s = std::getenv("PMI_FD");
     const char *port_s = std::getenv("PMI_PORT");
@@ -619,6 +622,7 @@ void PmiClient::finalize() {
     std::lock_guard<std::mutex> lk(ch_->mutex);
     if (ch_->finalized)
         return;
+    ch_->finalizing.store(true);
     command("cmd=finalize\n", "finalize_ack");
     ch_->finalized = true;
     ch_->close_fd();

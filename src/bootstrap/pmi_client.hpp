@@ -66,6 +66,9 @@ public:
     // destruction of the last client sharing it; -1 after finalize(). Stop watching before
     // either (or watch a dup() of your own, which keeps the socket open until you close it).
     int fd() const;
+    // True once any client of the process has begun finalize(): a hang-up is then expected (some
+    // launchers close right after finalize_ack), not a sign that the launcher died.
+    bool finalizing() const;
 
     // Key/value space of the job; values become visible to other ranks after barrier().
     void put(const std::string &key, const std::string &value);

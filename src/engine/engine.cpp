@@ -1,7 +1,13 @@
 #include "engine/engine.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <system_error>
+#include <unistd.h>
 
 #include "bootstrap/pmi_client.hpp"
 #include "common/env.hpp"
@@ -88,6 +94,7 @@ void Engine::fini() {
     }
     std::lock_guard g(mutex_);
     finalized_ = true;
+    stop_launcher_watch();
     if (pmi_) {
         try {
             pmi_->finalize();
@@ -108,6 +115,49 @@ void Engine::abort() {
 void Engine::notify_waiters() {
     notify_seq_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(notify_seq_);
+    // Pairs with the sleeper's store of transport_sleeper_ before its last look at notify_seq_.
+    if (Endpoint *ep = transport_sleeper_.load(std::memory_order_seq_cst)) ep->wake_sleeper();
+}
+
+Endpoint::~Endpoint() {
+    if (sleep_fd >= 0) ::close(sleep_fd);
+    if (sleeper_wake >= 0) ::close(sleeper_wake);
+}
+
+void Endpoint::open_sleep_set() {
+    sleep_fd = epoll_create1(EPOLL_CLOEXEC);
+    sleeper_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (sleep_fd < 0 || sleeper_wake < 0) throw std::system_error(errno, std::generic_category(), "epoll/eventfd");
+    for (int fd : {transport->wait_fd(), sleeper_wake}) {
+        if (fd < 0) continue;
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        epoll_ctl(sleep_fd, EPOLL_CTL_ADD, fd, &ev);
+    }
+}
+
+void Endpoint::sleep_in_transport(int timeout_ms) {
+    epoll_event evs[2];
+    const int k = epoll_wait(sleep_fd, evs, 2, timeout_ms);
+    for (int i = 0; i < k; ++i) {
+        if (evs[i].data.fd == sleeper_wake) {
+            uint64_t v;
+            [[maybe_unused]] ssize_t n = ::read(sleeper_wake, &v, sizeof v);
+        } else {
+            transport->wait(*receiver, 0);
+        }
+    }
+}
+
+void Endpoint::wake_sleeper() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(sleeper_wake, &one, sizeof one);
+}
+
+void Engine::unpark_progress(Endpoint &ep) {
+    ep.park_word.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake(ep.park_word);
 }
 
 void Engine::start_progress(Endpoint &ep) {
@@ -118,6 +168,7 @@ void Engine::start_progress(Endpoint &ep) {
 void Engine::stop_progress(Endpoint &ep) {
     ep.stop = true;
     ep.transport->interrupt();
+    unpark_progress(ep);
     if (ep.progress_thread.joinable()) ep.progress_thread.join();
 }
 
@@ -135,11 +186,42 @@ void Engine::progress_loop(Endpoint &ep) {
             cpu_relax();
             continue;
         }
+        // An application thread that waits in the library watches the transport itself (it polls,
+        // or sleeps in the transport and is woken by the peers' doorbells directly): keep out of
+        // its way until it leaves, instead of taking its wakeups and handing them on.
+        bool park = false;
+        uint32_t word = 0;
+        {
+            std::lock_guard g(ep.sleep_mutex);
+            if (ep.app_watching()) {
+                park = ep.progress_parked = true;
+                word = ep.park_word.load(std::memory_order_relaxed);
+                // We may have taken a doorbell meant for the sleeping application thread (which
+                // cleared that peer's flag): re-arm, and look again before parking.
+                if (ep.app_sleeping && ep.active_waiters == 0) {
+                    ep.transport->arm_sleep();
+                    ep.armed = true;
+                }
+            }
+        }
+        if (park && ep.transport->has_pending()) {
+            std::lock_guard g(ep.sleep_mutex);
+            ep.progress_parked = false;
+            continue;
+        }
+        if (park) {
+            if (!ep.stop.load()) futex_wait(ep.park_word, word);
+            std::lock_guard g(ep.sleep_mutex);
+            ep.progress_parked = false;
+            // The waiter just polled everything: sleep at once if nothing is new.
+            idle_since = monotonic_ns() - spin_ns;
+            continue;
+        }
         // Go to sleep. Peers ring our doorbell only while nobody polls on this side.
         {
             std::lock_guard g(ep.sleep_mutex);
             ep.progress_sleeping = true;
-            if (ep.active_waiters == 0) {
+            if (ep.active_waiters == 0) { // (re-)arm: a doorbell already rung cleared its flag
                 ep.transport->arm_sleep();
                 ep.armed = true;
             }
@@ -148,7 +230,7 @@ void Engine::progress_loop(Endpoint &ep) {
         {
             std::lock_guard g(ep.sleep_mutex);
             ep.progress_sleeping = false;
-            if (ep.armed) {
+            if (ep.armed && !ep.app_sleeping) {
                 ep.transport->disarm_sleep();
                 ep.armed = false;
             }
@@ -177,7 +259,46 @@ int Engine::ensure_pmi() {
         }
     }
     if (pmi_failed_) return PTL_FAIL;
+    if (pmi_ && !launcher_watch_.joinable()) start_launcher_watch();
     return pmi_ ? PTL_OK : PTL_IGNORED;
+}
+
+void Engine::start_launcher_watch() {
+    // Caller holds the engine lock. We watch a duplicate so that the PMI client may close its
+    // own descriptor at any time without the watcher looking at a recycled number.
+    const int fd = pmi_->fd() >= 0 ? ::dup(pmi_->fd()) : -1;
+    launcher_watch_stop_ = eventfd(0, EFD_CLOEXEC);
+    if (fd < 0 || launcher_watch_stop_ < 0) {
+        if (fd >= 0) ::close(fd);
+        return;
+    }
+    bootstrap::PmiClient *pmi = pmi_.get();
+    const int stop = launcher_watch_stop_;
+    launcher_watch_ = std::thread([fd, stop, pmi] {
+        pollfd p[2] = {{fd, POLLRDHUP, 0}, {stop, POLLIN, 0}};
+        for (;;) {
+            if (::poll(p, 2, -1) < 0) continue;
+            if (p[1].revents) break;
+            if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                // After a PMI finalize the launcher may close: not an error.
+                if (pmi->finalizing()) break;
+                std::fprintf(stderr, "portico[%d]: the launcher's connection closed (the launcher died or ended the job); exiting\n",
+                             static_cast<int>(getpid()));
+                std::fflush(stderr);
+                ::_exit(1);
+            }
+        }
+        ::close(fd);
+    });
+}
+
+void Engine::stop_launcher_watch() {
+    if (!launcher_watch_.joinable()) return;
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(launcher_watch_stop_, &one, sizeof one);
+    launcher_watch_.join();
+    ::close(launcher_watch_stop_);
+    launcher_watch_stop_ = -1;
 }
 
 int Engine::runtime_query(int *rank, int *size) {
@@ -213,15 +334,18 @@ std::string Engine::job_secret() {
     if (!given.empty()) return given;
     if (ensure_pmi() != PTL_OK) return {};
     try {
+        // portico-run publishes it before the job starts (remote ranks get it this way). The
+        // collective below uses another key: a rank that saw rank 0's put early must not skip it.
+        if (auto v = pmi_->get("portico.secret")) return *v;
         if (pmi_->rank() == 0) {
             uint8_t bytes[16];
             transport::tcp::random_nonce(bytes);
             char hex[33];
             for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
-            pmi_->put("portico.secret", hex);
+            pmi_->put("portico.secret.drawn", hex);
         }
         pmi_->barrier();
-        auto v = pmi_->get("portico.secret");
+        auto v = pmi_->get("portico.secret.drawn");
         if (!v) log_error("PMI: rank 0 published no job secret; TCP peers will be refused");
         return v ? *v : std::string();
     } catch (const std::exception &e) {

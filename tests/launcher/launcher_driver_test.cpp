@@ -38,6 +38,7 @@ namespace {
 
 const std::string kRun = PORTICO_RUN_PATH;
 const std::string kHelper = LAUNCHER_HELPER_PATH;
+const std::string kPortalsRank = PORTALS_RANK_PATH;
 const std::string kFakeRsh = FAKE_RSH_PATH;
 const std::string kFakeRshDetached = FAKE_RSH_DETACHED_PATH;
 const std::string kPmiJobTest = PMI_JOB_TEST_PATH;
@@ -546,6 +547,16 @@ TEST(Remote, RanksExitWhenTheLauncherGoesAway) {
     EXPECT_HAS(r.out, "rank 1: launcher gone\n", r);
 }
 
+TEST(Remote, PortalsRanksExitWhenTheLauncherGoesAway) {
+    // The same for Portals programs blocked in PtlEQWait: the engine watches the PMI connection
+    // and ends the process when it hangs up.
+    Result r = run_args(remote_args("localhost,127.0.0.1", 3, kFakeRshDetached) +
+                        std::vector<std::string>{kPortalsRank, "2", "3"});
+    EXPECT_EXIT_CODE(r, 3);
+    EXPECT_HAS(r.err, "rank 2 on host 127.0.0.1 (via fake_rsh_detached.sh) exited with code 3", r);
+    EXPECT_HAS(r.err, "the launcher's connection closed", r);
+}
+
 TEST(Remote, RefusesBadAndDuplicatePmiids) {
     Result r = run_args(remote_args("localhost,127.0.0.1", 3) + std::vector<std::string>{kHelper, "intruder"});
     EXPECT_EXIT_CODE(r, 0);
@@ -602,7 +613,7 @@ TEST(Remote, Environment) {
               "sh", "-c",
               "set -e; test -z \"${PMI_FD+x}\"; test \"$PMI_ID\" = \"$PMI_RANK\"; "
               "test \"$PMI_SIZE\" = 3; test \"$PMI_JOBID\" = \"portico_$PORTICO_JOB_ID\"; "
-              "test ${#PORTICO_JOB_SECRET} = 32; "
+              "test -z \"${PORTICO_JOB_SECRET+x}\"; " // in the PMI key-value space instead
               "case \"$PMI_PORT\" in *.*.*.*:[0-9]*) ;; *) exit 11;; esac; "
               "case \"$PMI_RANK:$FAKE_RSH_HOST:$PORTICO_LOCAL_RANK:$PORTICO_LOCAL_SIZE\" in "
               "0:localhost:0:2|1:localhost:1:2|2:127.0.0.1:0:1) ;; *) exit 12;; esac; "

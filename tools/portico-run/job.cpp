@@ -419,6 +419,9 @@ int Job::run() {
     server_ = std::make_unique<PmiServer>(opt_.nprocs, kvsname_, *this);
     if (remote_)
         server_->preset("PMI_process_mapping", opt_.remote->process_mapping);
+    // Remote ranks take the job secret from here, not from their command line, where `ps` on
+    // their machine would show it to every user.
+    server_->preset("portico.secret", secret_);
     // Rank 0 gets the terminal (stdin) when we have it: make the job's process group the
     // foreground group, or rank 0 would be stopped by SIGTTIN on its first read.
     hand_tty_ = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
@@ -459,7 +462,7 @@ std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const
         {"PMI_PORT", pmi_port_},       {"PMI_ID", r},
         {"PMI_RANK", r},               {"PMI_SIZE", n},
         {"PMI_JOBID", kvsname_},       {"PORTICO_JOB_ID", job_id_},
-        {"PORTICO_JOB_SECRET", secret_}, {"PORTICO_LOCAL_RANK", lr},
+        {"PORTICO_LOCAL_RANK", lr},
         {"PORTICO_LOCAL_SIZE", ls},    {"MPI_LOCALRANKID", lr},
         {"MPI_LOCALNRANKS", ls},
     };
