@@ -3,7 +3,9 @@
 set -euo pipefail
 packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           # mpich: its mpiexec (hydra) launches Portico jobs too; a test checks that compatibility
-          mpich libmpich-dev)
+          mpich libmpich-dev
+          # clang + its runtime: the libFuzzer target; iproute2: network namespaces (multihost tests)
+          clang libclang-rt-dev iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

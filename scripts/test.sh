@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds Portico and runs every test: the normal build, then again under ASan+UBSan, then the
-# engine's multi-threaded tests under TSan. Any failure fails the script.
+# engine's multi-threaded tests under TSan, then the libFuzzer target on what a TCP peer can send
+# (PORTICO_FUZZ_SECONDS, default 60). Any failure fails the script. The multihost.* tests need
+# root (network namespaces); elsewhere ctest lists them as skipped, with the reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -24,3 +26,11 @@ run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo --
 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=address -DPORTICO_BENCH=OFF -- -E "hydra_compat"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
   run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=thread -DPORTICO_BENCH=OFF -- -R "conformance|completion|unit|standalone"
+# libFuzzer (clang) on the TCP handshake and frame decoder, for a bounded time. Only the fuzz
+# target is built with clang.
+echo "=== build-fuzz: configure (clang)"
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPORTICO_FUZZ=ON -DPORTICO_BENCH=OFF -DPORTICO_FUZZ_SECONDS="${PORTICO_FUZZ_SECONDS:-60}" >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_frame_decoder
+echo "=== build-fuzz: test"
+ctest --test-dir build-fuzz --output-on-failure -R "^fuzz\."

@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <climits>
 #include <poll.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <system_error>
 #include <unistd.h>
@@ -115,49 +114,6 @@ void Engine::abort() {
 void Engine::notify_waiters() {
     notify_seq_.fetch_add(1, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(notify_seq_);
-    // Pairs with the sleeper's store of transport_sleeper_ before its last look at notify_seq_.
-    if (Endpoint *ep = transport_sleeper_.load(std::memory_order_seq_cst)) ep->wake_sleeper();
-}
-
-Endpoint::~Endpoint() {
-    if (sleep_fd >= 0) ::close(sleep_fd);
-    if (sleeper_wake >= 0) ::close(sleeper_wake);
-}
-
-void Endpoint::open_sleep_set() {
-    sleep_fd = epoll_create1(EPOLL_CLOEXEC);
-    sleeper_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (sleep_fd < 0 || sleeper_wake < 0) throw std::system_error(errno, std::generic_category(), "epoll/eventfd");
-    for (int fd : {transport->wait_fd(), sleeper_wake}) {
-        if (fd < 0) continue;
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.fd = fd;
-        epoll_ctl(sleep_fd, EPOLL_CTL_ADD, fd, &ev);
-    }
-}
-
-void Endpoint::sleep_in_transport(int timeout_ms) {
-    epoll_event evs[2];
-    const int k = epoll_wait(sleep_fd, evs, 2, timeout_ms);
-    for (int i = 0; i < k; ++i) {
-        if (evs[i].data.fd == sleeper_wake) {
-            uint64_t v;
-            [[maybe_unused]] ssize_t n = ::read(sleeper_wake, &v, sizeof v);
-        } else {
-            transport->wait(*receiver, 0);
-        }
-    }
-}
-
-void Endpoint::wake_sleeper() {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(sleeper_wake, &one, sizeof one);
-}
-
-void Engine::unpark_progress(Endpoint &ep) {
-    ep.park_word.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(ep.park_word);
 }
 
 void Engine::start_progress(Endpoint &ep) {
@@ -168,7 +124,6 @@ void Engine::start_progress(Endpoint &ep) {
 void Engine::stop_progress(Endpoint &ep) {
     ep.stop = true;
     ep.transport->interrupt();
-    unpark_progress(ep);
     if (ep.progress_thread.joinable()) ep.progress_thread.join();
 }
 
@@ -186,42 +141,11 @@ void Engine::progress_loop(Endpoint &ep) {
             cpu_relax();
             continue;
         }
-        // An application thread that waits in the library watches the transport itself (it polls,
-        // or sleeps in the transport and is woken by the peers' doorbells directly): keep out of
-        // its way until it leaves, instead of taking its wakeups and handing them on.
-        bool park = false;
-        uint32_t word = 0;
-        {
-            std::lock_guard g(ep.sleep_mutex);
-            if (ep.app_watching()) {
-                park = ep.progress_parked = true;
-                word = ep.park_word.load(std::memory_order_relaxed);
-                // We may have taken a doorbell meant for the sleeping application thread (which
-                // cleared that peer's flag): re-arm, and look again before parking.
-                if (ep.app_sleeping && ep.active_waiters == 0) {
-                    ep.transport->arm_sleep();
-                    ep.armed = true;
-                }
-            }
-        }
-        if (park && ep.transport->has_pending()) {
-            std::lock_guard g(ep.sleep_mutex);
-            ep.progress_parked = false;
-            continue;
-        }
-        if (park) {
-            if (!ep.stop.load()) futex_wait(ep.park_word, word);
-            std::lock_guard g(ep.sleep_mutex);
-            ep.progress_parked = false;
-            // The waiter just polled everything: sleep at once if nothing is new.
-            idle_since = monotonic_ns() - spin_ns;
-            continue;
-        }
         // Go to sleep. Peers ring our doorbell only while nobody polls on this side.
         {
             std::lock_guard g(ep.sleep_mutex);
             ep.progress_sleeping = true;
-            if (ep.active_waiters == 0) { // (re-)arm: a doorbell already rung cleared its flag
+            if (ep.active_waiters == 0) {
                 ep.transport->arm_sleep();
                 ep.armed = true;
             }
@@ -230,7 +154,7 @@ void Engine::progress_loop(Endpoint &ep) {
         {
             std::lock_guard g(ep.sleep_mutex);
             ep.progress_sleeping = false;
-            if (ep.armed && !ep.app_sleeping) {
+            if (ep.armed) {
                 ep.transport->disarm_sleep();
                 ep.armed = false;
             }
@@ -259,7 +183,7 @@ int Engine::ensure_pmi() {
         }
     }
     if (pmi_failed_) return PTL_FAIL;
-    if (pmi_ && !launcher_watch_.joinable()) start_launcher_watch();
+    if (pmi_ && !launcher_watch_.joinable() && env_u64("PORTICO_LAUNCHER_WATCH", 1) != 0) start_launcher_watch();
     return pmi_ ? PTL_OK : PTL_IGNORED;
 }
 

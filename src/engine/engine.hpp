@@ -236,27 +236,6 @@ struct Endpoint {
     int active_waiters = 0;        // threads polling in a wait (guarded by sleep_mutex)
     bool progress_sleeping = false; // progress thread in wait() (guarded by sleep_mutex)
     bool armed = false;             // peers have been told to wake us (guarded by sleep_mutex)
-    bool app_sleeping = false;      // an application thread sleeps in transport->wait() (sleep_mutex)
-    bool progress_parked = false;   // progress thread parked on park_word (sleep_mutex)
-    std::atomic<uint32_t> park_word{0};
-    // An application thread watches the transport (polls, or sleeps in it): the progress thread
-    // then parks instead of competing for the same wakeups. Caller holds sleep_mutex.
-    bool app_watching() const { return active_waiters > 0 || app_sleeping; }
-    // Where the application thread sleeps: an epoll set of the transport's descriptor and
-    // sleeper_wake, an eventfd that only that thread reads (the transport's own wakeup may be
-    // consumed by whichever thread polls next, the sleeper's must not).
-    int sleep_fd = -1;
-    int sleeper_wake = -1;
-
-    Endpoint() = default;
-    Endpoint(const Endpoint &) = delete;
-    Endpoint &operator=(const Endpoint &) = delete;
-    ~Endpoint();
-    void open_sleep_set(); // after transport is set; throws std::system_error
-    // Sleeps until the transport has something, the sleeper is woken, or timeout_ms passes;
-    // services the transport's ready descriptors.
-    void sleep_in_transport(int timeout_ms);
-    void wake_sleeper();
 
     int poll() { return transport->poll(*receiver); }
 };
@@ -372,7 +351,6 @@ private:
     // not called again. Returns PTL_OK, PTL_ABORTED, or PTL_EQ_EMPTY/PTL_CT_NONE_REACHED on timeout.
     template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready);
     void notify_waiters();
-    static void unpark_progress(Endpoint &ep); // caller holds ep.sleep_mutex; wakes it after unlock
 
     // ni.cpp
     NI *ni_of(ptl_handle_ni_t h) const { return nis_.lookup(ObjType::NI, h); }
@@ -476,9 +454,6 @@ private:
     // Every sleeping waiter (EQ or CT) sleeps on this word; any event or count bumps it.
     std::atomic<uint32_t> notify_seq_{0};
     std::atomic<int> sleepers_{0};
-    // The endpoint in whose transport an application thread sleeps (at most one thread at a time):
-    // notify_waiters() interrupts that sleep.
-    std::atomic<Endpoint *> transport_sleeper_{nullptr};
 
     std::unique_ptr<bootstrap::PmiClient> pmi_;
     // Ends the process when the launcher's connection hangs up (the launcher died or ended the

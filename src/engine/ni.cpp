@@ -107,12 +107,6 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
             return PTL_ARG_INVALID;
         }
         e->receiver = std::make_unique<EndpointReceiver>(*this, *e);
-        try {
-            e->open_sleep_set();
-        } catch (const std::exception &err) {
-            log_error("cannot open the network interface: %s", err.what());
-            return PTL_NO_SPACE;
-        }
         ep = e.get();
         endpoints_.push_back(std::move(e));
         new_endpoint = true;

@@ -1,12 +1,7 @@
 // How a thread waits for an event or a count: poll the transport itself for a short, bounded time
-// (a ping-pong then never pays a thread hand-off), then sleep. The first thread to sleep sleeps in
-// the transport itself (epoll on the doorbells and sockets), so a message from a peer wakes it
-// directly and it handles the message itself; the endpoint's progress thread parks meanwhile.
-// Other waiting threads sleep on the engine's notification word.
+// (a ping-pong then never pays a thread hand-off), then sleep on the engine's notification word
+// while the endpoint's progress thread, told to listen for peers' doorbells, keeps things moving.
 #pragma once
-
-#include <algorithm>
-#include <climits>
 
 #include "common/futex.hpp"
 #include "engine/engine.hpp"
@@ -65,52 +60,22 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
             ep->armed = false;
         }
     }
-    // Arms the doorbells if nobody polls any more and somebody sleeps (in the transport or the
-    // progress thread in its wait); caller holds sleep_mutex. True if it did.
-    auto arm_if_unwatched = [ep] {
-        // Re-arming is not redundant when already armed: a peer that rang cleared its flag.
-        if (ep->active_waiters > 0 || !(ep->progress_sleeping || ep->app_sleeping)) return false;
-        ep->transport->arm_sleep();
-        ep->armed = true;
-        return true;
-    };
-    // A frame that arrived after our last poll but before the arm rang no doorbell: deliver it.
-    auto drain_after_arm = [ep] {
-        while (ep->transport->has_pending() && ep->poll() > 0) {
-        }
-    };
-    // Stops polling; the first thread to go to sleep becomes the one that sleeps in the transport
-    // (peers' doorbells wake it directly, without a hand-off through the progress thread).
-    auto leave_polling = [this, ep, &arm_if_unwatched, &drain_after_arm](bool to_sleep) {
-        bool armed_now, unpark = false, sleeper = false;
+    auto leave_polling = [ep] {
+        bool armed_now = false;
         {
             std::lock_guard g(ep->sleep_mutex);
-            Endpoint *none = nullptr;
-            if (to_sleep && transport_sleeper_.compare_exchange_strong(none, ep, std::memory_order_seq_cst))
-                sleeper = ep->app_sleeping = true;
-            --ep->active_waiters;
-            armed_now = arm_if_unwatched();
-            if (!ep->app_watching() && ep->progress_parked) unpark = true;
-        }
-        if (unpark) unpark_progress(*ep);
-        if (armed_now) drain_after_arm();
-        return sleeper;
-    };
-    auto leave_transport = [this, ep] {
-        bool unpark = false;
-        {
-            std::lock_guard g(ep->sleep_mutex);
-            ep->app_sleeping = false;
-            transport_sleeper_.store(nullptr, std::memory_order_seq_cst);
-            if (ep->armed && !ep->progress_sleeping && ep->active_waiters == 0) {
-                ep->transport->disarm_sleep();
-                ep->armed = false;
+            if (--ep->active_waiters == 0 && ep->progress_sleeping && !ep->armed) {
+                ep->transport->arm_sleep();
+                ep->armed = armed_now = true;
             }
-            unpark = !ep->app_watching() && ep->progress_parked;
         }
-        if (unpark) unpark_progress(*ep);
+        // A frame that arrived after our last poll but before the arm rang no doorbell, and the
+        // progress thread sleeps: deliver it now, whichever way we leave.
+        if (armed_now)
+            while (ep->transport->has_pending() && ep->poll() > 0) {
+            }
     };
-    bool polling = true, in_transport = false;
+    bool polling = true;
     int rc;
     for (;;) {
         const uint32_t seq = notify_seq_.load(std::memory_order_acquire);
@@ -133,29 +98,7 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
         }
         if (polling) {
             polling = false;
-            in_transport = leave_polling(true);
-            continue;
-        }
-        const int wait_ms = forever ? -1 : static_cast<int>(std::min<uint64_t>((deadline - now + 999999) / 1000000, INT32_MAX));
-        if (in_transport) {
-            // Sleep in the transport: notify_waiters() wakes it, frames and doorbells end it.
-            bool armed_now;
-            {
-                std::lock_guard g(ep->sleep_mutex);
-                armed_now = arm_if_unwatched();
-            }
-            if (armed_now) drain_after_arm();
-            if (notify_seq_.load(std::memory_order_seq_cst) == seq && !ep->transport->has_pending())
-                ep->sleep_in_transport(wait_ms);
-            {
-                std::lock_guard g(ep->sleep_mutex);
-                if (ep->armed && !ep->progress_sleeping && ep->active_waiters == 0) {
-                    ep->transport->disarm_sleep();
-                    ep->armed = false;
-                }
-            }
-            while (ep->poll() > 0) {
-            }
+            leave_polling();
             continue;
         }
         // ready() may consume what it finds (an EQ event), so a success here is the result:
@@ -172,8 +115,7 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
             break;
         }
     }
-    if (polling) leave_polling(false);
-    if (in_transport) leave_transport();
+    if (polling) leave_polling();
     return rc;
 }
 

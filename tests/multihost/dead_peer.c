@@ -3,8 +3,8 @@
  *   rank N-1: the victim. It exposes nothing, so the survivors' gets to it are never answered.
  *   others:   post a get to the victim, tell the launcher they are ready (PMI barrier), then wait
  *             for the REPLY, which must come with PTL_NI_UNDELIVERABLE once the victim is dead.
- * The survivors block SIGTERM so that the launcher's reaction to the death (SIGTERM, then
- * SIGKILL 2 s later) does not cut their report short. */
+ * Each survivor writes its report to a file and a line to a FIFO, which the victim's wrapper
+ * (dead_peer_rank.sh) waits for before it tells the launcher about the death by exiting. */
 #include <portals4.h>
 #include <portico_runtime.h>
 #include <signal.h>
@@ -35,10 +35,6 @@ int main(void) {
         check(portico_runtime_barrier(), "barrier");
         raise(SIGKILL);
     }
-    sigset_t term;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigprocmask(SIG_BLOCK, &term, NULL);
     static char buf[4096];
     ptl_md_t md = {buf, sizeof buf, 0, eq, PTL_CT_NONE};
     ptl_handle_md_t mdh;
@@ -54,7 +50,20 @@ int main(void) {
         fflush(stdout);
         return 1;
     }
-    printf("rank %u: the get to dead rank %u ended with PTL_NI_UNDELIVERABLE\n", (unsigned)me.rank, (unsigned)victim);
-    fflush(stdout);
+    /* A file, not stdout: once the launcher reacts to the death it kills the remote shells, and
+     * with them the pipes that carry the ranks' output (as with ssh). */
+    const char *dir = getenv("DEAD_PEER_REPORT_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank%u", dir ? dir : ".", (unsigned)me.rank);
+    FILE *f = fopen(path, "w");
+    if (!f) return 1;
+    fprintf(f, "rank %u: the get to dead rank %u ended with PTL_NI_UNDELIVERABLE\n", (unsigned)me.rank, (unsigned)victim);
+    fclose(f);
+    /* Tell the victim's wrapper (dead_peer_rank.sh) that this survivor has reported. */
+    snprintf(path, sizeof path, "%s/fifo", dir ? dir : ".");
+    f = fopen(path, "w");
+    if (!f) return 1;
+    fprintf(f, "%u\n", (unsigned)me.rank);
+    fclose(f);
     for (;;) pause(); /* the launcher ends the job */
 }

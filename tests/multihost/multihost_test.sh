@@ -9,7 +9,8 @@
 #       connects to the PMI port: the launcher must refuse it, say so, and the job must succeed
 #   multihost_test.sh deadpeer PORTICO_RUN DEAD_PEER_PROGRAM NPROCS
 #       the last rank kills itself mid-job: every survivor must report that its get to it ended
-#       with PTL_NI_UNDELIVERABLE, and portico-run must exit 137 naming the killed rank
+#       with PTL_NI_UNDELIVERABLE, and portico-run must exit 137 naming the dead rank (which
+#       dead_peer_rank.sh reports only after the survivors did)
 #   multihost_test.sh hydra MPIEXEC PROGRAM NPROCS
 #       MPICH's mpiexec with its ssh launcher, through netns_ssh.sh, on the namespaces (by name);
 #       -iface makes the proxies connect back to the root namespace's address on the namespaces'
@@ -55,23 +56,26 @@ case $mode in
         ;;
     deadpeer)
         run=$1 prog=$2 n=$3
-        out=$(mktemp) err=$(mktemp) || exit 1
-        "$run" --hosts "$PORTICO_NETNS_ADDRS" --rsh "$netns rsh" -n "$n" --timeout 60 "$prog" >"$out" 2>"$err"
+        out=$(mktemp) err=$(mktemp) reports=$(mktemp -d) || exit 1
+        mkfifo "$reports/fifo" || exit 1
+        "$run" --hosts "$PORTICO_NETNS_ADDRS" --rsh "$netns rsh" -n "$n" --timeout 60 \
+            --env DEAD_PEER_REPORT_DIR="$reports" "$dir/dead_peer_rank.sh" "$prog" "$n" >"$out" 2>"$err"
         status=$?
         cat "$out"
         cat "$err" >&2
         victim=$((n - 1))
         ok=1
         [ $status -eq 137 ] || { echo "deadpeer: portico-run exited with $status, expected 137" >&2; ok=0; }
-        grep -q "rank $victim on host .* killed by signal 9" "$err" ||
+        grep -q "rank $victim on host .* exited with code 137" "$err" ||
             { echo "deadpeer: no message naming the killed rank $victim" >&2; ok=0; }
         r=0
         while [ $r -lt $victim ]; do
-            grep -q "^rank $r: the get to dead rank $victim ended with PTL_NI_UNDELIVERABLE$" "$out" ||
+            cat "$reports/rank$r" 2>/dev/null
+            grep -qs "^rank $r: the get to dead rank $victim ended with PTL_NI_UNDELIVERABLE$" "$reports/rank$r" ||
                 { echo "deadpeer: rank $r did not report the failure" >&2; ok=0; }
             r=$((r + 1))
         done
-        rm -f "$out" "$err"
+        rm -rf "$out" "$err" "$reports"
         [ $ok -eq 1 ] || exit 1
         echo "deadpeer: every survivor saw the failure, the launcher exited 137"
         ;;
