@@ -13,10 +13,6 @@ class Job;
 // "tcp" otherwise. Collective over the job. Throws on an unknown value.
 std::string detect_transport(Job &job);
 
-// The nid the engine gives this machine: PORTICO_NID, else the IPv4 address of PORTICO_IFACE,
-// else of the first non-loopback interface, else 127.0.0.1 (host byte order).
-uint32_t local_nid();
-
 // Where the raw TCP baseline listens: the IPv4 address of the interface named by PORTICO_IFACE,
 // else the first non-loopback IPv4 address, else 127.0.0.1 (dotted quad). In a network namespace
 // this is the namespace's address.

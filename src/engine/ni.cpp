@@ -1,13 +1,11 @@
 // Network interfaces, ids, the rank map and the portal table (spec §3.6–3.9).
 #include <algorithm>
-#include <arpa/inet.h>
 #include <cerrno>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <system_error>
 #include <unistd.h>
 
 #include "common/env.hpp"
+#include "common/netif.hpp"
 #include "common/log.hpp"
 #include "engine/wait.hpp"
 #include "transport/router.hpp"
@@ -15,27 +13,6 @@
 namespace portico::engine {
 
 namespace {
-
-// The nid names the machine: its IPv4 address (PORTICO_NID overrides, PORTICO_IFACE picks the
-// network interface), so that peers on other machines (TCP) and on this one (shared memory) are
-// told apart by nid alone.
-uint32_t local_nid() {
-    const std::string forced = env_str("PORTICO_NID");
-    if (!forced.empty()) return static_cast<uint32_t>(std::strtoul(forced.c_str(), nullptr, 0));
-    const std::string want = env_str("PORTICO_IFACE");
-    uint32_t nid = 0x7f000001;
-    ifaddrs *list = nullptr;
-    if (getifaddrs(&list) == 0) {
-        for (ifaddrs *i = list; i; i = i->ifa_next) {
-            if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-            if (!want.empty() ? want != i->ifa_name : (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
-            nid = ntohl(reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr);
-            break;
-        }
-        freeifaddrs(list);
-    }
-    return nid;
-}
 
 template <class T> void take_smaller(T &ours, T desired) {
     if (desired > 0 && desired < ours) ours = desired;

@@ -72,6 +72,22 @@ struct Header {
 };
 static_assert(sizeof(Header) == 96, "wire header layout is part of the protocol");
 
+// The header of frame `index` of a message whose first header is `first` and whose payload is
+// `total` bytes: the message's own header first, then Data headers; `frame_bytes` of payload.
+inline Header frame_header(const Header &first, uint64_t total, uint64_t index, uint32_t frame_bytes) {
+    Header h;
+    if (index == 0) {
+        h = first;
+        h.payload_total = total;
+    } else {
+        h = Header{};
+        h.version = kVersion;
+        h.kind = Kind::Data;
+    }
+    h.frame_payload = frame_bytes;
+    return h;
+}
+
 // Checks what a receiver must check before trusting a header from the network.
 inline bool header_is_sane(const Header &h, size_t frame_bytes_available) {
     if (h.version != kVersion) return false;

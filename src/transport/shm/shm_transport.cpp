@@ -362,16 +362,7 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
             complete = false;
             break;
         }
-        wire::Header h;
-        if (!c.header_sent) {
-            h = m.h;
-            h.payload_total = c.total;
-        } else {
-            std::memset(&h, 0, sizeof h);
-            h.version = wire::kVersion;
-            h.kind = wire::Kind::Data;
-        }
-        h.frame_payload = static_cast<uint32_t>(chunk);
+        wire::Header h = wire::frame_header(m.h, c.total, c.header_sent ? 1 : 0, static_cast<uint32_t>(chunk));
         bool ok = gather_copy(p + kHeaderBytes, c.iov, c.iovcnt, c.sent, chunk);
         if (!ok) {
             if (!c.header_sent) return false; // nothing sent yet: the caller reports the fault

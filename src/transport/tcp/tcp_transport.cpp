@@ -169,15 +169,7 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload) {
                 m.checked = f + 1;
             }
             wire::Header &h = headers[nh++];
-            if (f == 0) {
-                h = m.h;
-                h.payload_total = m.total;
-            } else {
-                std::memset(&h, 0, sizeof h);
-                h.version = wire::kVersion;
-                h.kind = wire::Kind::Data;
-            }
-            h.frame_payload = static_cast<uint32_t>(len);
+            h = wire::frame_header(m.h, m.total, f, static_cast<uint32_t>(len));
             if (f >= m.fault_from) h.flags |= wire::kFlagSourceFault;
             if (in_frame < kHeaderBytes) {
                 iov[n++] = {reinterpret_cast<std::byte *>(&h) + in_frame, kHeaderBytes - in_frame};
