@@ -1,0 +1,393 @@
+/*
+ * gasnet.h — GASNet 1.8.1 (core and extended API) on Portico's Portals 4.3 engine.
+ *
+ * Source-compatible with GASNet-1 clients: the names, types, constants and semantics are those of
+ * the GASNet specification v1.8.1. See docs/GASNET.md for the design, the limits and the
+ * environment variables.
+ *
+ * Configuration, as GASNet clients expect it:
+ *   - the client defines exactly one of GASNET_SEQ, GASNET_PARSYNC, GASNET_PAR before including
+ *     this header (the pkg-config modules gasnet-seq, gasnet-parsync and gasnet-par add it to the
+ *     cflags). One library serves the three modes; gasnet_init() records the one the client was
+ *     compiled with.
+ *   - the segment configuration is GASNET_SEGMENT_FAST unless the client defines
+ *     GASNET_SEGMENT_LARGE or GASNET_SEGMENT_EVERYTHING itself (e.g. -DGASNET_SEGMENT_EVERYTHING).
+ */
+#ifndef GASNET_H
+#define GASNET_H
+
+#if (defined(GASNET_SEQ) + defined(GASNET_PARSYNC) + defined(GASNET_PAR)) != 1
+#error "Client code must #define exactly one of (GASNET_PAR, GASNET_PARSYNC, GASNET_SEQ) before #including gasnet.h"
+#endif
+
+#if (defined(GASNET_SEGMENT_FAST) + defined(GASNET_SEGMENT_LARGE) + defined(GASNET_SEGMENT_EVERYTHING)) > 1
+#error "At most one of GASNET_SEGMENT_FAST, GASNET_SEGMENT_LARGE, GASNET_SEGMENT_EVERYTHING may be defined"
+#endif
+#if !defined(GASNET_SEGMENT_LARGE) && !defined(GASNET_SEGMENT_EVERYTHING) && !defined(GASNET_SEGMENT_FAST)
+#define GASNET_SEGMENT_FAST 1
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#if !defined(__LP64__) && !defined(_LP64)
+#error "This GASNet implementation supports LP64 platforms only"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GASNETP_API __attribute__((__visibility__("default")))
+
+/* ---- versions and configuration (spec §1.8) ------------------------------------------------ */
+#define GASNET_SPEC_VERSION_MAJOR 1
+#define GASNET_SPEC_VERSION_MINOR 8
+#define GASNET_RELEASE_VERSION_MAJOR 1
+#define GASNET_RELEASE_VERSION_MINOR 8
+#define GASNET_RELEASE_VERSION_PATCH 1
+#define GASNET_VERSION GASNET_SPEC_VERSION_MAJOR /* deprecated */
+
+#define GASNET_CONDUIT_NAME PORTICO
+#define GASNET_CONDUIT_NAME_STR "PORTICO"
+#define GASNET_CONDUIT_PORTICO 1
+#define GASNET_CORE_NAME PORTICO
+#define GASNET_CORE_NAME_STR "PORTICO"
+#define GASNET_CORE_VERSION 1.0
+#define GASNET_EXTENDED_NAME PORTICO
+#define GASNET_EXTENDED_NAME_STR "PORTICO"
+#define GASNET_EXTENDED_VERSION 1.0
+#define GASNET_NDEBUG 1 /* the library is a release build: GASNET_DEBUG, _TRACE, _STATS are off */
+
+#if defined(GASNET_SEQ)
+#define GASNETP_THREADMODE 0
+#define GASNETP_THREADMODE_STR "SEQ"
+#elif defined(GASNET_PARSYNC)
+#define GASNETP_THREADMODE 1
+#define GASNETP_THREADMODE_STR "PARSYNC"
+#else
+#define GASNETP_THREADMODE 2
+#define GASNETP_THREADMODE_STR "PAR"
+#endif
+#if defined(GASNET_SEGMENT_FAST)
+#define GASNETP_SEGMODE 0
+#define GASNETP_SEGMODE_STR "FAST"
+#elif defined(GASNET_SEGMENT_LARGE)
+#define GASNETP_SEGMODE 1
+#define GASNETP_SEGMODE_STR "LARGE"
+#else
+#define GASNETP_SEGMODE 2
+#define GASNETP_SEGMODE_STR "EVERYTHING"
+#endif
+
+/* Comparable with strcmp; the library holds the strings of every configuration it serves. */
+#define GASNET_CONFIG_STRING                                                                       \
+    "RELEASE=1.8.1,SPEC=1.8,CONDUIT=PORTICO(PORTALS4),THREADMODEL=" GASNETP_THREADMODE_STR        \
+    ",SEGMENT=" GASNETP_SEGMODE_STR ",PTR=64bit,nodebug,notrace,nostats"
+
+#define GASNET_MAXNODES 4096
+#define GASNET_ALIGNED_SEGMENTS 0
+#define GASNET_PAGESIZE 4096
+#define SIZEOF_GASNET_REGISTER_VALUE_T 8
+
+/* ---- errors (§1.6) --------------------------------------------------------------------------- */
+#define GASNET_OK 0
+#define GASNET_ERR_BASE 10000
+#define GASNET_ERR_NOT_INIT 10001
+#define GASNET_ERR_RESOURCE 10002
+#define GASNET_ERR_BAD_ARG 10003
+#define GASNET_ERR_NOT_READY 10004
+#define GASNET_ERR_BARRIER_MISMATCH 10005
+
+GASNETP_API const char *gasnet_ErrorName(int errval);
+GASNETP_API const char *gasnet_ErrorDesc(int errval);
+
+/* ---- types (§1.7) ---------------------------------------------------------------------------- */
+typedef uint32_t gasnet_node_t;
+typedef uint8_t gasnet_handler_t;
+typedef int32_t gasnet_handlerarg_t;
+typedef void *gasnet_token_t;
+typedef uint64_t gasnet_register_value_t;
+typedef struct gasnetp_op *gasnet_handle_t; /* all-zero bytes (NULL) is GASNET_INVALID_HANDLE */
+typedef struct gasnetp_valget *gasnet_valget_handle_t;
+typedef void *gasnet_threadinfo_t;
+#define GASNET_INVALID_HANDLE ((gasnet_handle_t)0)
+
+/* A handler of any category; attach casts it back to the prototype the messages name. */
+typedef void (*gasnet_handler_fn_t)();
+typedef struct {
+    gasnet_handler_t index; /* 0 = don't care: attach fills in the index it assigned */
+    void (*fnptr)();
+} gasnet_handlerentry_t;
+
+typedef struct {
+    void *addr;
+    uintptr_t size;
+} gasnet_seginfo_t;
+
+/* Extension (later GASNet-1 releases): where each node runs. host = the lowest node on the same
+ * machine; supernode = the node itself (no cross-process segment mapping); offset = 0. */
+typedef struct {
+    gasnet_node_t host;
+    gasnet_node_t supernode;
+    intptr_t offset;
+} gasnet_nodeinfo_t;
+
+/* ---- job control (§2.1) ---------------------------------------------------------------------- */
+/* gasnet_init is a macro so that the library learns the thread and segment configuration the
+ * client was compiled with; the function of that name (PAR, FAST) exists for callers that
+ * bypass the macro. */
+GASNETP_API int gasnet_init(int *argc, char ***argv);
+GASNETP_API int gasnetp_init(int *argc, char ***argv, int threadmode, int segmode, const char *config);
+#define gasnet_init(argc, argv) gasnetp_init((argc), (argv), GASNETP_THREADMODE, GASNETP_SEGMODE, GASNET_CONFIG_STRING)
+
+GASNETP_API int gasnet_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize,
+                              uintptr_t minheapoffset);
+GASNETP_API uintptr_t gasnet_getMaxLocalSegmentSize(void);
+GASNETP_API uintptr_t gasnet_getMaxGlobalSegmentSize(void);
+GASNETP_API void gasnet_exit(int exitcode) __attribute__((__noreturn__));
+
+/* ---- job environment (§2.2) ------------------------------------------------------------------ */
+GASNETP_API gasnet_node_t gasnet_mynode(void);
+GASNETP_API gasnet_node_t gasnet_nodes(void);
+GASNETP_API int gasnet_getSegmentInfo(gasnet_seginfo_t *seginfo_table, int numentries);
+GASNETP_API int gasnet_getNodeInfo(gasnet_nodeinfo_t *nodeinfo_table, int numentries);
+GASNETP_API char *gasnet_getenv(const char *name);
+
+/* ---- active messages (§2.3) ------------------------------------------------------------------ */
+#define GASNETP_AM_MAX_ARGS 16
+#define GASNETP_AM_MAX_MEDIUM 65408
+#define GASNETP_AM_MAX_LONG 16777216
+GASNETP_API size_t gasnet_AMMaxArgs(void);
+GASNETP_API size_t gasnet_AMMaxMedium(void);
+GASNETP_API size_t gasnet_AMMaxLongRequest(void);
+GASNETP_API size_t gasnet_AMMaxLongReply(void);
+#define gasnet_AMMaxArgs() ((size_t)GASNETP_AM_MAX_ARGS)
+#define gasnet_AMMaxMedium() ((size_t)GASNETP_AM_MAX_MEDIUM)
+#define gasnet_AMMaxLongRequest() ((size_t)GASNETP_AM_MAX_LONG)
+#define gasnet_AMMaxLongReply() ((size_t)GASNETP_AM_MAX_LONG)
+
+GASNETP_API int gasnet_AMPoll(void);
+GASNETP_API int gasnet_AMGetMsgSource(gasnet_token_t token, gasnet_node_t *srcindex);
+
+/* GASNET_BLOCKUNTIL(cond): services the network (running handlers) until cond holds. cond is
+ * evaluated after every message or completion this or another thread handled, and at least every
+ * few milliseconds; the thread sleeps in between (see docs/GASNET.md, "Waiting and progress"). */
+GASNETP_API void gasnetp_blockuntil_step(unsigned *iteration);
+#define GASNET_BLOCKUNTIL(cond)                                                                    \
+    do {                                                                                           \
+        unsigned _gasnetp_bu_iter = 0;                                                             \
+        while (!(cond)) gasnetp_blockuntil_step(&_gasnetp_bu_iter);                                \
+    } while (0)
+
+/* The 7 families x 17 argument counts (M = 0..16): 119 functions. */
+GASNETP_API int gasnet_AMRequestShort0(gasnet_node_t dest, gasnet_handler_t handler);
+GASNETP_API int gasnet_AMRequestShort1(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMRequestShort2(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMRequestShort3(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMRequestShort4(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMRequestShort5(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMRequestShort6(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMRequestShort7(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMRequestShort8(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMRequestShort9(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMRequestShort10(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMRequestShort11(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMRequestShort12(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMRequestShort13(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMRequestShort14(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMRequestShort15(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMRequestShort16(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+
+GASNETP_API int gasnet_AMRequestMedium0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes);
+GASNETP_API int gasnet_AMRequestMedium1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMRequestMedium2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMRequestMedium3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMRequestMedium4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMRequestMedium5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMRequestMedium6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMRequestMedium7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMRequestMedium8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMRequestMedium9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMRequestMedium10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMRequestMedium11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMRequestMedium12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMRequestMedium13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMRequestMedium14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMRequestMedium15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMRequestMedium16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+
+GASNETP_API int gasnet_AMRequestLong0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr);
+GASNETP_API int gasnet_AMRequestLong1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMRequestLong2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMRequestLong3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMRequestLong4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMRequestLong5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMRequestLong6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMRequestLong7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMRequestLong8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMRequestLong9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMRequestLong10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMRequestLong11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMRequestLong12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMRequestLong13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMRequestLong14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMRequestLong15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMRequestLong16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+
+GASNETP_API int gasnet_AMRequestLongAsync0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr);
+GASNETP_API int gasnet_AMRequestLongAsync1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMRequestLongAsync2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMRequestLongAsync3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMRequestLongAsync4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMRequestLongAsync5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMRequestLongAsync6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMRequestLongAsync7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMRequestLongAsync8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMRequestLongAsync9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMRequestLongAsync10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMRequestLongAsync11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMRequestLongAsync12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMRequestLongAsync13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMRequestLongAsync14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMRequestLongAsync15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMRequestLongAsync16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+
+GASNETP_API int gasnet_AMReplyShort0(gasnet_token_t token, gasnet_handler_t handler);
+GASNETP_API int gasnet_AMReplyShort1(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMReplyShort2(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMReplyShort3(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMReplyShort4(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMReplyShort5(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMReplyShort6(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMReplyShort7(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMReplyShort8(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMReplyShort9(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMReplyShort10(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMReplyShort11(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMReplyShort12(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMReplyShort13(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMReplyShort14(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMReplyShort15(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMReplyShort16(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+
+GASNETP_API int gasnet_AMReplyMedium0(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes);
+GASNETP_API int gasnet_AMReplyMedium1(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMReplyMedium2(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMReplyMedium3(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMReplyMedium4(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMReplyMedium5(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMReplyMedium6(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMReplyMedium7(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMReplyMedium8(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMReplyMedium9(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMReplyMedium10(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMReplyMedium11(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMReplyMedium12(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMReplyMedium13(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMReplyMedium14(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMReplyMedium15(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMReplyMedium16(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+
+GASNETP_API int gasnet_AMReplyLong0(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr);
+GASNETP_API int gasnet_AMReplyLong1(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMReplyLong2(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMReplyLong3(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMReplyLong4(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMReplyLong5(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMReplyLong6(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMReplyLong7(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMReplyLong8(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMReplyLong9(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMReplyLong10(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMReplyLong11(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMReplyLong12(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMReplyLong13(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMReplyLong14(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMReplyLong15(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMReplyLong16(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+/* ---- atomicity control (§2.4) ---------------------------------------------------------------- */
+GASNETP_API void gasnet_hold_interrupts(void);
+GASNETP_API void gasnet_resume_interrupts(void);
+
+typedef struct {
+    pthread_mutex_t lock;
+} gasnet_hsl_t;
+#define GASNET_HSL_INITIALIZER {PTHREAD_MUTEX_INITIALIZER}
+GASNETP_API void gasnet_hsl_init(gasnet_hsl_t *hsl);
+GASNETP_API void gasnet_hsl_destroy(gasnet_hsl_t *hsl);
+GASNETP_API void gasnet_hsl_lock(gasnet_hsl_t *hsl);
+GASNETP_API void gasnet_hsl_unlock(gasnet_hsl_t *hsl);
+GASNETP_API int gasnet_hsl_trylock(gasnet_hsl_t *hsl);
+
+/* ---- extended API: blocking transfers (§3.2) --------------------------------------------------
+ * Errors in the extended API are fatal: a message on stderr, then SIGABRT (§3). */
+GASNETP_API void gasnet_get(void *dest, gasnet_node_t node, void *src, size_t nbytes);
+GASNETP_API void gasnet_put(gasnet_node_t node, void *dest, void *src, size_t nbytes);
+GASNETP_API void gasnet_get_bulk(void *dest, gasnet_node_t node, void *src, size_t nbytes);
+GASNETP_API void gasnet_put_bulk(gasnet_node_t node, void *dest, void *src, size_t nbytes);
+GASNETP_API void gasnet_memset(gasnet_node_t node, void *dest, int val, size_t nbytes);
+
+/* ---- explicit-handle non-blocking transfers (§3.3.2-3) ---------------------------------------- */
+GASNETP_API gasnet_handle_t gasnet_get_nb(void *dest, gasnet_node_t node, void *src, size_t nbytes);
+GASNETP_API gasnet_handle_t gasnet_put_nb(gasnet_node_t node, void *dest, void *src, size_t nbytes);
+GASNETP_API gasnet_handle_t gasnet_get_nb_bulk(void *dest, gasnet_node_t node, void *src, size_t nbytes);
+GASNETP_API gasnet_handle_t gasnet_put_nb_bulk(gasnet_node_t node, void *dest, void *src, size_t nbytes);
+GASNETP_API gasnet_handle_t gasnet_memset_nb(gasnet_node_t node, void *dest, int val, size_t nbytes);
+GASNETP_API void gasnet_wait_syncnb(gasnet_handle_t handle);
+GASNETP_API int gasnet_try_syncnb(gasnet_handle_t handle);
+GASNETP_API void gasnet_wait_syncnb_all(gasnet_handle_t *handles, size_t numhandles);
+GASNETP_API int gasnet_try_syncnb_all(gasnet_handle_t *handles, size_t numhandles);
+GASNETP_API void gasnet_wait_syncnb_some(gasnet_handle_t *handles, size_t numhandles);
+GASNETP_API int gasnet_try_syncnb_some(gasnet_handle_t *handles, size_t numhandles);
+
+/* ---- implicit-handle non-blocking transfers (§3.3.4-6) ---------------------------------------- */
+GASNETP_API void gasnet_get_nbi(void *dest, gasnet_node_t node, void *src, size_t nbytes);
+GASNETP_API void gasnet_put_nbi(gasnet_node_t node, void *dest, void *src, size_t nbytes);
+GASNETP_API void gasnet_get_nbi_bulk(void *dest, gasnet_node_t node, void *src, size_t nbytes);
+GASNETP_API void gasnet_put_nbi_bulk(gasnet_node_t node, void *dest, void *src, size_t nbytes);
+GASNETP_API void gasnet_memset_nbi(gasnet_node_t node, void *dest, int val, size_t nbytes);
+GASNETP_API void gasnet_wait_syncnbi_gets(void);
+GASNETP_API void gasnet_wait_syncnbi_puts(void);
+GASNETP_API void gasnet_wait_syncnbi_all(void);
+GASNETP_API int gasnet_try_syncnbi_gets(void);
+GASNETP_API int gasnet_try_syncnbi_puts(void);
+GASNETP_API int gasnet_try_syncnbi_all(void);
+GASNETP_API void gasnet_begin_nbi_accessregion(void);
+GASNETP_API gasnet_handle_t gasnet_end_nbi_accessregion(void);
+
+/* ---- register-memory operations (§3.4) -------------------------------------------------------- */
+GASNETP_API void gasnet_put_val(gasnet_node_t node, void *dest, gasnet_register_value_t value, size_t nbytes);
+GASNETP_API gasnet_handle_t gasnet_put_nb_val(gasnet_node_t node, void *dest, gasnet_register_value_t value,
+                                              size_t nbytes);
+GASNETP_API void gasnet_put_nbi_val(gasnet_node_t node, void *dest, gasnet_register_value_t value, size_t nbytes);
+GASNETP_API gasnet_register_value_t gasnet_get_val(gasnet_node_t node, void *src, size_t nbytes);
+GASNETP_API gasnet_valget_handle_t gasnet_get_nb_val(gasnet_node_t node, void *src, size_t nbytes);
+GASNETP_API gasnet_register_value_t gasnet_wait_syncnb_valget(gasnet_valget_handle_t handle);
+
+/* ---- barriers (§3.5) -------------------------------------------------------------------------- */
+#define GASNET_BARRIERFLAG_ANONYMOUS 1
+#define GASNET_BARRIERFLAG_MISMATCH 2
+GASNETP_API void gasnet_barrier_notify(int id, int flags);
+GASNETP_API int gasnet_barrier_wait(int id, int flags);
+GASNETP_API int gasnet_barrier_try(int id, int flags);
+
+/* ---- threads (§3.6) --------------------------------------------------------------------------- */
+GASNETP_API gasnet_threadinfo_t gasnetp_get_threadinfo(void);
+#define GASNET_GET_THREADINFO() (gasnetp_get_threadinfo())
+/* A declaration: only at the top of a function or block, as the spec says. */
+#define GASNET_POST_THREADINFO(info)                                                               \
+    gasnet_threadinfo_t _gasnetp_threadinfo_posted __attribute__((__unused__)) = (info)
+#define GASNET_BEGIN_FUNCTION() GASNET_POST_THREADINFO(GASNET_GET_THREADINFO())
+
+#define GASNET_WAIT_SPIN 0
+#define GASNET_WAIT_BLOCK 1
+#define GASNET_WAIT_SPINBLOCK 2
+GASNETP_API int gasnet_set_waitmode(int wait_mode);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GASNET_H */

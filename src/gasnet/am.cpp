@@ -1,0 +1,414 @@
+// Active messages over Portals.
+//
+// A message is one PtlPut into the target's request (or reply) portal entry: hdr_data names the
+// handler, category, argument count and payload size; the body is [Long destination][arguments]
+// padded to 16 bytes, then the Medium payload (or a small Long payload). The target lands it in a
+// buffer of its zone (MEs with PTL_ME_MANAGE_LOCAL, min_free = the largest message), takes the
+// PUT event when it polls, runs the handler in place and re-posts a buffer once every message in
+// it has been handled. Long payloads above kLongPackedMax go first, by a put straight into the
+// target segment; Portico applies messages whole and in order per initiator-target pair, so they
+// are in place before the message that runs the handler.
+//
+// Flow control: per peer and class, a sender may have at most credit_bytes of messages that the
+// target has not yet handled and reported. The target reports by writing its "handled" count into
+// the sender's credit slot (a put; the sender never polls for it), and only after making sure its
+// zone can take every message all senders may still send (see Zone::slack). Replies have their own
+// zone and credits, so a handler that replies never waits for request traffic.
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "internal.hpp"
+
+namespace gasnetp {
+
+namespace {
+
+uint64_t *credit_slot(int cls, gasnet_node_t peer) { return &g->credit_slots[size_t(cls) * g->nodes + peer]; }
+
+void link_buffer(Zone &z, Buffer *b) {
+    // Caller holds z.mu (or is alone, at attach).
+    b->spent = false;
+    b->spent_end = 0;
+    b->used_known = 0;
+    b->seen = 0;
+    b->done.store(0, std::memory_order_relaxed);
+    ptl_me_t me{};
+    me.start = b->mem;
+    me.length = b->len;
+    me.ct_handle = PTL_CT_NONE;
+    me.uid = PTL_UID_ANY;
+    me.options = PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
+    me.match_id.rank = PTL_RANK_ANY;
+    me.min_free = kMaxFoot;
+    ptl_handle_me_t h;
+    check_ptl(PtlMEAppend(g->ni, z.pt, &me, PTL_PRIORITY_LIST, b, &h), "PtlMEAppend (AM buffer)");
+    b->linked = true;
+    z.slack += int64_t(b->len) - int64_t(kMaxFoot);
+}
+
+// Makes slack >= need: re-posts buffers whose messages have all been handled, then allocates.
+void top_up(Zone &z, int64_t need) {
+    if (z.slack >= need) return;
+    for (Buffer *b : z.bufs) {
+        if (b->spent && b->used_known == b->spent_end && b->done.load(std::memory_order_acquire) == b->seen) {
+            link_buffer(z, b);
+            if (z.slack >= need) return;
+        }
+    }
+    while (z.slack < need) {
+        Buffer *b = new Buffer;
+        b->len = z.buf_len;
+        b->mem = static_cast<char *>(std::aligned_alloc(64, z.buf_len));
+        if (!b->mem) fatal("out of memory for active-message buffers");
+        z.bufs.push_back(b);
+        link_buffer(z, b);
+    }
+}
+
+int64_t zone_floor() { return int64_t(g->nodes) * int64_t(g->credit_bytes); }
+
+void send_credit(int cls, gasnet_node_t peer, uint32_t handled) {
+    if (peer == g->mynode) {
+        __atomic_store_n(credit_slot(cls, peer), uint64_t(handled), __ATOMIC_RELEASE);
+        return;
+    }
+    const uint64_t v = handled;
+    put_copy(peer, g->pt_ctrl, kMbCredit, (uint64_t(cls) * g->nodes + g->mynode) * sizeof(uint64_t), &v, sizeof v,
+             PTL_NO_ACK_REQ, nullptr, 0);
+}
+
+// The handler of one of src's messages returned: count it, and report once half the credit is
+// owed (so a sender that ran out always gets its credit back once we have handled its messages).
+void credit_return(int cls, gasnet_node_t src, uint32_t charge) {
+    Peer &p = g->peers[src];
+    const uint32_t half = g->credit_bytes / 2;
+    const uint32_t h = p.handled[cls].fetch_add(charge, std::memory_order_acq_rel) + charge;
+    if (uint32_t(h - p.reported[cls].load(std::memory_order_acquire)) < half) return;
+    Zone &z = g->zones[cls];
+    std::lock_guard lk(z.mu);
+    const uint32_t hh = p.handled[cls].load(std::memory_order_acquire);
+    const uint32_t x = hh - p.reported[cls].load(std::memory_order_relaxed);
+    if (x < half) return;
+    top_up(z, zone_floor() + int64_t(x));
+    z.slack -= int64_t(x);
+    p.reported[cls].store(hh, std::memory_order_release);
+    send_credit(cls, src, hh); // under z.mu: reports to one peer leave in order
+}
+
+// Takes charge bytes of credit toward dest, waiting (and serving the network) if need be.
+void acquire_credit(int cls, gasnet_node_t dest, uint32_t charge) {
+    Peer &p = g->peers[dest];
+    const uint64_t *slot = credit_slot(cls, dest);
+    unsigned iter = 0;
+    for (;;) {
+        const uint32_t freed = uint32_t(__atomic_load_n(slot, __ATOMIC_ACQUIRE));
+        uint32_t s = p.sent[cls].load(std::memory_order_relaxed);
+        if (uint64_t(uint32_t(s - freed)) + charge <= g->credit_bytes) {
+            if (p.sent[cls].compare_exchange_weak(s, s + charge, std::memory_order_relaxed)) return;
+            continue;
+        }
+        block_step(ctx_of(ts()), &iter);
+    }
+}
+
+// ---- calling a handler with its exact prototype ----------------------------------------------------
+using Arg = gasnet_handlerarg_t;
+template <size_t> using ArgT = Arg;
+
+template <size_t... I> void call_short(gasnet_handler_fn_t fn, gasnet_token_t tok, const Arg *a, std::index_sequence<I...>) {
+    using F = void (*)(gasnet_token_t, ArgT<I>...);
+    reinterpret_cast<F>(fn)(tok, a[I]...);
+}
+template <size_t... I>
+void call_medlong(gasnet_handler_fn_t fn, gasnet_token_t tok, void *buf, size_t n, const Arg *a, std::index_sequence<I...>) {
+    using F = void (*)(gasnet_token_t, void *, size_t, ArgT<I>...);
+    reinterpret_cast<F>(fn)(tok, buf, n, a[I]...);
+}
+using ShortCall = void (*)(gasnet_handler_fn_t, gasnet_token_t, const Arg *);
+using MedLongCall = void (*)(gasnet_handler_fn_t, gasnet_token_t, void *, size_t, const Arg *);
+template <size_t M> void short_m(gasnet_handler_fn_t fn, gasnet_token_t tok, const Arg *a) {
+    call_short(fn, tok, a, std::make_index_sequence<M>{});
+}
+template <size_t M> void medlong_m(gasnet_handler_fn_t fn, gasnet_token_t tok, void *buf, size_t n, const Arg *a) {
+    call_medlong(fn, tok, buf, n, a, std::make_index_sequence<M>{});
+}
+template <size_t... M> constexpr auto short_table(std::index_sequence<M...>) {
+    return std::array<ShortCall, sizeof...(M)>{{&short_m<M>...}};
+}
+template <size_t... M> constexpr auto medlong_table(std::index_sequence<M...>) {
+    return std::array<MedLongCall, sizeof...(M)>{{&medlong_m<M>...}};
+}
+constexpr auto kShortCalls = short_table(std::make_index_sequence<kMaxArgs + 1>{});
+constexpr auto kMedLongCalls = medlong_table(std::make_index_sequence<kMaxArgs + 1>{});
+
+const char *cat_name(unsigned cat) {
+    switch (cat) {
+    case kShort: return "Short";
+    case kMedium: return "Medium";
+    default: return "Long";
+    }
+}
+
+void dispatch(int cls, const ptl_event_t &ev) {
+    const uint64_t hd = ev.hdr_data;
+    const unsigned h = hdr_handler(hd), nargs = hdr_nargs(hd), cat = hdr_cat(hd);
+    const uint64_t nbytes = hdr_nbytes(hd);
+    const gasnet_node_t src = ev.initiator.rank;
+    char *m = static_cast<char *>(ev.start);
+    const size_t prefix = am_prefix(cat, nargs);
+    const size_t body = cat == kMedium || cat == kLongPacked ? nbytes : 0;
+    if (nargs > kMaxArgs || ev.mlength < prefix + body || src >= g->nodes)
+        fatal("malformed active message (%llu bytes) from node %u", (unsigned long long)ev.mlength, src);
+    const gasnet_handler_fn_t fn = g->handlers[h];
+    if (!fn)
+        fatal("an AM %s %s arrived from node %u for handler index %u, which is not registered on this node",
+              cat_name(cat), cls == kReq ? "request" : "reply", src, h);
+    void *dest = nullptr;
+    if (cat == kLong || cat == kLongPacked) std::memcpy(&dest, m, sizeof dest);
+    Arg a[kMaxArgs];
+    std::memcpy(a, m + (cat == kLong || cat == kLongPacked ? 8 : 0), sizeof(Arg) * nargs);
+    void *buf = nullptr;
+    switch (cat) {
+    case kMedium: buf = m + prefix; break;
+    case kLongPacked:
+        if (nbytes) std::memcpy(dest, m + prefix, nbytes); // in place before the handler runs
+        buf = dest;
+        break;
+    case kLong: buf = dest; break;
+    default: break;
+    }
+    Token tok;
+    tok.src = src;
+    tok.cls = cls;
+    ThreadState &t = ts();
+    const int saved_in = t.in_handler;
+    Token *const saved_tok = t.token;
+    const bool saved_replying = t.replying;
+    const int hsl0 = t.hsl_held;
+    t.in_handler = 1 + cls;
+    t.token = &tok;
+    t.replying = false;
+    if (cat == kShort)
+        kShortCalls[nargs](fn, &tok, a);
+    else
+        kMedLongCalls[nargs](fn, &tok, buf, size_t(nbytes), a);
+    if (t.hsl_held != hsl0) fatal("AM handler %u returned while holding a handler-safe lock", h);
+    t.in_handler = saved_in;
+    t.token = saved_tok;
+    t.replying = saved_replying;
+    tok.magic = 0;
+}
+
+// Sends one message of class cls (credits already taken for charge).
+void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat, const void *src, size_t nbytes,
+                  void *dest_addr, unsigned nargs, const Arg *args, bool async) {
+    const unsigned wire = cat == kLong && nbytes <= kLongPackedMax ? unsigned(kLongPacked) : cat;
+    if (wire == kLong && nbytes) {
+        if (dest == g->mynode) {
+            std::memcpy(dest_addr, src, nbytes);
+        } else {
+            const uint64_t roff = g->seg_mode == 2 ? reinterpret_cast<uint64_t>(dest_addr)
+                                                   : reinterpret_cast<uintptr_t>(dest_addr) -
+                                                         reinterpret_cast<uintptr_t>(g->segs[dest].addr);
+            if (async && (nbytes > g->vol_max || nbytes > kZeroCopyMin)) {
+                // LongAsync: the client keeps the source intact until the reply handler runs.
+                reserve_events(1);
+                check_ptl(PtlPut(g->md_send, reinterpret_cast<uint64_t>(src), nbytes, PTL_NO_ACK_REQ, proc(dest),
+                                 g->pt_seg, 0, roff, ignore_send_tag(), 0),
+                          "PtlPut (Long payload)");
+            } else {
+                put_copy(dest, g->pt_seg, 0, roff, src, nbytes, PTL_NO_ACK_REQ, nullptr, 0, kZeroCopyMin);
+            }
+        }
+    }
+    ThreadState &t = ts();
+    if (t.staging.size() < kMaxFoot) t.staging.resize(kMaxFoot);
+    char *m = t.staging.data();
+    const size_t prefix = am_prefix(wire, nargs);
+    size_t off = 0;
+    if (wire == kLong || wire == kLongPacked) {
+        std::memcpy(m, &dest_addr, sizeof dest_addr);
+        off = sizeof dest_addr;
+    }
+    if (nargs) std::memcpy(m + off, args, sizeof(Arg) * nargs);
+    off += sizeof(Arg) * nargs;
+    std::memset(m + off, 0, prefix - off);
+    size_t len = prefix;
+    if ((wire == kMedium || wire == kLongPacked) && nbytes) {
+        std::memcpy(m + prefix, src, nbytes);
+        len = round16(prefix + nbytes);
+        std::memset(m + prefix + nbytes, 0, len - prefix - nbytes);
+    }
+    // The staging buffer is reusable on return: put_copy runs no handler while it waits.
+    put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr, am_hdr(h, nargs, wire, nbytes));
+}
+
+uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs) {
+    const unsigned wire = cat == kLong && nbytes <= kLongPackedMax ? unsigned(kLongPacked) : cat;
+    size_t len = am_prefix(wire, nargs);
+    if (wire == kMedium || wire == kLongPacked) len = round16(len + nbytes);
+    return uint32_t(len < kMinCharge ? kMinCharge : len);
+}
+
+// Argument checks shared by requests and replies (GASNET_ERR_BAD_ARG with a message).
+int check_payload(const char *fn, unsigned cat, gasnet_node_t dest, const void *src, size_t nbytes, void *dest_addr,
+                  bool reply) {
+    if (cat == kMedium && nbytes > kMaxMedium) {
+        report("%s: %zu bytes exceed gasnet_AMMaxMedium() = %zu", fn, nbytes, kMaxMedium);
+        return GASNET_ERR_BAD_ARG;
+    }
+    if (cat == kLong && nbytes > kMaxLong) {
+        report("%s: %zu bytes exceed gasnet_AMMaxLong%s() = %zu", fn, nbytes,
+                     reply ? "Reply" : "Request", kMaxLong);
+        return GASNET_ERR_BAD_ARG;
+    }
+    if (nbytes && !src) {
+        report("%s: NULL source for %zu bytes", fn, nbytes);
+        return GASNET_ERR_BAD_ARG;
+    }
+    if (cat == kLong && nbytes && g->seg_mode != 2) {
+        const gasnet_seginfo_t &s = g->segs[dest];
+        const uintptr_t a = reinterpret_cast<uintptr_t>(dest_addr), base = reinterpret_cast<uintptr_t>(s.addr);
+        if (a < base || a - base > s.size || nbytes > s.size - (a - base)) {
+            report("%s: destination [%p, +%zu) is outside node %u's segment [%p, +%zu)", fn,
+                         dest_addr, nbytes, dest, s.addr, size_t(s.size));
+            return GASNET_ERR_BAD_ARG;
+        }
+    }
+    return GASNET_OK;
+}
+
+} // namespace
+
+void credits_setup_ctrl() {
+    g->peers = new Peer[g->nodes];
+    g->credit_slots = new uint64_t[2 * size_t(g->nodes)]();
+    ptl_me_t me{};
+    me.start = g->credit_slots;
+    me.length = 2 * sizeof(uint64_t) * g->nodes;
+    me.ct_handle = PTL_CT_NONE;
+    me.uid = PTL_UID_ANY;
+    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
+    me.match_id.rank = PTL_RANK_ANY;
+    me.match_bits = kMbCredit;
+    ptl_handle_me_t h;
+    check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (credits)");
+}
+
+void am_setup() {
+    const uint64_t want = env_u64("GASNET_AM_BUFFER_BYTES", uint64_t(g->nodes) * g->credit_bytes / 4);
+    const uint64_t len = (std::min<uint64_t>(std::max<uint64_t>(want, 4 * kMaxFoot), 64u << 20) + 63) & ~uint64_t(63);
+    for (Zone &z : g->zones) {
+        z.buf_len = len;
+        std::lock_guard lk(z.mu);
+        top_up(z, zone_floor());
+    }
+}
+
+void handle_am_event(int cls, const ptl_event_t &ev) {
+    if (ev.type != PTL_EVENT_PUT) {
+        if (ev.type == PTL_EVENT_LINK || ev.type == PTL_EVENT_AUTO_UNLINK) return;
+        fatal("unexpected event %d on an active-message queue", int(ev.type));
+    }
+    if (ev.ni_fail_type != PTL_NI_OK) fatal("an incoming message failed: %s", ni_fail_name(ev.ni_fail_type));
+    if (ev.pt_index == g->pt_ctrl) {
+        if ((ev.match_bits & (0xffull << 56)) == kMbBarrier) barrier_arrival(ev);
+        return; // a credit report: the slot is already updated, the event only wakes waiters
+    }
+    Zone &z = g->zones[cls];
+    Buffer *b = static_cast<Buffer *>(ev.user_ptr);
+    const uint64_t off = uint64_t(static_cast<char *>(ev.start) - b->mem), len = ev.mlength;
+    const uint32_t charge = uint32_t(len < kMinCharge ? kMinCharge : len);
+    {
+        std::lock_guard lk(z.mu);
+        ++b->seen;
+        b->used_known += len;
+        if (b->spent) {
+            z.slack += charge;
+        } else {
+            z.slack += int64_t(charge) - int64_t(len);
+            if (off + len > b->len - kMaxFoot) {
+                // This message unlinked the buffer: it leaves the capacity sum E.
+                b->spent = true;
+                b->linked = false;
+                b->spent_end = off + len;
+                z.slack -= int64_t(b->len - b->used_known) - int64_t(kMaxFoot);
+            }
+        }
+    }
+    dispatch(cls, ev);
+    b->done.fetch_add(1, std::memory_order_release);
+    credit_return(cls, ev.initiator.rank, charge);
+}
+
+int am_request(unsigned cat, gasnet_node_t dest, gasnet_handler_t handler, void *src, size_t nbytes, void *dest_addr,
+               unsigned nargs, const gasnet_handlerarg_t *args, bool async) {
+    if (!g || !g->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
+    ThreadState &t = ts();
+    if (t.in_handler) {
+        report("AM requests may not be sent from inside a handler");
+        return GASNET_ERR_BAD_ARG;
+    }
+    if (dest >= g->nodes) {
+        report("AM request to node %u of %u", dest, g->nodes);
+        return GASNET_ERR_BAD_ARG;
+    }
+    const int rc = check_payload("gasnet_AMRequest", cat, dest, src, nbytes, dest_addr, false);
+    if (rc != GASNET_OK) return rc;
+    // Like GASNet, serve the network on sends too (every 16th: a drain is three queue reads).
+    if ((++t.sends & 15) == 0 && ctx_of(t) == Ctx::Normal) poll(Ctx::Normal);
+    acquire_credit(kReq, dest, charge_of(cat, nbytes, nargs));
+    send_message(kReq, dest, handler, cat, src, nbytes, dest_addr, nargs, args, async);
+    return GASNET_OK;
+}
+
+int am_reply(unsigned cat, gasnet_token_t token, gasnet_handler_t handler, void *src, size_t nbytes, void *dest_addr,
+             unsigned nargs, const gasnet_handlerarg_t *args) {
+    if (!g || !g->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
+    Token *tok = static_cast<Token *>(token);
+    ThreadState &t = ts();
+    if (!tok || tok != t.token || tok->magic != kTokenMagic) {
+        report("AM reply with a token that is not the running handler's");
+        return GASNET_ERR_BAD_ARG;
+    }
+    if (tok->cls != kReq) {
+        report("AM replies may only be sent from request handlers");
+        return GASNET_ERR_BAD_ARG;
+    }
+    if (tok->replied) {
+        report("a request handler may reply at most once");
+        return GASNET_ERR_BAD_ARG;
+    }
+    if (t.hsl_held || t.nis) {
+        report("AM reply while holding a handler-safe lock or in a no-interrupt section");
+        return GASNET_ERR_BAD_ARG;
+    }
+    const int rc = check_payload("gasnet_AMReply", cat, tok->src, src, nbytes, dest_addr, true);
+    if (rc != GASNET_OK) return rc;
+    tok->replied = true;
+    t.replying = true; // waiting for reply credit may run reply handlers, nothing else
+    acquire_credit(kRep, tok->src, charge_of(cat, nbytes, nargs));
+    send_message(kRep, tok->src, handler, cat, src, nbytes, dest_addr, nargs, args, false);
+    t.replying = false;
+    return GASNET_OK;
+}
+
+} // namespace gasnetp
+
+using namespace gasnetp;
+
+GASNETP_EXPORT int gasnet_AMGetMsgSource(gasnet_token_t token, gasnet_node_t *srcindex) {
+    const Token *tok = static_cast<const Token *>(token);
+    if (!tok || !srcindex || tok->magic != kTokenMagic) return GASNET_ERR_BAD_ARG;
+    *srcindex = tok->src;
+    return GASNET_OK;
+}
+
+GASNETP_EXPORT size_t(gasnet_AMMaxArgs)(void) { return kMaxArgs; }
+GASNETP_EXPORT size_t(gasnet_AMMaxMedium)(void) { return kMaxMedium; }
+GASNETP_EXPORT size_t(gasnet_AMMaxLongRequest)(void) { return kMaxLong; }
+GASNETP_EXPORT size_t(gasnet_AMMaxLongReply)(void) { return kMaxLong; }

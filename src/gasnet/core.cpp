@@ -1,0 +1,766 @@
+// Job control (init, attach, exit), the job environment, errors, NIS and HSLs.
+#include <gasnet_tools.h>
+#include <portico_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+#include <ctime>
+#include <thread>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include "internal.hpp"
+
+extern char **environ;
+
+namespace gasnetp {
+
+State *g = nullptr;
+
+namespace {
+// The configuration strings of every mode this library serves, for scanning the binary (§1.8).
+#define GASNETP_CFG(T, S)                                                                           \
+    "$GASNetConfig: RELEASE=1.8.1,SPEC=1.8,CONDUIT=PORTICO(PORTALS4),THREADMODEL=" T ",SEGMENT=" S \
+    ",PTR=64bit,nodebug,notrace,nostats $"
+[[gnu::used]] const char kConfigStrings[] =
+    GASNETP_CFG("SEQ", "FAST") "\n" GASNETP_CFG("PARSYNC", "FAST") "\n" GASNETP_CFG("PAR", "FAST") "\n"
+    GASNETP_CFG("SEQ", "LARGE") "\n" GASNETP_CFG("PARSYNC", "LARGE") "\n" GASNETP_CFG("PAR", "LARGE") "\n"
+    GASNETP_CFG("SEQ", "EVERYTHING") "\n" GASNETP_CFG("PARSYNC", "EVERYTHING") "\n" GASNETP_CFG("PAR", "EVERYTHING");
+#undef GASNETP_CFG
+
+// Fixed portal table indices: every node must use the same ones.
+constexpr ptl_pt_index_t kPtReq = 40, kPtRep = 41, kPtCtrl = 42, kPtSeg = 43, kPtExit = 44;
+
+std::thread *exit_watcher = nullptr;
+std::atomic<bool> watcher_stop{false};
+} // namespace
+
+void fatal(const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    // The spec: fatal errors end the job with SIGABRT (gasnett_fatalerror aborts; the launcher
+    // then ends the other ranks).
+    std::signal(SIGABRT, SIG_DFL);
+    if (g && g->inited) gasnett_fatalerror("GASNet (node %u): %s", g->mynode, msg);
+    gasnett_fatalerror("GASNet: %s", msg);
+}
+
+void report(const char *fmt, ...) {
+    static std::atomic<int> count{0};
+    const int n = count.fetch_add(1);
+    if (n > 20) return;
+    if (n == 20) {
+        report("(further error explanations suppressed)");
+        return;
+    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    report("%s", msg);
+}
+
+const char *ptl_rc_name(int rc) {
+    static const char *const names[] = {"PTL_OK",         "PTL_ARG_INVALID", "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED",
+                                        "PTL_EQ_EMPTY",   "PTL_FAIL",        "PTL_IGNORED",         "PTL_IN_USE",
+                                        "PTL_LIST_TOO_LONG", "PTL_NO_INIT",  "PTL_NO_SPACE",        "PTL_PID_IN_USE",
+                                        "PTL_PT_FULL",    "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE",      "PTL_ABORTED"};
+    return rc >= 0 && rc < int(sizeof names / sizeof *names) ? names[rc] : "unknown Portals return code";
+}
+
+const char *ni_fail_name(int f) {
+    static const char *const names[] = {"PTL_NI_OK",       "PTL_NI_UNDELIVERABLE", "PTL_NI_PT_DISABLED",
+                                        "PTL_NI_DROPPED",  "PTL_NI_PERM_VIOLATION", "PTL_NI_OP_VIOLATION",
+                                        "PTL_NI_SEGV",     "PTL_NI_NO_MATCH"};
+    return f >= 0 && f < int(sizeof names / sizeof *names) ? names[f] : "unknown failure";
+}
+
+void check_ptl(int rc, const char *what) {
+    if (rc != PTL_OK) fatal("%s failed: %s", what, ptl_rc_name(rc));
+}
+
+ptl_process_t proc(gasnet_node_t n) {
+    ptl_process_t p;
+    p.rank = n;
+    return p;
+}
+
+uint64_t env_u64(const char *name, uint64_t fallback) {
+    return static_cast<uint64_t>(gasnett_getenv_int_withdefault(name, static_cast<int64_t>(fallback), 1));
+}
+
+// ---- the bootstrap exchange ------------------------------------------------------------------------
+// An allgather over Portals: every node posts an entry for the N records, waits for everybody in
+// the launcher's barrier, then puts its record to every other node and counts arrivals.
+void exchange(const void *mine, size_t len, void *all) {
+    const uint64_t seq = ++g->xchg_seq;
+    char *out = static_cast<char *>(all);
+    std::memcpy(out + size_t(g->mynode) * len, mine, len);
+    if (g->nodes == 1) return;
+    ptl_handle_ct_t ct;
+    check_ptl(PtlCTAlloc(g->ni, &ct), "PtlCTAlloc");
+    ptl_me_t me{};
+    me.start = out;
+    me.length = len * g->nodes;
+    me.ct_handle = ct;
+    me.uid = PTL_UID_ANY;
+    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE |
+                 PTL_ME_EVENT_CT_COMM;
+    me.match_id.rank = PTL_RANK_ANY;
+    me.match_bits = kMbExchange | seq;
+    ptl_handle_me_t meh;
+    check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &meh), "PtlMEAppend (exchange)");
+    const int brc = portico_runtime_barrier();
+    if (brc != PTL_OK) fatal("the launcher's barrier failed: %s", ptl_rc_name(brc));
+    for (gasnet_node_t p = 0; p < g->nodes; ++p)
+        if (p != g->mynode)
+            put_copy(p, g->pt_ctrl, kMbExchange | seq, uint64_t(g->mynode) * len, mine, len, PTL_NO_ACK_REQ, nullptr, 0);
+    ptl_ct_event_t ce;
+    check_ptl(PtlCTWait(ct, g->nodes - 1, &ce), "PtlCTWait (exchange)");
+    if (ce.failure) fatal("the bootstrap exchange failed (%llu failures)", (unsigned long long)ce.failure);
+    check_ptl(PtlMEUnlink(meh), "PtlMEUnlink (exchange)");
+    PtlCTFree(ct);
+}
+
+namespace {
+
+// ---- exit ------------------------------------------------------------------------------------------
+// Flush stdout and stderr without risking a deadlock on a stream another thread holds (the
+// exit watcher and SIGQUIT paths may interrupt anything).
+void flush_std_streams_nonblocking() {
+    for (FILE *f : {stdout, stderr})
+        if (ftrylockfile(f) == 0) {
+            fflush_unlocked(f);
+            funlockfile(f);
+        }
+}
+
+// Tells every other node to exit with code; waits (bounded) for the acks so that the messages
+// have left this process before it goes.
+void notify_peers_of_exit(int code) {
+    if (!g || !g->inited || g->nodes == 1) return;
+    static int64_t value; // read by the volatile MD at once
+    value = code;
+    gasnet_node_t sent = 0;
+    for (gasnet_node_t p = 0; p < g->nodes; ++p) {
+        if (p == g->mynode) continue;
+        if (PtlPut(g->md_exit, reinterpret_cast<uint64_t>(&value), sizeof value, PTL_CT_ACK_REQ, proc(p), g->pt_exit, 0,
+                   uint64_t(g->mynode) * sizeof(int64_t), nullptr, 0) == PTL_OK)
+            ++sent;
+    }
+    const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(g->exit_timeout_s * 1e9);
+    for (;;) {
+        ptl_ct_event_t ce{};
+        PtlCTGet(g->ct_exit, &ce);
+        if (ce.success + ce.failure >= sent || gasnett_ticks_now() >= deadline) break;
+        unsigned which;
+        const ptl_size_t test = sent;
+        if (ce.failure == 0)
+            PtlCTPoll(&g->ct_exit, &test, 1, 10, &ce, &which);
+        else
+            std::this_thread::sleep_for(std::chrono::milliseconds(1)); // a failed ack makes CTPoll return at once
+    }
+}
+
+bool client_handles_sigquit() {
+    struct sigaction sa;
+    if (sigaction(SIGQUIT, nullptr, &sa) != 0) return false;
+    if (sa.sa_flags & SA_SIGINFO) return true;
+    return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
+}
+
+void remote_exit(int code) {
+    if (g->exit_started.load()) return; // our own gasnet_exit is under way and ends the process
+    // GASNet raises SIGQUIT on a remote exit so that a client may shut down; its handler is
+    // expected to call gasnet_exit, which then asks this thread to tell the other nodes (the
+    // handler may have interrupted a thread inside the engine) and ends the process. Without a
+    // client handler, or if the handler does not exit in time, exit at once with the code.
+    if (client_handles_sigquit() && !g->in_sigquit.exchange(true)) {
+        pthread_kill(g->init_thread, SIGQUIT);
+        const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(g->exit_timeout_s * 1e9);
+        while (gasnett_ticks_now() < deadline) {
+            const int c = g->sigquit_code.load();
+            if (c != -1) {
+                notify_peers_of_exit(c);
+                g->sigquit_notified.store(true);
+                for (;;) pause(); // the handler's gasnet_exit ends the process
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    flush_std_streams_nonblocking();
+    _exit(code);
+}
+
+// The exit watcher: a thread of the library's own that notices an exit message even while every
+// client thread computes. It polls its EQ every few milliseconds instead of sleeping in
+// PtlEQWait, because a thread asleep in a Portals wait is woken by every event of the process
+// (docs/GASNET.md, "Exit").
+void exit_watcher_main(unsigned period_ms) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    while (!watcher_stop.load(std::memory_order_acquire)) {
+        ptl_event_t ev;
+        const int rc = PtlEQGet(g->eq_exit, &ev);
+        if ((rc == PTL_OK || rc == PTL_EQ_DROPPED) && ev.type == PTL_EVENT_PUT) {
+            int64_t code;
+            std::memcpy(&code, ev.start, sizeof code);
+            remote_exit(static_cast<int>(code));
+            continue;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
+    }
+}
+
+void at_exit_hook() {
+    // main returned (or exit was called) without gasnet_exit: end the job as GASNet does, but
+    // leave this process's own exit status alone. The messages go from a fresh thread: glibc has
+    // already destroyed this thread's thread-local objects, which Portals calls use.
+    if (!g || !g->inited || g->exit_started.exchange(true)) return;
+    std::thread notifier(notify_peers_of_exit, 0);
+    notifier.join();
+    watcher_stop.store(true);
+    if (exit_watcher && exit_watcher->joinable()) exit_watcher->join();
+}
+
+// ---- segments ----------------------------------------------------------------------------------------
+uint64_t local_processes() {
+    // The launcher tells how many ranks share this machine; otherwise count the nodes with our nid.
+    uint64_t n = env_u64("PORTICO_LOCAL_SIZE", 0);
+    if (!n) n = env_u64("MPI_LOCALNRANKS", 0);
+    if (!n && !g->hosts.empty()) n = uint64_t(std::count(g->hosts.begin(), g->hosts.end(), g->hosts[g->mynode]));
+    return n ? n : 1;
+}
+
+// GASNET_MAX_SEGSIZE: "<size>[K|M|G|T][B]" or a fraction of physical memory ("0.5"), optionally
+// followed by "/H" (divided among the processes of this host).
+uintptr_t compute_max_local() {
+    if (g->seg_mode == 2) return ~uintptr_t{0};
+    const uint64_t phys = gasnett_getPhysMemSz(0);
+    const uint64_t procs = local_processes();
+    const uint64_t page = GASNET_PAGESIZE;
+    uint64_t v;
+    const char *s = getenv("GASNET_MAX_SEGSIZE");
+    if (s && *s) {
+        std::string str(s);
+        bool per_host = false;
+        const size_t slash = str.find('/');
+        if (slash != std::string::npos) {
+            const std::string rest = str.substr(slash + 1);
+            if (rest != "H" && rest != "h") fatal("GASNET_MAX_SEGSIZE='%s': expected SIZE or SIZE/H", s);
+            per_host = true;
+            str.resize(slash);
+        }
+        if (str.find('.') != std::string::npos && gasnett_parse_dbl(str.c_str()) <= 1.0)
+            v = uint64_t(gasnett_parse_dbl(str.c_str()) * double(phys));
+        else
+            v = uint64_t(gasnett_parse_int(str.c_str(), 1));
+        if (per_host) v /= procs;
+    } else {
+        v = uint64_t(0.85 * double(phys)) / procs;
+    }
+    if (g->seg_mode == 0) v = std::min(v, phys); // FAST: never beyond physical memory
+    v &= ~(page - 1);
+    return uintptr_t(v);
+}
+
+void post_segment_entry() {
+    ptl_me_t me{};
+    if (g->seg_mode == 2) {
+        me.start = nullptr;
+        me.length = PTL_SIZE_MAX;
+    } else {
+        me.start = g->seg_base;
+        me.length = g->seg_size;
+    }
+    me.ct_handle = PTL_CT_NONE;
+    me.uid = PTL_UID_ANY;
+    me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
+                 PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE;
+    me.match_id.rank = PTL_RANK_ANY;
+    ptl_handle_me_t h;
+    check_ptl(PtlMEAppend(g->ni, g->pt_seg, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (segment)");
+}
+
+void alloc_pt(ptl_handle_eq_t eq, ptl_pt_index_t want, ptl_pt_index_t *out) {
+    const int rc = PtlPTAlloc(g->ni, 0, eq, want, out);
+    if (rc != PTL_OK)
+        fatal("PtlPTAlloc(%u) failed: %s (is another Portals client using this logical NI?)", want, ptl_rc_name(rc));
+}
+
+ptl_handle_md_t bind_md(unsigned options, ptl_handle_eq_t eq, ptl_handle_ct_t ct) {
+    ptl_md_t md{};
+    md.start = nullptr;
+    md.length = PTL_SIZE_MAX;
+    md.options = options;
+    md.eq_handle = eq;
+    md.ct_handle = ct;
+    ptl_handle_md_t h;
+    check_ptl(PtlMDBind(g->ni, &md, &h), "PtlMDBind");
+    return h;
+}
+
+// How long a waiting thread polls the network before it sleeps (the engine's
+// PORTICO_WAIT_SPIN_US, read when Portals starts). Sleeping costs two thread wake-ups on the next
+// message, which keeps both sides of an exchange above the engine's default 20 us spin once a
+// hiccup pushed them there (docs/GASNET.md, "Engine findings"); so when this host's processes
+// fit on its CPUs, GASNet waits spin 200 us. With more processes than CPUs the default stays:
+// spinning then takes the CPU from the process being waited for. GASNET_WAIT_MODE=SPIN spins
+// 1 ms, BLOCK keeps the default; an explicit PORTICO_WAIT_SPIN_US always wins.
+int choose_wait_mode() {
+    const char *m = getenv("GASNET_WAIT_MODE");
+    int mode = GASNET_WAIT_SPINBLOCK;
+    if (m && !strcasecmp(m, "SPIN")) mode = GASNET_WAIT_SPIN;
+    else if (m && !strcasecmp(m, "BLOCK")) mode = GASNET_WAIT_BLOCK;
+    else if (m && *m && strcasecmp(m, "SPINBLOCK")) report("GASNET_WAIT_MODE='%s' ignored (SPIN, BLOCK or SPINBLOCK)", m);
+    if (getenv("PORTICO_WAIT_SPIN_US")) return mode;
+    uint64_t local = env_u64("PORTICO_LOCAL_SIZE", 0);
+    if (!local) local = env_u64("MPI_LOCALNRANKS", 1);
+    const char *us = mode == GASNET_WAIT_SPIN                                       ? "1000"
+                     : mode == GASNET_WAIT_SPINBLOCK && local <= uint64_t(gasnett_cpu_count()) ? "200"
+                                                                                     : nullptr;
+    if (us) setenv("PORTICO_WAIT_SPIN_US", us, 0);
+    return mode;
+}
+
+int do_init(int threadmode, int segmode) {
+    if (g && g->inited) {
+        report("gasnet_init() called twice");
+        return GASNET_ERR_NOT_INIT; // as the reference implementation answers a second init
+    }
+    g = new State;
+    g->thread_mode = threadmode;
+    g->seg_mode = segmode;
+    g->init_thread = pthread_self();
+    g->wait_mode = choose_wait_mode();
+    if (PtlInit() != PTL_OK) return GASNET_ERR_RESOURCE;
+    const int nrc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &g->limits,
+                              &g->ni);
+    if (nrc != PTL_OK) {
+        report("PtlNIInit failed: %s", ptl_rc_name(nrc));
+        return GASNET_ERR_RESOURCE;
+    }
+    ptl_size_t nmap = 0;
+    if (PtlGetMap(g->ni, 0, nullptr, &nmap) == PTL_IGNORED) {
+        // No launcher: a job of one process.
+        ptl_process_t self;
+        check_ptl(PtlGetPhysId(g->ni, &self), "PtlGetPhysId");
+        check_ptl(PtlSetMap(g->ni, 1, &self), "PtlSetMap");
+        nmap = 1;
+    }
+    ptl_process_t id;
+    check_ptl(PtlGetId(g->ni, &id), "PtlGetId");
+    g->mynode = id.rank;
+    g->nodes = gasnet_node_t(nmap);
+    if (g->nodes > GASNET_MAXNODES) {
+        report("%u nodes, more than GASNET_MAXNODES (%d)", g->nodes, GASNET_MAXNODES);
+        return GASNET_ERR_RESOURCE;
+    }
+    g->vol_max = g->limits.max_volatile_size;
+    g->exit_timeout_s = gasnett_getenv_dbl_withdefault("GASNET_EXITTIMEOUT", 2.0);
+
+    // Events and portal table entries (the AM entries get their buffers at attach).
+    g->eq_ops_size = std::clamp<uint64_t>(env_u64("GASNET_OPS_EQ_SIZE", 16384), 64, 1u << 24);
+    check_ptl(PtlEQAlloc(g->ni, g->eq_ops_size, &g->eq_ops), "PtlEQAlloc");
+    check_ptl(PtlEQAlloc(g->ni, uint64_t(g->nodes) + 16, &g->eq_exit), "PtlEQAlloc");
+    g->credit_bytes = uint32_t(std::clamp<uint64_t>(env_u64("GASNET_AM_CREDIT_BYTES", 256 * 1024), 2 * kMaxFoot,
+                                                    uint64_t(1) << 30));
+    const uint64_t am_events = uint64_t(g->nodes) * (g->credit_bytes / kMinCharge) + 4096;
+    for (int c = 0; c < 2; ++c) {
+        check_ptl(PtlEQAlloc(g->ni, std::min<uint64_t>(am_events + (c == kRep ? 4 * g->nodes : 0), 1u << 26),
+                             &g->zones[c].eq),
+                  "PtlEQAlloc");
+        g->zones[c].cls = c;
+    }
+    alloc_pt(g->zones[kReq].eq, kPtReq, &g->zones[kReq].pt);
+    alloc_pt(g->zones[kRep].eq, kPtRep, &g->zones[kRep].pt);
+    alloc_pt(g->zones[kRep].eq, kPtCtrl, &g->pt_ctrl); // control events wake reply pollers
+    alloc_pt(PTL_EQ_NONE, kPtSeg, &g->pt_seg);
+    alloc_pt(g->eq_exit, kPtExit, &g->pt_exit);
+
+    g->md_vol = bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE, g->eq_ops, PTL_CT_NONE);
+    g->md_send = bind_md(0, g->eq_ops, PTL_CT_NONE);
+    g->md_bulk = bind_md(PTL_MD_EVENT_SEND_DISABLE, g->eq_ops, PTL_CT_NONE);
+    check_ptl(PtlCTAlloc(g->ni, &g->ct_exit), "PtlCTAlloc");
+    g->md_exit = bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE | PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, g->ct_exit);
+
+    // The exit entry: one 8-byte code slot per node.
+    g->exit_codes = new int64_t[g->nodes]();
+    {
+        ptl_me_t me{};
+        me.start = g->exit_codes;
+        me.length = sizeof(int64_t) * g->nodes;
+        me.ct_handle = PTL_CT_NONE;
+        me.uid = PTL_UID_ANY;
+        me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
+        me.match_id.rank = PTL_RANK_ANY;
+        ptl_handle_me_t h;
+        check_ptl(PtlMEAppend(g->ni, g->pt_exit, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (exit)");
+    }
+    credits_setup_ctrl();
+    barrier_setup();
+    {
+        // The target of the loopback "tick" (progress.cpp, poll_try): an empty entry for gets.
+        ptl_me_t me{};
+        me.start = nullptr;
+        me.length = 0;
+        me.ct_handle = PTL_CT_NONE;
+        me.uid = PTL_UID_ANY;
+        me.options = PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
+                     PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE;
+        me.match_id.rank = PTL_RANK_ANY;
+        me.match_bits = kMbPoke;
+        ptl_handle_me_t h;
+        check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (tick)");
+    }
+
+    // Rank 0's environment, for gasnet_getenv.
+    std::vector<char> blob;
+    if (g->mynode == 0) {
+        for (char **e = environ; e && *e; ++e) blob.insert(blob.end(), *e, *e + std::strlen(*e) + 1);
+        blob.push_back('\0');
+        g->env_blob = blob;
+        ptl_me_t me{};
+        me.start = g->env_blob.data();
+        me.length = g->env_blob.size();
+        me.ct_handle = PTL_CT_NONE;
+        me.uid = PTL_UID_ANY;
+        me.options = PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
+                     PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE;
+        me.match_id.rank = PTL_RANK_ANY;
+        me.match_bits = kMbEnv;
+        ptl_handle_me_t h;
+        check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (environment)");
+    }
+    g->inited = true; // from here on fatal() names the node and waits can complete operations
+
+    // Exchange 1: where every node runs and the size of rank 0's environment. It is also the
+    // barrier after which every node's exit entry exists.
+    struct Rec1 {
+        uint32_t nid;
+        uint32_t pad;
+        uint64_t env_bytes;
+    } r1{}, *all1 = new Rec1[g->nodes];
+    ptl_process_t phys;
+    check_ptl(PtlGetPhysId(g->ni, &phys), "PtlGetPhysId");
+    r1.nid = phys.phys.nid;
+    r1.env_bytes = g->env_blob.size();
+    exchange(&r1, sizeof r1, all1);
+    g->hosts.resize(g->nodes);
+    for (gasnet_node_t n = 0; n < g->nodes; ++n) {
+        g->hosts[n] = n;
+        for (gasnet_node_t m = 0; m < n; ++m)
+            if (all1[m].nid == all1[n].nid) {
+                g->hosts[n] = m;
+                break;
+            }
+    }
+    if (g->mynode != 0 && all1[0].env_bytes) {
+        g->env_blob.assign(all1[0].env_bytes, '\0');
+        OpCounter c;
+        c.pending = 1;
+        reserve_events(1);
+        check_ptl(PtlGet(g->md_bulk, reinterpret_cast<uint64_t>(g->env_blob.data()), g->env_blob.size(), proc(0),
+                         g->pt_ctrl, kMbEnv, 0, &c),
+                  "PtlGet (environment)");
+        wait_until(Ctx::Restricted, [&] { return c.pending.load(std::memory_order_acquire) == 0; });
+    }
+    delete[] all1;
+
+    // Exchange 2: the largest segment each node could have.
+    g->max_local = compute_max_local();
+    std::vector<uint64_t> all2(g->nodes);
+    const uint64_t ml = g->max_local;
+    exchange(&ml, sizeof ml, all2.data());
+    g->max_global = uintptr_t(*std::min_element(all2.begin(), all2.end()));
+
+    watcher_stop = false;
+    const unsigned period = unsigned(std::clamp<uint64_t>(env_u64("GASNET_EXIT_POLL_MS", 10), 1, 1000));
+    exit_watcher = new std::thread(exit_watcher_main, period);
+    std::atexit(at_exit_hook);
+    return GASNET_OK;
+}
+
+int assign_handlers(gasnet_handlerentry_t *table, int n) {
+    if (n < 0 || (n > 0 && !table)) return GASNET_ERR_BAD_ARG;
+    std::array<bool, 256> used{};
+    std::vector<gasnet_handler_t> index(size_t(n), 0);
+    for (int i = 0; i < n; ++i) {
+        if (!table[i].fnptr) {
+            report("gasnet_attach: handler table entry %d has no function", i);
+            return GASNET_ERR_BAD_ARG;
+        }
+        const unsigned ix = table[i].index;
+        if (ix == 0) continue;
+        if (ix < 128) {
+            report("gasnet_attach: handler index %u is reserved for GASNet (clients use 128..255)", ix);
+            return GASNET_ERR_BAD_ARG;
+        }
+        if (used[ix]) {
+            report("gasnet_attach: handler index %u registered twice", ix);
+            return GASNET_ERR_BAD_ARG;
+        }
+        used[ix] = true;
+        index[size_t(i)] = gasnet_handler_t(ix);
+    }
+    unsigned next = 128;
+    for (int i = 0; i < n; ++i) {
+        if (table[i].index != 0) continue;
+        while (next < 256 && used[next]) ++next;
+        if (next >= 256) {
+            report("gasnet_attach: more than 128 client handlers");
+            return GASNET_ERR_BAD_ARG;
+        }
+        used[next] = true;
+        index[size_t(i)] = gasnet_handler_t(next);
+    }
+    for (int i = 0; i < n; ++i) {
+        table[i].index = index[size_t(i)];
+        g->handlers[index[size_t(i)]] = table[i].fnptr;
+    }
+    return GASNET_OK;
+}
+
+int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, uintptr_t minheapoffset) {
+    if (!g || !g->inited) return GASNET_ERR_NOT_INIT;
+    if (g->attach_done) {
+        report("gasnet_attach() called twice");
+        return GASNET_ERR_RESOURCE;
+    }
+    if (g->seg_mode != 2) {
+        if (segsize % GASNET_PAGESIZE != 0) {
+            report("gasnet_attach: segsize %zu is not a multiple of GASNET_PAGESIZE", size_t(segsize));
+            return GASNET_ERR_BAD_ARG;
+        }
+        if (segsize > g->max_local) {
+            report("gasnet_attach: segsize %zu exceeds gasnet_getMaxLocalSegmentSize() = %zu",
+                         size_t(segsize), size_t(g->max_local));
+            return GASNET_ERR_BAD_ARG;
+        }
+    }
+    const int hrc = assign_handlers(table, numentries);
+    if (hrc != GASNET_OK) return hrc;
+    g->attach_done = true;
+
+    int status = GASNET_OK;
+    if (g->seg_mode == 2) {
+        g->seg_base = nullptr;
+        g->seg_size = ~uintptr_t{0};
+    } else if (segsize > 0) {
+        // Never touched by GASNet: pages are allocated on first touch (local or remote).
+        const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+        void *p = mmap(nullptr, segsize, prot, flags, -1, 0);
+        const uintptr_t heap_end = reinterpret_cast<uintptr_t>(sbrk(0));
+        if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) < heap_end + minheapoffset &&
+            reinterpret_cast<uintptr_t>(p) + segsize > heap_end) {
+            // Leave minheapoffset bytes for the heap to grow into, if the address space allows.
+            const uintptr_t want = (heap_end + minheapoffset + GASNET_PAGESIZE - 1) & ~uintptr_t(GASNET_PAGESIZE - 1);
+            void *q = mmap(reinterpret_cast<void *>(want), segsize, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
+            if (q != MAP_FAILED) {
+                munmap(p, segsize);
+                p = q;
+            }
+        }
+        if (p == MAP_FAILED) {
+            report("gasnet_attach: cannot map a segment of %zu bytes: %s", size_t(segsize),
+                         std::strerror(errno));
+            status = GASNET_ERR_RESOURCE;
+        } else {
+            g->seg_base = p;
+            g->seg_size = segsize;
+        }
+    }
+    if (g->seg_mode == 2 || g->seg_size > 0) post_segment_entry();
+    am_setup();
+
+    // The attach exchange: segments, minheapoffset and status; also the attach barrier (every
+    // node's AM buffers exist before anybody leaves).
+    struct Rec {
+        uint64_t base, size, minheap;
+        int64_t status;
+    } r{reinterpret_cast<uint64_t>(g->seg_base), g->seg_size, minheapoffset, status};
+    std::vector<Rec> all(g->nodes);
+    exchange(&r, sizeof r, all.data());
+    g->segs.resize(g->nodes);
+    for (gasnet_node_t n = 0; n < g->nodes; ++n) {
+        g->segs[n].addr = reinterpret_cast<void *>(all[n].base);
+        g->segs[n].size = uintptr_t(all[n].size);
+        if (all[n].minheap != minheapoffset) {
+            if (g->mynode == 0)
+                report("gasnet_attach: nodes passed different minheapoffset values");
+            status = status == GASNET_OK ? GASNET_ERR_BAD_ARG : status;
+        }
+        if (all[n].status != GASNET_OK && status == GASNET_OK) status = GASNET_ERR_RESOURCE;
+    }
+    if (status == GASNET_OK) g->attached.store(true, std::memory_order_release);
+    return status;
+}
+
+} // namespace
+
+} // namespace gasnetp
+
+using namespace gasnetp;
+
+// ---- job control -------------------------------------------------------------------------------------
+GASNETP_EXPORT int gasnetp_init(int *argc, char ***argv, int threadmode, int segmode, const char *config) {
+    (void)argc;
+    (void)argv;
+    (void)config;
+    if (threadmode < 0 || threadmode > 2 || segmode < 0 || segmode > 2) return GASNET_ERR_BAD_ARG;
+    return do_init(threadmode, segmode);
+}
+
+GASNETP_EXPORT int(gasnet_init)(int *argc, char ***argv) { return gasnetp_init(argc, argv, 2, 0, nullptr); }
+
+GASNETP_EXPORT int gasnet_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize,
+                                 uintptr_t minheapoffset) {
+    return do_attach(table, numentries, segsize, minheapoffset);
+}
+
+GASNETP_EXPORT uintptr_t gasnet_getMaxLocalSegmentSize(void) { return g && g->inited ? g->max_local : 0; }
+GASNETP_EXPORT uintptr_t gasnet_getMaxGlobalSegmentSize(void) { return g && g->inited ? g->max_global : 0; }
+
+GASNETP_EXPORT void gasnet_exit(int exitcode) {
+    if (!g || !g->inited) {
+        std::fflush(nullptr);
+        _exit(exitcode);
+    }
+    if (g->in_sigquit.load() && pthread_equal(pthread_self(), g->init_thread)) {
+        // From the client's SIGQUIT handler (a remote node exited): the interrupted code may hold
+        // engine or stdio locks, so the exit watcher notifies the others; we wait a bounded time.
+        flush_std_streams_nonblocking();
+        g->sigquit_code.store(exitcode);
+        const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(g->exit_timeout_s * 1e9);
+        while (!g->sigquit_notified.load() && gasnett_ticks_now() < deadline) {
+            const struct timespec ms = {0, 1000000};
+            nanosleep(&ms, nullptr);
+        }
+        _exit(exitcode);
+    }
+    if (g->exit_started.exchange(true)) {
+        // Another thread is ending the process already.
+        for (;;) pause();
+    }
+    std::fflush(nullptr);
+    notify_peers_of_exit(exitcode);
+    _exit(exitcode);
+}
+
+// ---- environment -------------------------------------------------------------------------------------
+GASNETP_EXPORT gasnet_node_t gasnet_mynode(void) { return g ? g->mynode : 0; }
+GASNETP_EXPORT gasnet_node_t gasnet_nodes(void) { return g ? g->nodes : 0; }
+
+GASNETP_EXPORT int gasnet_getSegmentInfo(gasnet_seginfo_t *table, int numentries) {
+    if (!g || !g->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
+    if (numentries < 0 || (numentries > 0 && !table)) return GASNET_ERR_BAD_ARG;
+    const gasnet_node_t n = std::min<gasnet_node_t>(gasnet_node_t(numentries), g->nodes);
+    for (gasnet_node_t i = 0; i < n; ++i) table[i] = g->segs[i];
+    return GASNET_OK;
+}
+
+GASNETP_EXPORT int gasnet_getNodeInfo(gasnet_nodeinfo_t *table, int numentries) {
+    if (!g || !g->inited) return GASNET_ERR_NOT_INIT;
+    if (numentries < 0 || (numentries > 0 && !table)) return GASNET_ERR_BAD_ARG;
+    const gasnet_node_t n = std::min<gasnet_node_t>(gasnet_node_t(numentries), g->nodes);
+    for (gasnet_node_t i = 0; i < n; ++i) {
+        table[i].host = g->hosts[i];
+        table[i].supernode = i;
+        table[i].offset = 0;
+    }
+    return GASNET_OK;
+}
+
+GASNETP_EXPORT char *gasnet_getenv(const char *name) {
+    if (!name) return nullptr;
+    if (!g || !g->inited || g->env_blob.empty()) return getenv(name);
+    // Rank 0's environment (the spawner's, under portico-run and mpiexec): the same on every node.
+    const size_t klen = std::strlen(name);
+    char *p = g->env_blob.data(), *end = p + g->env_blob.size();
+    while (p < end && *p) {
+        const size_t len = std::strlen(p);
+        if (len > klen && p[klen] == '=' && std::strncmp(p, name, klen) == 0) return p + klen + 1;
+        p += len + 1;
+    }
+    return nullptr;
+}
+
+// ---- errors ------------------------------------------------------------------------------------------
+GASNETP_EXPORT const char *gasnet_ErrorName(int errval) {
+    switch (errval) {
+    case GASNET_OK: return "GASNET_OK";
+    case GASNET_ERR_NOT_INIT: return "GASNET_ERR_NOT_INIT";
+    case GASNET_ERR_RESOURCE: return "GASNET_ERR_RESOURCE";
+    case GASNET_ERR_BAD_ARG: return "GASNET_ERR_BAD_ARG";
+    case GASNET_ERR_NOT_READY: return "GASNET_ERR_NOT_READY";
+    case GASNET_ERR_BARRIER_MISMATCH: return "GASNET_ERR_BARRIER_MISMATCH";
+    default: return "*unknown*";
+    }
+}
+
+GASNETP_EXPORT const char *gasnet_ErrorDesc(int errval) {
+    switch (errval) {
+    case GASNET_OK: return "No error";
+    case GASNET_ERR_NOT_INIT: return "GASNet message layer not initialized";
+    case GASNET_ERR_RESOURCE: return "Problem with requested resource";
+    case GASNET_ERR_BAD_ARG: return "Bad argument to function call";
+    case GASNET_ERR_NOT_READY: return "Non-blocking operation not complete";
+    case GASNET_ERR_BARRIER_MISMATCH: return "Barrier id's mismatched";
+    default: return "no description available";
+    }
+}
+
+// ---- no-interrupt sections and handler-safe locks ------------------------------------------------------
+// Handlers run only inside GASNet calls (never from signals), so a no-interrupt section needs no
+// masking; the per-thread flag keeps waits inside one from running handlers on this thread.
+GASNETP_EXPORT void gasnet_hold_interrupts(void) { ts().nis = true; }
+GASNETP_EXPORT void gasnet_resume_interrupts(void) { ts().nis = false; }
+
+GASNETP_EXPORT void gasnet_hsl_init(gasnet_hsl_t *hsl) {
+    if (!hsl) fatal("gasnet_hsl_init(NULL)");
+    const int rc = pthread_mutex_init(&hsl->lock, nullptr);
+    if (rc) fatal("gasnet_hsl_init: %s", std::strerror(rc));
+}
+GASNETP_EXPORT void gasnet_hsl_destroy(gasnet_hsl_t *hsl) {
+    if (!hsl) fatal("gasnet_hsl_destroy(NULL)");
+    const int rc = pthread_mutex_destroy(&hsl->lock);
+    if (rc) fatal("gasnet_hsl_destroy: %s (is the lock held?)", std::strerror(rc));
+}
+GASNETP_EXPORT void gasnet_hsl_lock(gasnet_hsl_t *hsl) {
+    const int rc = pthread_mutex_lock(&hsl->lock);
+    if (rc) fatal("gasnet_hsl_lock: %s", std::strerror(rc));
+    ++ts().hsl_held;
+}
+GASNETP_EXPORT void gasnet_hsl_unlock(gasnet_hsl_t *hsl) {
+    --ts().hsl_held;
+    const int rc = pthread_mutex_unlock(&hsl->lock);
+    if (rc) fatal("gasnet_hsl_unlock: %s", std::strerror(rc));
+}
+GASNETP_EXPORT int gasnet_hsl_trylock(gasnet_hsl_t *hsl) {
+    if (pthread_mutex_trylock(&hsl->lock) != 0) return GASNET_ERR_NOT_READY;
+    ++ts().hsl_held;
+    return GASNET_OK;
+}
+
+// ---- threads -------------------------------------------------------------------------------------------
+GASNETP_EXPORT gasnet_threadinfo_t gasnetp_get_threadinfo(void) { return &ts(); }
+
+GASNETP_EXPORT int gasnet_set_waitmode(int wait_mode) {
+    if (wait_mode != GASNET_WAIT_SPIN && wait_mode != GASNET_WAIT_BLOCK && wait_mode != GASNET_WAIT_SPINBLOCK)
+        return GASNET_ERR_BAD_ARG;
+    if (g) g->wait_mode = wait_mode;
+    return GASNET_OK;
+}
