@@ -34,7 +34,6 @@ bool valid_ack(ptl_ack_req_t a) {
     return a == PTL_ACK_REQ || a == PTL_NO_ACK_REQ || a == PTL_CT_ACK_REQ || a == PTL_OC_ACK_REQ;
 }
 
-thread_local std::vector<iovec> t_iov; // gather lists, reused: no allocation per message
 
 // max_unexpected_headers bounds the headers the NI buffers, over all its portal table entries.
 size_t unexpected_headers(const NI &ni) {
@@ -218,7 +217,7 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     h.hdr_data = hdr_data;
     const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
     transport::Transport &tr = *ni->ep->transport;
-    t_iov.clear();
+    iov_scratch_.clear();
     // Large contiguous puts go single copy: the target reads our buffer itself once it has matched,
     // and tells us when it is done (the SEND event waits for that).
     const bool rendezvous = length >= Tunables::get().rendezvous_bytes && !copy && !(md->desc.options & PTL_IOVEC) &&
@@ -228,10 +227,10 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
     } else {
-        gather(region_of(*md), local_offset, length, t_iov);
+        gather(region_of(*md), local_offset, length, iov_scratch_);
     }
     const auto st =
-        tr.send(peer, h, {t_iov.data(), static_cast<int>(t_iov.size()), rendezvous ? 0 : length}, cookie, copy, bundled);
+        tr.send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), rendezvous ? 0 : length}, cookie, copy, bundled);
     switch (st) {
     case transport::SendStatus::Sent:
         if (!rendezvous) complete_send(cookie, PTL_NI_OK);
@@ -546,9 +545,9 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         ++pt.streams;
         if (h.flags & wire::kFlagRendezvous) {
             // Single copy: read the initiator's buffer straight into the entry.
-            t_iov.clear();
-            gather(region_of(*e), offset, mlength, t_iov);
-            if (mlength && ep.transport->read_peer(link, t_iov.data(), static_cast<int>(t_iov.size()), h.rdv_addr, mlength))
+            iov_scratch_.clear();
+            gather(region_of(*e), offset, mlength, iov_scratch_);
+            if (mlength && ep.transport->read_peer(link, iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength))
                 rx.fail = PTL_NI_SEGV;
             rx.received = rx.h.payload_total; // no payload frames follow
             rx.active = false;
@@ -562,18 +561,18 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
 
     // Get: the reply carries the entry's bytes, or they go straight into the initiator's MD.
     const Region r = region_of(*e);
-    t_iov.clear();
-    gather(r, offset, mlength, t_iov);
+    iov_scratch_.clear();
+    gather(r, offset, mlength, iov_scratch_);
     ptl_ni_fail_t fail;
     if (h.flags & wire::kFlagRendezvous) {
-        fail = mlength && ep.transport->write_peer(link, t_iov.data(), static_cast<int>(t_iov.size()), h.rdv_addr, mlength)
+        fail = mlength && ep.transport->write_peer(link, iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength)
                    ? PTL_NI_SEGV
                    : PTL_NI_OK;
         send_response(ep, h, wire::Kind::Reply, fail, fail == PTL_NI_OK ? mlength : 0, offset, e->list, {},
                       wire::kFlagDataPlaced);
     } else {
         fail = send_response(ep, h, wire::Kind::Reply, PTL_NI_OK, mlength, offset, e->list,
-                             {t_iov.data(), static_cast<int>(t_iov.size()), mlength});
+                             {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), mlength});
     }
     complete_target(pt, e, h, offset, mlength, fail);
     if (spent) auto_unlink(e);

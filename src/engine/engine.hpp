@@ -452,6 +452,9 @@ private:
     std::vector<uint32_t> free_ops_;
 
     // Every sleeping waiter (EQ or CT) sleeps on this word; any event or count bumps it.
+    // Gather lists, reused under the engine lock: no allocation per message. A member, not a
+    // thread_local: the engine outlives every thread's locals (Portals calls from atexit handlers).
+    std::vector<iovec> iov_scratch_;
     std::atomic<uint32_t> notify_seq_{0};
     std::atomic<int> sleepers_{0};
 

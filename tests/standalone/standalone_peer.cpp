@@ -6,6 +6,8 @@
 //   standalone_peer guard R M       a target that must see at least R refused connections and M
 //                                   malformed frames, and never a put
 //   standalone_peer intruder        put to the peer; expect the put to fail (not let in)
+//   standalone_peer atexit          a put to itself from an atexit handler (the engine must still
+//                                   work while the process exits)
 #include <portals4.h>
 
 #include <cinttypes>
@@ -227,6 +229,37 @@ int intruder() {
     return 0;
 }
 
+Node *g_exit_node = nullptr;
+
+void put_at_exit() {
+    Node &n = *g_exit_node;
+    static char src[64] = "late";
+    ptl_md_t md{src, sizeof src, 0, n.eq, PTL_CT_NONE};
+    ptl_handle_md_t mdh;
+    CHECK(PtlMDBind(n.ni, &md, &mdh));
+    ptl_process_t me;
+    CHECK(PtlGetPhysId(n.ni, &me));
+    CHECK(PtlPut(mdh, 0, sizeof src, PTL_ACK_REQ, me, kPt, kBits, 0, nullptr, 0));
+    bool put = false, ack = false;
+    while (!(put && ack)) {
+        ptl_event_t ev;
+        CHECK(PtlEQWait(n.eq, &ev));
+        EXPECT(ev.ni_fail_type == PTL_NI_OK);
+        put = put || ev.type == PTL_EVENT_PUT;
+        ack = ack || ev.type == PTL_EVENT_ACK;
+    }
+    EXPECT(std::strcmp(n.inbox.data(), "late") == 0);
+    say("ATEXIT OK");
+}
+
+int at_exit() {
+    g_exit_node = new Node;
+    g_exit_node->open(true); // PEER line: the test gives our own id, the ME accepts only us
+    std::atexit(put_at_exit);
+    say("READY");
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -235,6 +268,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && std::string(argv[1]) == "survivor") return survivor();
     if (argc >= 4 && std::string(argv[1]) == "guard") return guard(std::atol(argv[2]), std::atol(argv[3]));
     if (argc >= 2 && std::string(argv[1]) == "intruder") return intruder();
+    if (argc >= 2 && std::string(argv[1]) == "atexit") return at_exit();
     std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder\n", argv[0]);
     return 2;
 }

@@ -141,6 +141,16 @@ TEST(Standalone, DeadPeerBecomesFailureEventsNotAHang) {
     EXPECT_EQ(0, survivor.wait_exit());
 }
 
+TEST(Standalone, PortalsWorksFromAnAtexitHandler) {
+    Child c({"atexit"});
+    std::string id = c.line();
+    ASSERT_EQ(0u, id.rfind("ID ", 0)) << id;
+    c.send("PEER " + id.substr(3)); // its own id
+    EXPECT_EQ("READY", c.line());
+    EXPECT_EQ("ATEXIT OK", c.line());
+    EXPECT_EQ(0, c.wait_exit());
+}
+
 // The same over TCP, forced between two processes of this machine.
 const std::vector<std::string> kTcp{"PORTICO_TRANSPORT=tcp", "PORTICO_JOB_SECRET=standalone-secret"};
 
