@@ -4,6 +4,9 @@ set -euo pipefail
 packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           # mpich: its mpiexec (hydra) launches Portico jobs too; a test checks that compatibility
           mpich libmpich-dev
+          # PMIx: libpmix-dev builds the PMIx bootstrap client; openmpi-bin's mpirun (Open MPI 4.1,
+          # on the external PMIx 4.2 of libpmix-dev) launches Portico jobs in the launcher.pmix tests
+          libpmix-dev openmpi-bin
           # clang + its runtime: the libFuzzer target; iproute2: network namespaces (multihost tests)
           clang libclang-rt-dev iproute2)
 missing=()

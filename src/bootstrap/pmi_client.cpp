@@ -13,6 +13,7 @@
 //   cmd=finalize                              -> cmd=finalize_ack
 //   cmd=abort exitcode=N message=TEXT         (no response; the launcher kills the job)
 #include "bootstrap/pmi_client.hpp"
+#include "bootstrap/pmi_internal.hpp"
 
 #include <cerrno>
 #include <climits>
@@ -156,18 +157,58 @@ std::string escape_message(std::string_view msg) {
     return out;
 }
 
-// The process exit status an abort exit code maps to (same rule as portico-run's).
-int exit_status_for(int code) {
+} // namespace
+
+int detail::exit_status_for(int code) {
     if (code >= 0 && code <= 255)
         return code;
     int s = code & 0xff;
     return s == 0 ? 1 : s;
 }
 
-} // namespace
+using detail::exit_status_for;
 
-// The connection to the launcher, shared by every PmiClient of the process.
-struct PmiClient::Channel {
+// The simple PMI-1 client.
+class SimplePmiClient final : public PmiClient {
+public:
+    // nullptr when neither PMI_FD nor PMI_PORT is set.
+    static std::unique_ptr<PmiClient> from_environment();
+    ~SimplePmiClient() override;
+
+    const char *protocol() const override { return "PMI-1"; }
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    const std::string &kvsname() const override { return kvsname_; }
+    int max_value_length() const override { return vallen_max_; }
+    int fd() const override;
+    bool finalizing() const override;
+    void put(const std::string &key, const std::string &value) override;
+    std::optional<std::string> get(const std::string &key) override;
+    void barrier() override;
+    void finalize() override;
+    [[noreturn]] void abort(int exit_code, const std::string &message) override;
+
+    // The connection shared by the clients of a process.
+    struct Channel;
+
+private:
+    explicit SimplePmiClient(std::shared_ptr<Channel> channel);
+    std::string command(const std::string &line, const std::string &expected_cmd);
+    void check_usable(const char *what) const; // channel mutex held
+    void check_key(const std::string &key) const { detail::check_key(key, keylen_max_); }
+    void check_value(const std::string &value) const { detail::check_value(value, vallen_max_); }
+
+    std::shared_ptr<Channel> ch_;
+    int rank_;
+    int size_;
+    int vallen_max_ = 1023;  // longest value accepted: the launcher's vallen_max - 1
+    int keylen_max_ = 63;    // longest key accepted: the launcher's keylen_max - 1
+    int kvsname_max_ = 256;  // as the launcher reported it
+    std::string kvsname_;
+};
+
+// The connection to the launcher, shared by every SimplePmiClient of the process.
+struct SimplePmiClient::Channel {
     std::atomic<int> fd{-1};
     int rank = -1;
     int size = 0;
@@ -196,7 +237,7 @@ struct PmiClient::Channel {
 
 namespace {
 
-using Channel = PmiClient::Channel;
+using Channel = SimplePmiClient::Channel;
 
 // The process's live connection (a second from_environment() shares it). Never destroyed, so
 // that clients destroyed at exit never touch a dead registry.
@@ -393,16 +434,56 @@ std::shared_ptr<Channel> open_tcp_channel(const char *port_s) {
 
 } // namespace
 
-PmiClient::PmiClient(std::shared_ptr<Channel> channel)
-    : ch_(std::move(channel)), rank_(ch_->rank), size_(ch_->size) {}
-
 PmiClient::~PmiClient() = default;
 
-int PmiClient::fd() const { return ch_->fd.load(); }
+bool detail::pmix_environment(bool uri_too) {
+    for (const char *name : {"PMIX_NAMESPACE", "PMIX_RANK"})
+        if (const char *v = std::getenv(name); v != nullptr && *v != '\0')
+            return true;
+    if (uri_too)
+        for (char **e = environ; *e != nullptr; ++e)
+            if (std::strncmp(*e, "PMIX_SERVER_URI", 15) == 0)
+                return true;
+    return false;
+}
 
-bool PmiClient::finalizing() const { return ch_->finalizing.load(); }
+bool PmiClient::pmix_supported() {
+#ifdef PORTICO_HAVE_PMIX
+    return true;
+#else
+    return false;
+#endif
+}
 
 std::unique_ptr<PmiClient> PmiClient::from_environment() {
+    // PMI-1 first: a PMI-1 launcher running inside a PMIx job (portico-run under srun) sets
+    // PMI_FD/PMI_PORT for its own ranks, which inherit the outer job's PMIX_* variables.
+    if (auto c = SimplePmiClient::from_environment())
+        return c;
+#ifdef PORTICO_HAVE_PMIX
+    if (detail::pmix_environment(true))
+        return detail::pmix_from_environment();
+#else
+    if (detail::pmix_environment(false))
+        throw PmiError("PMI: started by a PMIx launcher (PMIX_NAMESPACE/PMIX_RANK are set, no "
+                       "PMI_FD or PMI_PORT), but this Portico was built without PMIx support: "
+                       "install the PMIx development package (libpmix-dev) and reconfigure "
+                       "(cmake -DPORTICO_PMIX=ON), or start the job with portico-run or MPICH's "
+                       "mpiexec");
+#endif
+    return nullptr;
+}
+
+SimplePmiClient::SimplePmiClient(std::shared_ptr<Channel> channel)
+    : ch_(std::move(channel)), rank_(ch_->rank), size_(ch_->size) {}
+
+SimplePmiClient::~SimplePmiClient() = default;
+
+int SimplePmiClient::fd() const { return ch_->fd.load(); }
+
+bool SimplePmiClient::finalizing() const { return ch_->finalizing.load(); }
+
+std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
     const char *fd_s = std::getenv("PMI_FD");
     const char *port_s = std::getenv("PMI_PORT");
     const bool use_fd = fd_s != nullptr && *fd_s != '\0';
@@ -417,7 +498,7 @@ std::unique_ptr<PmiClient> PmiClient::from_environment() {
         ch = use_fd ? open_fd_channel(fd_s) : open_tcp_channel(port_s);
         reg.channel = ch;
     }
-    std::unique_ptr<PmiClient> c(new PmiClient(ch));
+    std::unique_ptr<SimplePmiClient> c(new SimplePmiClient(ch));
     std::lock_guard<std::mutex> lk(ch->mutex);
     if (ch->finalized)
         throw PmiError("PMI: this process has finalized its PMI connection already");
@@ -456,7 +537,7 @@ std::unique_ptr<PmiClient> PmiClient::from_environment() {
     return c;
 }
 
-void PmiClient::Channel::write_line(const std::string &line) {
+void SimplePmiClient::Channel::write_line(const std::string &line) {
     std::lock_guard<std::mutex> lk(write_mutex);
     const int fd_ = fd.load();
     if (fd_ < 0)
@@ -488,7 +569,7 @@ void PmiClient::Channel::write_line(const std::string &line) {
     }
 }
 
-std::string PmiClient::Channel::read_line(
+std::string SimplePmiClient::Channel::read_line(
     std::optional<std::chrono::steady_clock::time_point> deadline) {
     const int fd_ = fd.load();
     if (fd_ < 0)
@@ -539,7 +620,7 @@ std::string PmiClient::Channel::read_line(
     }
 }
 
-std::string PmiClient::command(const std::string &line, const std::string &expected_cmd) {
+std::string SimplePmiClient::command(const std::string &line, const std::string &expected_cmd) {
     ch_->write_line(line);
     std::string resp = ch_->read_line();
     Reply r = parse_reply(resp);
@@ -550,12 +631,12 @@ std::string PmiClient::command(const std::string &line, const std::string &expec
     return resp;
 }
 
-void PmiClient::check_usable(const char *what) const {
+void SimplePmiClient::check_usable(const char *what) const {
     if (ch_->finalized)
         throw PmiError(std::string("PMI: ") + what + " after finalize()");
 }
 
-void PmiClient::check_key(const std::string &key) const {
+void detail::check_key(const std::string &key, int keylen_max_) {
     if (key.empty())
         throw PmiError("PMI: empty key");
     if (key.size() > static_cast<std::size_t>(keylen_max_))
@@ -567,7 +648,7 @@ void PmiClient::check_key(const std::string &key) const {
                        ", which the PMI-1 wire protocol cannot carry");
 }
 
-void PmiClient::check_value(const std::string &value) const {
+void detail::check_value(const std::string &value, int vallen_max_) {
     if (value.empty())
         throw PmiError("PMI: empty values cannot be carried portably by PMI-1 (encode them)");
     if (value.size() > static_cast<std::size_t>(vallen_max_))
@@ -579,7 +660,7 @@ void PmiClient::check_value(const std::string &value) const {
                        ", which the PMI-1 wire protocol cannot carry (encode it, e.g. as hex)");
 }
 
-void PmiClient::put(const std::string &key, const std::string &value) {
+void SimplePmiClient::put(const std::string &key, const std::string &value) {
     check_key(key);
     check_value(value);
     std::lock_guard<std::mutex> lk(ch_->mutex);
@@ -596,7 +677,7 @@ void PmiClient::put(const std::string &key, const std::string &value) {
     }
 }
 
-std::optional<std::string> PmiClient::get(const std::string &key) {
+std::optional<std::string> SimplePmiClient::get(const std::string &key) {
     check_key(key);
     std::lock_guard<std::mutex> lk(ch_->mutex);
     check_usable("get");
@@ -612,13 +693,13 @@ std::optional<std::string> PmiClient::get(const std::string &key) {
     return *value;
 }
 
-void PmiClient::barrier() {
+void SimplePmiClient::barrier() {
     std::lock_guard<std::mutex> lk(ch_->mutex);
     check_usable("barrier");
     command("cmd=barrier_in\n", "barrier_out");
 }
 
-void PmiClient::finalize() {
+void SimplePmiClient::finalize() {
     std::lock_guard<std::mutex> lk(ch_->mutex);
     if (ch_->finalized)
         return;
@@ -628,7 +709,7 @@ void PmiClient::finalize() {
     ch_->close_fd();
 }
 
-void PmiClient::abort(int exit_code, const std::string &message) {
+void SimplePmiClient::abort(int exit_code, const std::string &message) {
     // Only the write lock: another thread may be blocked in barrier() holding the channel mutex.
     std::string line = "cmd=abort exitcode=" + std::to_string(exit_code);
     std::string msg = escape_message(message);

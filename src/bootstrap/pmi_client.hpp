@@ -1,3 +1,6 @@
+// Bootstrap clients (class PmiClient below): the simple PMI-1 wire protocol, and PMIx when built
+// with it (see PmiClient).
+//
 // Client side of the simple PMI-1 wire protocol (the text protocol served by mpiexec/hydra and by
 // portico-run). Portico's logical NIs use it to build the job's rank map; the test harness uses it
 // for out-of-band barriers.
@@ -41,22 +44,38 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The bootstrap client: what the engine and the test harness need from a launcher, whichever
+// protocol it speaks. from_environment() picks the implementation from the environment:
+//   - the simple PMI-1 client (this file's header comment) when PMI_FD or PMI_PORT is set;
+//   - else, when Portico was built with PMIx support (PORTICO_HAVE_PMIX, pkg-config pmix) and the
+//     process was started by a PMIx server (PMIX_NAMESPACE or PMIX_RANK set, or a PMIX_SERVER_URI*
+//     variable), the PMIx client (pmix_client.cpp): Open MPI's mpirun, srun --mpi=pmix, prterun.
+// The PMIx client keeps the PMI-1 client's contract (same key and value limits, so that a
+// program behaves the same under both), with these differences: fd() is always -1 (a PMIx client
+// has no launcher connection of its own to watch), and a rank may see its own puts before the
+// next barrier (other ranks' puts become visible at the barrier, as with PMI-1).
 class PmiClient {
 public:
-    // Connects to the launcher named by PMI_FD/PMI_RANK/PMI_SIZE or PMI_PORT/PMI_ID and performs
-    // the init handshake. Returns nullptr when the process was not started by a PMI-1 launcher
-    // (neither PMI_FD nor PMI_PORT). Throws PmiError when the variables are wrong, the launcher
-    // cannot be reached or refuses us, or does not speak the protocol.
+    // Connects to the launcher the environment names and performs the init handshake. Returns
+    // nullptr when the process was not started by a launcher (neither PMI_FD nor PMI_PORT, nor a
+    // PMIx server). Throws PmiError when the variables are wrong, the launcher cannot be reached
+    // or refuses us, or does not speak the protocol, and when a PMIx launcher started us but
+    // Portico was built without PMIx support.
     static std::unique_ptr<PmiClient> from_environment();
+    // True when this build contains the PMIx client.
+    static bool pmix_supported();
 
-    ~PmiClient();
+    virtual ~PmiClient();
     PmiClient(const PmiClient &) = delete;
     PmiClient &operator=(const PmiClient &) = delete;
 
-    int rank() const { return rank_; }
-    int size() const { return size_; }
-    const std::string &kvsname() const { return kvsname_; }
-    int max_value_length() const { return vallen_max_; }
+    // "PMI-1" or "PMIx".
+    virtual const char *protocol() const = 0;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+    // PMI-1: the launcher's kvsname; PMIx: the job's namespace.
+    virtual const std::string &kvsname() const = 0;
+    virtual int max_value_length() const = 0;
 
     // The connection to the launcher (a stream socket, Unix or TCP), for watching the launcher's
     // liveness: poll/epoll it for POLLRDHUP|POLLHUP (EPOLLRDHUP|EPOLLHUP) only. A hang-up means
@@ -65,35 +84,22 @@ public:
     // close it, and do not wait for POLLIN (replies arrive on it). Valid until finalize() or the
     // destruction of the last client sharing it; -1 after finalize(). Stop watching before
     // either (or watch a dup() of your own, which keeps the socket open until you close it).
-    int fd() const;
+    // Always -1 under PMIx: the PMIx library owns its connection to the server, and the PMIx
+    // launchers kill their ranks themselves when they die or end the job.
+    virtual int fd() const = 0;
     // True once any client of the process has begun finalize(): a hang-up is then expected (some
     // launchers close right after finalize_ack), not a sign that the launcher died.
-    bool finalizing() const;
+    virtual bool finalizing() const = 0;
 
     // Key/value space of the job; values become visible to other ranks after barrier().
-    void put(const std::string &key, const std::string &value);
-    std::optional<std::string> get(const std::string &key);
-    void barrier();
-    void finalize();
-    [[noreturn]] void abort(int exit_code, const std::string &message);
+    virtual void put(const std::string &key, const std::string &value) = 0;
+    virtual std::optional<std::string> get(const std::string &key) = 0;
+    virtual void barrier() = 0;
+    virtual void finalize() = 0;
+    [[noreturn]] virtual void abort(int exit_code, const std::string &message) = 0;
 
-    // The connection shared by the clients of a process (defined in pmi_client.cpp).
-    struct Channel;
-
-private:
-    explicit PmiClient(std::shared_ptr<Channel> channel);
-    std::string command(const std::string &line, const std::string &expected_cmd);
-    void check_usable(const char *what) const; // channel mutex held
-    void check_key(const std::string &key) const;
-    void check_value(const std::string &value) const;
-
-    std::shared_ptr<Channel> ch_;
-    int rank_;
-    int size_;
-    int vallen_max_ = 1023;  // longest value accepted: the launcher's vallen_max - 1
-    int keylen_max_ = 63;    // longest key accepted: the launcher's keylen_max - 1
-    int kvsname_max_ = 256;  // as the launcher reported it
-    std::string kvsname_;
+protected:
+    PmiClient() = default;
 };
 
 } // namespace portico::bootstrap

@@ -189,11 +189,15 @@ int Engine::ensure_pmi() {
 
 void Engine::start_launcher_watch() {
     // Caller holds the engine lock. We watch a duplicate so that the PMI client may close its
-    // own descriptor at any time without the watcher looking at a recycled number.
-    const int fd = pmi_->fd() >= 0 ? ::dup(pmi_->fd()) : -1;
+    // own descriptor at any time without the watcher looking at a recycled number. A client
+    // without a launcher connection (PMIx: fd() is -1) has nothing to watch.
+    if (pmi_->fd() < 0) return;
+    const int fd = ::dup(pmi_->fd());
     launcher_watch_stop_ = eventfd(0, EFD_CLOEXEC);
     if (fd < 0 || launcher_watch_stop_ < 0) {
         if (fd >= 0) ::close(fd);
+        if (launcher_watch_stop_ >= 0) ::close(launcher_watch_stop_);
+        launcher_watch_stop_ = -1;
         return;
     }
     bootstrap::PmiClient *pmi = pmi_.get();

@@ -1,6 +1,8 @@
 // Multi-process test of the PMI-1 client library (portico_bootstrap) against the launcher it runs
 // under (portico-run, with PMI_FD or with PMI_PORT/PMI_ID over TCP for remote ranks; the program
-// also runs under MPICH's mpiexec.hydra, where the portico-run-specific checks are skipped). Every
+// also runs under MPICH's mpiexec.hydra, where the portico-run-specific checks are skipped, and,
+// in builds with PMIx support, under PMIx launchers such as Open MPI's mpirun, where the client is
+// the PMIx one and the checks specific to the PMI-1 wire protocol are skipped). Every
 // rank runs the same checks; any failure exits non-zero, which makes portico-run terminate the job
 // and report the rank.
 //
@@ -89,20 +91,39 @@ int main() {
     }
     const int rank = pmi->rank(), size = pmi->size();
     g_rank = rank;
-    // hydra -pmi-port sets only PMI_PORT and PMI_ID (the rank comes from the handshake).
-    const bool over_tcp = std::getenv("PMI_FD") == nullptr;
-    if (std::getenv("PMI_RANK") != nullptr || !over_tcp)
-        CHECK_EQ(std::to_string(rank), env_or("PMI_RANK"));
-    if (std::getenv("PMI_SIZE") != nullptr || !over_tcp)
-        CHECK_EQ(std::to_string(size), env_or("PMI_SIZE"));
-    if (over_tcp)
-        CHECK_EQ(std::to_string(rank), env_or("PMI_ID"));
+    const bool pmix = std::string(pmi->protocol()) == "PMIx";
+    // PMI-1 over TCP (PMI_PORT/PMI_ID) rather than an inherited socket (PMI_FD).
+    const bool over_tcp = !pmix && std::getenv("PMI_FD") == nullptr;
+    if (pmix) {
+        // Chosen only without PMI_FD/PMI_PORT, under a PMIx server.
+        CHECK(PmiClient::pmix_supported());
+        CHECK(std::getenv("PMI_FD") == nullptr && std::getenv("PMI_PORT") == nullptr);
+        CHECK_EQ(pmi->kvsname(), env_or("PMIX_NAMESPACE", pmi->kvsname().c_str()));
+        if (std::getenv("PMIX_RANK") != nullptr)
+            CHECK_EQ(std::to_string(rank), env_or("PMIX_RANK"));
+        if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) // Open MPI's mpirun
+            CHECK_EQ(std::to_string(size), env_or("OMPI_COMM_WORLD_SIZE"));
+    } else {
+        CHECK_EQ(std::string(pmi->protocol()), std::string("PMI-1"));
+        // hydra -pmi-port sets only PMI_PORT and PMI_ID (the rank comes from the handshake).
+        if (std::getenv("PMI_RANK") != nullptr || !over_tcp)
+            CHECK_EQ(std::to_string(rank), env_or("PMI_RANK"));
+        if (std::getenv("PMI_SIZE") != nullptr || !over_tcp)
+            CHECK_EQ(std::to_string(size), env_or("PMI_SIZE"));
+        if (over_tcp)
+            CHECK_EQ(std::to_string(rank), env_or("PMI_ID"));
+    }
+    CHECK(rank >= 0 && rank < size);
     CHECK(!pmi->kvsname().empty());
     CHECK(pmi->max_value_length() >= 256);
 
-    // The connection is a socket that has not hung up (the launcher is alive).
-    CHECK(pmi->fd() >= 0);
-    {
+    // The connection is a socket that has not hung up (the launcher is alive). A PMIx client has
+    // no connection of its own to watch.
+    if (pmix) {
+        CHECK_EQ(pmi->fd(), -1);
+        CHECK(!pmi->finalizing());
+    } else {
+        CHECK(pmi->fd() >= 0);
         pollfd p{pmi->fd(), POLLRDHUP, 0};
         int n;
         while ((n = ::poll(&p, 1, 0)) < 0 && errno == EINTR) {
@@ -190,8 +211,10 @@ int main() {
             punct += c;
     pmi->put("punct." + me, punct + me);
     pmi->put("tab." + me, "a\tb" + me); // only spaces separate tokens
-    // Puts become visible at the next barrier, not before (also for the putting rank).
-    CHECK(!pmi->get("ident." + me).has_value());
+    // Puts become visible at the next barrier, not before (also for the putting rank, under
+    // PMI-1; PMIx shows a process its own puts at once).
+    if (!pmix)
+        CHECK(!pmi->get("ident." + me).has_value());
     CHECK(!pmi->get("no.such.key").has_value());
 
     pmi->barrier();
@@ -254,6 +277,7 @@ int main() {
     pmi->finalize();
     pmi->finalize();
     CHECK_EQ(pmi->fd(), -1);
+    CHECK(pmi->finalizing());
     expect_pmi_error([&] { pmi->put("after", "finalize"); }, "put after finalize");
     expect_pmi_error([&] { pmi->barrier(); }, "barrier after finalize");
     if (rank == 0)

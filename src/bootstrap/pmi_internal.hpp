@@ -1,0 +1,26 @@
+// Internals shared by the bootstrap clients (pmi_client.cpp, pmix_client.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bootstrap/pmi_client.hpp"
+
+namespace portico::bootstrap::detail {
+
+// PMI-1's limits on keys and values, which every client enforces (throws PmiError).
+void check_key(const std::string &key, int keylen_max);
+void check_value(const std::string &value, int vallen_max);
+// The process exit status an abort exit code maps to (same rule as portico-run's).
+int exit_status_for(int code);
+
+// True when the environment says a PMIx server started this process (PMIX_NAMESPACE or
+// PMIX_RANK; with uri_too, also a PMIX_SERVER_URI* variable).
+bool pmix_environment(bool uri_too);
+
+#ifdef PORTICO_HAVE_PMIX
+// The PMIx client (pmix_client.cpp); throws PmiError.
+std::unique_ptr<PmiClient> pmix_from_environment();
+#endif
+
+} // namespace portico::bootstrap::detail
