@@ -14,6 +14,7 @@
 //   cmd=abort exitcode=N message=TEXT         (no response; the launcher kills the job)
 #include "bootstrap/pmi_client.hpp"
 #include "bootstrap/pmi_internal.hpp"
+#include "bootstrap/pmi_wire.hpp"
 
 #include <cerrno>
 #include <climits>
@@ -58,27 +59,11 @@ struct Reply {
     }
 };
 
-// Splits a response line into its space-separated key=value tokens (the value is everything
-// after the first '=' of the token).
+// A response line's tokens, copied (the line's buffer is reused).
 Reply parse_reply(std::string_view line) {
     Reply r;
-    std::size_t i = 0;
-    while (i < line.size()) {
-        while (i < line.size() && line[i] == ' ')
-            ++i;
-        if (i >= line.size())
-            break;
-        std::size_t end = line.find(' ', i);
-        if (end == std::string_view::npos)
-            end = line.size();
-        std::string_view tok = line.substr(i, end - i);
-        std::size_t eq = tok.find('=');
-        if (eq == std::string_view::npos)
-            r.fields.emplace_back(std::string(tok), std::string());
-        else
-            r.fields.emplace_back(std::string(tok.substr(0, eq)), std::string(tok.substr(eq + 1)));
-        i = end;
-    }
+    for (const auto &[k, v] : pmi_tokenize(line))
+        r.fields.emplace_back(std::string(k), std::string(v));
     return r;
 }
 

@@ -17,6 +17,8 @@
 // rc=-1; any other command with "cmd=error rc=-1 msg=unknown_command_<name>".
 #include "pmi_server.hpp"
 
+#include "bootstrap/pmi_wire.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -85,31 +87,6 @@ bool parse_int(std::string_view s, long &out) {
         return false;
     out = v;
     return true;
-}
-
-using TokenList = std::vector<std::pair<std::string_view, std::string_view>>;
-
-// Space-separated key=value tokens (only spaces separate tokens, as in MPICH).
-TokenList tokenize(std::string_view line) {
-    TokenList t;
-    std::size_t i = 0;
-    while (i < line.size()) {
-        while (i < line.size() && line[i] == ' ')
-            ++i;
-        if (i >= line.size())
-            break;
-        std::size_t end = i;
-        while (end < line.size() && line[end] != ' ')
-            ++end;
-        std::string_view tok = line.substr(i, end - i);
-        std::size_t eq = tok.find('=');
-        if (eq == std::string_view::npos)
-            t.emplace_back(tok, std::string_view());
-        else
-            t.emplace_back(tok.substr(0, eq), tok.substr(eq + 1));
-        i = end;
-    }
-    return t;
 }
 
 // Longest first line accepted from a connection that has not identified itself.
@@ -206,7 +183,7 @@ void PmiServer::handle_unidentified(int fd, short revents) {
     std::string rest = in.substr(nl + 1);
     if (!line.empty() && line.back() == '\r')
         line.pop_back();
-    Tokens t = tokenize(line);
+    Tokens t = bootstrap::pmi_tokenize(line);
     bool has_id = false;
     std::string_view id_s = find_token(t, "pmiid", &has_id);
     if (t.empty() || t.front().first != "cmd" || t.front().second != "initack" || !has_id) {
@@ -388,7 +365,7 @@ void PmiServer::process_line(int rank, std::string_view line) {
         return;
     }
 
-    Tokens t = tokenize(line);
+    Tokens t = bootstrap::pmi_tokenize(line);
     if (t.empty())
         return; // blank line: nothing to answer
 

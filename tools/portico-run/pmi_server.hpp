@@ -100,7 +100,7 @@ private:
         unsigned warnings = 0;
         std::vector<std::pair<std::string, std::string>> staged; // puts not yet visible
     };
-    using Tokens = std::vector<std::pair<std::string_view, std::string_view>>;
+    using Tokens = std::vector<std::pair<std::string_view, std::string_view>>; // bootstrap::PmiTokens
 
     void read_available(int rank);
     void process_input(int rank);
