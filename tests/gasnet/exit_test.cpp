@@ -32,8 +32,8 @@ volatile int never = 0;
     abort();
 }
 
-void write_marker(const char *prefix) {
-    const std::string path = dir + "/" + prefix + "." + std::to_string(gasnet_mynode());
+void write_pid_marker() {
+    const std::string path = dir + "/pid." + std::to_string(getpid());
     const int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
     if (fd >= 0) {
         const std::string pid = std::to_string(getpid());
@@ -54,12 +54,13 @@ void exit_handler(gasnet_token_t, gasnet_handlerarg_t code) { gasnet_exit(code);
 } // namespace
 
 int main(int argc, char **argv) {
-    GASNET_SAFE(gasnet_init(&argc, &argv));
     const char *d = getenv("GASNET_TEST_DIR");
     dir = d ? d : "/tmp";
+    // Before gasnet_init (collective): once any node can exit, every rank has recorded its pid.
+    write_pid_marker();
+    GASNET_SAFE(gasnet_init(&argc, &argv));
     const std::string mode = argc > 1 ? argv[1] : "code";
     const gasnet_node_t me = gasnet_mynode(), n = gasnet_nodes();
-    write_marker("pid");
     if (mode == "preattach" && me == 1 % n) gasnet_exit(4);
     gasnet_handlerentry_t tab[] = {{200, (void (*)())exit_handler}};
     GASNET_SAFE(gasnet_attach(tab, 1, 1 << 20, 0));
