@@ -59,11 +59,18 @@ void Engine::ct_add(CT *ct, uint64_t success, uint64_t failure) {
 }
 
 int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
-    std::lock_guard g(mutex_);
-    CT *ct = ct_of(h);
-    if (!ct || !ev) return PTL_ARG_INVALID;
+    CT *ct;
+    {
+        std::lock_guard g(mutex_);
+        ct = ct_of(h);
+        if (!ct || !ev) return PTL_ARG_INVALID;
+        ct->users.fetch_add(1);
+    }
+    // An application that polls with PtlCTGet moves its own messages (see poll_once).
+    poll_once(ct->ni->ep);
     ev->success = ct->success.load(std::memory_order_acquire);
     ev->failure = ct->failure.load(std::memory_order_acquire);
+    ct->users.fetch_sub(1);
     return PTL_OK;
 }
 

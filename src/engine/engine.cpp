@@ -20,8 +20,10 @@ namespace portico::engine {
 const Tunables &Tunables::get() {
     static const Tunables t = [] {
         Tunables v;
-        v.wait_spin_ns = env_u64("PORTICO_WAIT_SPIN_US", 20) * 1000;
+        v.wait_spin_ns = env_u64("PORTICO_WAIT_SPIN_US", 100) * 1000;
+        v.wait_pause_ns = env_u64("PORTICO_WAIT_PAUSE_US", 5) * 1000;
         v.progress_spin_ns = env_u64("PORTICO_PROGRESS_SPIN_US", 10) * 1000;
+        v.progress_park_ns = std::max<uint64_t>(env_u64("PORTICO_PROGRESS_PARK_US", 250), 1) * 1000;
         v.shm_ring_bytes = env_u64("PORTICO_SHM_RING_BYTES", 256 * 1024);
         v.rendezvous_bytes = env_u64("PORTICO_SHM_SINGLE_COPY_BYTES", 32 * 1024);
         return v;
@@ -116,20 +118,39 @@ void Engine::notify_waiters() {
     if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(notify_seq_);
 }
 
+void Endpoint::request_arm() {
+    // Caller holds sleep_mutex.
+    arm_request = true;
+    if (progress == Progress::Parked) {
+        park_word.fetch_add(1, std::memory_order_release);
+        futex_wake(park_word);
+    }
+}
+
 void Engine::start_progress(Endpoint &ep) {
     ep.stop = false;
     ep.progress_thread = std::thread([this, &ep] { progress_loop(ep); });
 }
 
 void Engine::stop_progress(Endpoint &ep) {
-    ep.stop = true;
+    {
+        std::lock_guard g(ep.sleep_mutex);
+        ep.stop = true;
+        ep.request_arm();
+    }
     ep.transport->interrupt();
     if (ep.progress_thread.joinable()) ep.progress_thread.join();
 }
 
+void Engine::poll_once(Endpoint *ep) {
+    ep->app_calls.fetch_add(1, std::memory_order_relaxed);
+    ep->poll();
+}
+
 void Engine::progress_loop(Endpoint &ep) {
-    const uint64_t spin_ns = Tunables::get().progress_spin_ns;
+    const Tunables &t = Tunables::get();
     uint64_t idle_since = 0;
+    uint64_t calls_seen = ep.app_calls.load(std::memory_order_relaxed);
     while (!ep.stop.load(std::memory_order_acquire)) {
         if (ep.poll() > 0) {
             idle_since = 0;
@@ -137,29 +158,44 @@ void Engine::progress_loop(Endpoint &ep) {
         }
         const uint64_t now = monotonic_ns();
         if (idle_since == 0) idle_since = now;
-        if (now - idle_since < spin_ns) {
+        if (now - idle_since < t.progress_spin_ns) {
             cpu_relax();
             continue;
         }
-        // Go to sleep. Peers ring our doorbell only while nobody polls on this side.
+        // Nothing to do: park while the application polls by itself, otherwise listen to peers.
+        uint32_t park_seen = 0;
+        bool park;
         {
             std::lock_guard g(ep.sleep_mutex);
-            ep.progress_sleeping = true;
-            if (ep.active_waiters == 0) {
+            const uint64_t calls = ep.app_calls.load(std::memory_order_relaxed);
+            const bool app_active = ep.active_waiters > 0 || calls != calls_seen;
+            calls_seen = calls;
+            park = !ep.arm_request && sleepers_.load(std::memory_order_relaxed) == 0 && app_active;
+            ep.arm_request = false;
+            if (park) {
+                ep.progress = Endpoint::Progress::Parked;
+                park_seen = ep.park_word.load(std::memory_order_relaxed);
+            } else {
+                ep.progress = Endpoint::Progress::Armed;
                 ep.transport->arm_sleep();
                 ep.armed = true;
             }
         }
-        if (!ep.transport->has_pending() && !ep.stop.load()) ep.transport->wait(*ep.receiver, -1);
+        if (park)
+            futex_wait(ep.park_word, park_seen, static_cast<int64_t>(t.progress_park_ns));
+        else if (!ep.transport->has_pending() && !ep.stop.load())
+            ep.transport->wait(*ep.receiver, -1);
         {
             std::lock_guard g(ep.sleep_mutex);
-            ep.progress_sleeping = false;
+            ep.progress = Endpoint::Progress::Running;
             if (ep.armed) {
                 ep.transport->disarm_sleep();
                 ep.armed = false;
             }
         }
-        idle_since = 0;
+        // After a park, decide again at once if there is nothing to do: a parked thread that woke
+        // to check must not spin while the application runs.
+        idle_since = park ? 1 : 0;
     }
 }
 

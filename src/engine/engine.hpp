@@ -229,13 +229,27 @@ struct Endpoint {
     int open_nis = 0;
     std::vector<std::unique_ptr<RxState>> rx_states;
 
-    // Background progress, and the handshake that lets waiting threads poll instead of it.
+    // Background progress, and the handshake that lets the application's own polling replace it.
+    //
+    // The progress thread is in one of three states. Running: it polls. Armed: it sleeps in the
+    // transport and peers ring its doorbell; this is how a process whose application is away
+    // (computing, or asleep in a wait) still makes progress. Parked: it sleeps on park_word for at
+    // most PORTICO_PROGRESS_PARK_US while the application itself polls (waits, PtlEQGet, ...); no
+    // doorbell is rung and no thread is handed a frame, which is what a ping-pong needs. A parked
+    // thread arms as soon as a waiter goes to sleep, or when a whole park passes without a call.
+    enum class Progress { Running, Parked, Armed };
     std::thread progress_thread;
     std::atomic<bool> stop{false};
     std::mutex sleep_mutex;
-    int active_waiters = 0;        // threads polling in a wait (guarded by sleep_mutex)
-    bool progress_sleeping = false; // progress thread in wait() (guarded by sleep_mutex)
-    bool armed = false;             // peers have been told to wake us (guarded by sleep_mutex)
+    int active_waiters = 0;              // threads polling in a wait (guarded by sleep_mutex)
+    Progress progress = Progress::Running; // guarded by sleep_mutex
+    bool armed = false;                  // peers have been told to wake us (guarded by sleep_mutex)
+    bool arm_request = false;            // a waiter went to sleep: listen to peers (guarded by sleep_mutex)
+    std::atomic<uint32_t> park_word{0};  // bumped (under sleep_mutex) to end a park early
+    std::atomic<uint64_t> app_calls{0};  // calls that poll; the progress thread parks while this moves
+
+    // Unpark and arm: a thread is about to sleep and needs the progress thread to listen.
+    void request_arm();
 
     int poll() { return transport->poll(*receiver); }
 };
@@ -351,6 +365,9 @@ private:
     // not called again. Returns PTL_OK, PTL_ABORTED, or PTL_EQ_EMPTY/PTL_CT_NONE_REACHED on timeout.
     template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready);
     void notify_waiters();
+    // A non-blocking check found nothing: poll the endpoint once (no thread hand-off for an
+    // application that polls with PtlEQGet/PtlCTGet) and note that the application is active.
+    void poll_once(Endpoint *ep);
 
     // ni.cpp
     NI *ni_of(ptl_handle_ni_t h) const { return nis_.lookup(ObjType::NI, h); }
@@ -478,7 +495,9 @@ private:
 // Tunables (see portico-info)
 struct Tunables {
     uint64_t wait_spin_ns;
+    uint64_t wait_pause_ns; // the first part of a wait's polling, with `pause`; sched_yield after it
     uint64_t progress_spin_ns;
+    uint64_t progress_park_ns;
     size_t shm_ring_bytes;
     uint64_t rendezvous_bytes; // puts/gets at least this long go single copy where possible
     static const Tunables &get();

@@ -79,6 +79,11 @@ int Engine::eq_get(ptl_handle_eq_t h, ptl_event_t *ev) {
         eq->users.fetch_add(1);
     }
     int rc = take_event(eq, ev);
+    if (rc == PTL_EQ_EMPTY) {
+        // An application that polls with PtlEQGet moves its own messages (see poll_once).
+        poll_once(eq->ni->ep);
+        rc = take_event(eq, ev);
+    }
     eq->users.fetch_sub(1);
     return rc;
 }

@@ -1,7 +1,11 @@
-// How a thread waits for an event or a count: poll the transport itself for a short, bounded time
-// (a ping-pong then never pays a thread hand-off), then sleep on the engine's notification word
-// while the endpoint's progress thread, told to listen for peers' doorbells, keeps things moving.
+// How a thread waits for an event or a count: poll the transport itself for a bounded time (a
+// ping-pong then never pays a thread hand-off, and the progress thread stays parked), yielding the
+// core after the first microseconds, then sleep on the engine's notification word while the
+// endpoint's progress thread, told to listen for peers' doorbells, keeps things moving.
 #pragma once
+
+#include <algorithm>
+#include <sched.h>
 
 #include "common/futex.hpp"
 #include "engine/engine.hpp"
@@ -45,38 +49,54 @@ private:
 };
 
 template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready) {
+    // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
+    ep->transport->flush_wakeups();
+    // While we poll, the progress thread parks (see Endpoint).
+    ep->app_calls.fetch_add(1, std::memory_order_relaxed);
+    // What is there already (a SEND event, or what one poll brings) needs none of the bookkeeping
+    // below: a ping-pong waits for several events per message and most are ready at once.
+    if (ready()) return PTL_OK;
+    if (ep->poll() > 0 && ready()) return PTL_OK;
+    if (timeout_ms == 0) return aborted_.load(std::memory_order_acquire) ? PTL_ABORTED : timeout_rc;
+
+    const Tunables &t = Tunables::get();
     const uint64_t start = monotonic_ns();
     const bool forever = timeout_ms < 0;
     const uint64_t deadline = forever ? UINT64_MAX : start + static_cast<uint64_t>(timeout_ms) * 1000000ull;
-    const uint64_t spin_until = start + Tunables::get().wait_spin_ns;
-
-    // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
-    ep->transport->flush_wakeups();
-    // While we poll, peers need not ring the progress thread's doorbell.
+    const uint64_t pause_until = start + std::min(t.wait_pause_ns, t.wait_spin_ns);
+    const uint64_t spin_until = start + t.wait_spin_ns;
     {
         std::lock_guard g(ep->sleep_mutex);
+        // An armed progress thread would be rung for every frame we are about to poll for
+        // ourselves: stop the doorbells; it re-decides (and parks) when it next wakes.
         if (ep->active_waiters++ == 0 && ep->armed) {
             ep->transport->disarm_sleep();
             ep->armed = false;
         }
     }
-    auto leave_polling = [ep] {
-        bool armed_now = false;
+    bool polling = true;
+    auto leave_polling = [ep, &polling](bool to_sleep) {
+        polling = false;
+        bool rearmed = false;
         {
             std::lock_guard g(ep->sleep_mutex);
-            if (--ep->active_waiters == 0 && ep->progress_sleeping && !ep->armed) {
+            --ep->active_waiters;
+            if (ep->progress == Endpoint::Progress::Armed && !ep->armed && ep->active_waiters == 0) {
+                // We disarmed it and it has slept through our wait: it is the one listening again.
                 ep->transport->arm_sleep();
-                ep->armed = armed_now = true;
+                ep->armed = rearmed = true;
             }
+            // Whoever sleeps needs the progress thread listening for peers' doorbells.
+            if (to_sleep) ep->request_arm();
         }
-        // A frame that arrived after our last poll but before the arm rang no doorbell, and the
-        // progress thread sleeps: deliver it now, whichever way we leave.
-        if (armed_now)
+        // A frame that came after our last poll rang no doorbell: deliver it before leaving.
+        if (rearmed)
             while (ep->transport->has_pending() && ep->poll() > 0) {
             }
     };
-    bool polling = true;
     int rc;
+    unsigned spins = 0;
+    uint64_t now = start;
     for (;;) {
         const uint32_t seq = notify_seq_.load(std::memory_order_acquire);
         if (ready()) {
@@ -87,19 +107,33 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
             rc = PTL_ABORTED;
             break;
         }
-        const uint64_t now = monotonic_ns();
+        if (polling) {
+            const int work = ep->poll();
+            // The clock is read every few turns only: polling an empty ring is cheaper than it.
+            const bool clock_read = (++spins & 7) == 0;
+            if (clock_read) now = monotonic_ns();
+            if (now >= deadline && (work == 0 || clock_read)) {
+                rc = timeout_rc;
+                break;
+            }
+            if (work > 0 || now < pause_until) {
+                if (work == 0) cpu_relax();
+                continue;
+            }
+            // Past the first microseconds, give the core away on every turn: with more processes
+            // than cores the peer we wait for may need exactly this one.
+            if (now < spin_until) {
+                sched_yield();
+                now = monotonic_ns();
+                continue;
+            }
+            leave_polling(true);
+            continue;
+        }
+        now = monotonic_ns();
         if (now >= deadline) {
             rc = timeout_rc;
             break;
-        }
-        if (polling && now < spin_until) {
-            if (ep->poll() == 0) cpu_relax();
-            continue;
-        }
-        if (polling) {
-            polling = false;
-            leave_polling();
-            continue;
         }
         // ready() may consume what it finds (an EQ event), so a success here is the result:
         // calling it again would lose that event.
@@ -115,7 +149,7 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
             break;
         }
     }
-    if (polling) leave_polling();
+    if (polling) leave_polling(false);
     return rc;
 }
 

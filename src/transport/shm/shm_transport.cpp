@@ -345,10 +345,14 @@ void ShmTransport::accept_one(Receiver &) {
 }
 
 ShmLink *ShmTransport::link_for(PeerId to) {
+    // Links live as long as the transport, so the last one used can be checked without the lock.
+    ShmLink *last = last_send_link_.load(std::memory_order_acquire);
+    if (last && last->peer == to && !last->reported.load(std::memory_order_relaxed)) return last;
     std::lock_guard g(links_mutex_);
     auto it = send_links_.find(to.key());
-    if (it != send_links_.end()) return it->second;
-    return connect_to(to);
+    ShmLink *l = it != send_links_.end() ? it->second : connect_to(to);
+    if (l) last_send_link_.store(l, std::memory_order_release);
+    return l;
 }
 
 bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {

@@ -79,6 +79,7 @@ private:
 
     std::mutex links_mutex_; // guards send_links_ and appending to links_
     std::unordered_map<uint64_t, ShmLink *> send_links_;
+    std::atomic<ShmLink *> last_send_link_{nullptr}; // the link link_for() returned last
     std::unique_ptr<ShmLink *[]> links_;
     std::atomic<size_t> nlinks_{0};
     std::vector<std::unique_ptr<ShmLink>> owned_;
