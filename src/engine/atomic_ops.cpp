@@ -14,11 +14,6 @@
 
 namespace portico::engine {
 
-namespace {
-thread_local std::vector<iovec> t_aiov;
-thread_local std::vector<std::byte> t_old, t_new;
-} // namespace
-
 int Engine::check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
                          ptl_size_t length, ptl_op_t op, ptl_datatype_t type, int call_i) {
     const auto call = static_cast<atomics::Call>(call_i);
@@ -99,13 +94,13 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     h.atomic_type = static_cast<uint8_t>(type);
     h.hdr_data = hdr_data;
     const size_t item = atomics::item_size(type);
-    t_aiov.clear();
-    if (operand) t_aiov.push_back({const_cast<void *>(operand), item});
-    gather(region_of(*md), local_offset, length, t_aiov);
+    iov_scratch_.clear();
+    if (operand) iov_scratch_.push_back({const_cast<void *>(operand), item});
+    gather(region_of(*md), local_offset, length, iov_scratch_);
     const size_t total = length + (operand ? item : 0);
     // Always copied if it has to wait: the operand is the caller's and atomics are small.
     const auto st =
-        ni->ep->transport->send(peer, h, {t_aiov.data(), static_cast<int>(t_aiov.size()), total}, cookie, true, bundled);
+        ni->ep->transport->send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total}, cookie, true, bundled);
     switch (st) {
     case transport::SendStatus::Sent:
         complete_send(cookie, PTL_NI_OK);
@@ -146,7 +141,7 @@ void Engine::target_atomic(Endpoint &ep, const wire::Header &h, const std::byte 
             send_response(ep, h, wire::Kind::Reply, PTL_NI_DROPPED, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
         else
             answer_put(ep, h, true, PTL_NI_DROPPED, 0, h.remote_offset, PTL_PRIORITY_LIST);
-        if (spent) auto_unlink(e);
+        if (spent) unlink_if_spent(e);
         return;
     }
     const std::byte *operand = operand_bytes ? payload : nullptr;
@@ -154,8 +149,8 @@ void Engine::target_atomic(Endpoint &ep, const wire::Header &h, const std::byte 
     mlength -= mlength % item; // whole items only
     const Region r = region_of(*e);
     ptl_ni_fail_t fail = PTL_NI_OK;
-    t_old.resize(mlength);
-    if (!copy_from(r, offset, t_old.data(), mlength)) fail = PTL_NI_SEGV;
+    atomic_old_.resize(mlength);
+    if (!copy_from(r, offset, atomic_old_.data(), mlength)) fail = PTL_NI_SEGV;
     const bool overflow = e->list == PTL_OVERFLOW_LIST;
     if (fail == PTL_NI_OK) {
         if (overflow) {
@@ -163,22 +158,22 @@ void Engine::target_atomic(Endpoint &ep, const wire::Header &h, const std::byte 
             // host, which applies it from the event's op and type; a fetching atomic acts like a get.
             if (!fetch && !copy_into(r, offset, data, mlength)) fail = PTL_NI_SEGV;
         } else {
-            t_new.assign(t_old.begin(), t_old.end());
-            atomics::apply(op, type, t_new.data(), data, operand, mlength);
+            atomic_new_.assign(atomic_old_.begin(), atomic_old_.end());
+            atomics::apply(op, type, atomic_new_.data(), data, operand, mlength);
             // Every byte is written once, after the whole result is known.
-            if (!copy_into(r, offset, t_new.data(), mlength)) fail = PTL_NI_SEGV;
+            if (!copy_into(r, offset, atomic_new_.data(), mlength)) fail = PTL_NI_SEGV;
         }
     }
     if (fetch) {
         // The reply carries the target's data as it was before the operation.
-        iovec old{t_old.data(), mlength};
+        iovec old{atomic_old_.data(), mlength};
         const bool ok = fail == PTL_NI_OK;
         send_response(ep, h, wire::Kind::Reply, fail, ok ? mlength : 0, offset, e->list,
                       ok ? transport::Gather{&old, 1, mlength} : transport::Gather{});
     }
     complete_target(pt, e, h, offset, mlength, fail);
     if (!fetch) answer_put(ep, h, true, fail, mlength, offset, e->list);
-    if (spent) auto_unlink(e);
+    if (spent) unlink_if_spent(e);
 }
 
 } // namespace portico::engine

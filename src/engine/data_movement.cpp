@@ -311,7 +311,8 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Heade
         log_error("protocol error from %08x/%u: message interrupted; dropping it", link.peer.nid, link.peer.pid);
         if (rx.entry) {
             --rx.entry->busy;
-            --rx.ni->pts[rx.entry->pt_index].streams;
+            unlink_if_spent(rx.entry);
+            stream_ended(rx.ni->pts[rx.entry->pt_index]);
         }
         rx = RxState{};
     }
@@ -575,7 +576,7 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
                              {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), mlength});
     }
     complete_target(pt, e, h, offset, mlength, fail);
-    if (spent) auto_unlink(e);
+    if (spent) unlink_if_spent(e);
 }
 
 void Engine::complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t offset, ptl_size_t mlength,
@@ -625,11 +626,21 @@ void Engine::finish_put(Endpoint &ep, RxState &rx) {
     NI *ni = rx.ni;
     PT &pt = ni->pts[e->pt_index];
     --e->busy;
-    if (--pt.streams == 0) notify_waiters(); // PtlPTDisable may be waiting for this
     const wire::Header &h = rx.h;
     complete_target(pt, e, h, rx.offset, rx.mlength, rx.fail);
     answer_put(ep, h, true, rx.fail, rx.mlength, rx.offset, e->list);
-    if (!e->linked && !e->auto_unlinked) auto_unlink(e);
+    // The entry was spent when this or another message matched it; AUTO_UNLINK comes after the
+    // last of them has its event (§3.13.1).
+    unlink_if_spent(e);
+    stream_ended(pt);
+}
+
+void Engine::unlink_if_spent(Entry *e) {
+    if (!e->linked && !e->auto_unlinked && e->busy == 0) auto_unlink(e);
+}
+
+void Engine::stream_ended(PT &pt) {
+    if (--pt.streams == 0 && pt_disable_waiters_.load(std::memory_order_relaxed) > 0) notify_waiters();
 }
 
 void Engine::handle_link_failed(Endpoint &ep, transport::Link &link) {
@@ -638,7 +649,8 @@ void Engine::handle_link_failed(Endpoint &ep, transport::Link &link) {
         RxState &rx = *static_cast<RxState *>(link.rx_state);
         if (rx.active && rx.entry) {
             --rx.entry->busy;
-            --rx.ni->pts[rx.entry->pt_index].streams;
+            unlink_if_spent(rx.entry);
+            stream_ended(rx.ni->pts[rx.entry->pt_index]);
         }
         rx = RxState{};
     }

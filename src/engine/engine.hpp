@@ -45,6 +45,7 @@ struct EQ {
     std::vector<ptl_event_t> ring;
     size_t head = 0;   // next event to read
     size_t count = 0;  // events waiting
+    std::atomic<size_t> visible_count{0}; // count, for a look without the lock (polling readers)
     size_t reserved = 0; // slots kept for PT_DISABLED of the FLOWCTRL PTs that use this EQ
     bool dropped = false;
     std::atomic<int> users{0}; // threads inside a wait on this EQ
@@ -388,6 +389,10 @@ private:
     bool entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, ptl_process_t initiator, uint32_t src_rank,
                        ptl_size_t rlength, ptl_size_t remote_offset) const;
     void auto_unlink(Entry *e);
+    // AUTO_UNLINK for an entry taken off its list at match time, once no message streams into it.
+    void unlink_if_spent(Entry *e);
+    // A message streaming into pt has ended (a PtlPTDisable may wait for the last one).
+    void stream_ended(PT &pt);
     void release_header(Unexpected &u);
     void retire_entries(NI *ni);
     void destroy_entry(Entry *e);
@@ -472,8 +477,10 @@ private:
     // Gather lists, reused under the engine lock: no allocation per message. A member, not a
     // thread_local: the engine outlives every thread's locals (Portals calls from atexit handlers).
     std::vector<iovec> iov_scratch_;
+    std::vector<std::byte> atomic_old_, atomic_new_; // a target atomic's data before and after
     std::atomic<uint32_t> notify_seq_{0};
     std::atomic<int> sleepers_{0};
+    std::atomic<int> pt_disable_waiters_{0}; // threads in PtlPTDisable waiting for streams to end
 
     std::unique_ptr<bootstrap::PmiClient> pmi_;
     // Ends the process when the launcher's connection hangs up (the launcher died or ended the

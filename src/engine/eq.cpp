@@ -51,17 +51,21 @@ void Engine::push_event(EQ *eq, const ptl_event_t &ev) {
         }
         eq->ring[(eq->head + eq->count) % cap] = ev;
         ++eq->count;
+        eq->visible_count.store(eq->count, std::memory_order_release);
     }
     notify_waiters();
 }
 
 namespace {
 int take_event(EQ *eq, ptl_event_t *ev) {
+    // Readers poll this in loops; an empty queue is answered without its lock.
+    if (eq->visible_count.load(std::memory_order_acquire) == 0) return PTL_EQ_EMPTY;
     std::lock_guard q(eq->mutex);
     if (eq->count == 0) return PTL_EQ_EMPTY;
     *ev = eq->ring[eq->head];
     eq->head = (eq->head + 1) % eq->ring.size();
     --eq->count;
+    eq->visible_count.store(eq->count, std::memory_order_relaxed);
     if (eq->dropped) {
         eq->dropped = false;
         return PTL_EQ_DROPPED;

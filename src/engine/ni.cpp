@@ -393,11 +393,13 @@ int Engine::pt_disable(ptl_handle_ni_t h, ptl_pt_index_t idx) {
         ep = ni->ep;
     }
     // Messages already partly received into this PT finish first (spec: PtlPTDisable blocks).
+    pt_disable_waiters_.fetch_add(1);
     wait_for(ep, PTL_TIME_FOREVER, PTL_OK, [&] {
         std::lock_guard g(mutex_);
         NI *ni = ni_of(h);
         return !ni || ni->pts[idx].streams == 0;
     });
+    pt_disable_waiters_.fetch_sub(1);
     return PTL_OK;
 }
 

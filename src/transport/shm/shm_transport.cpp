@@ -623,10 +623,25 @@ void ShmTransport::service_events(const void *events, int count, Receiver &r) {
 }
 
 int ShmTransport::poll(Receiver &r) {
+    const size_t n = nlinks_.load(std::memory_order_acquire);
+    // A look at the rings without the lock first: a waiting thread calls this in a loop, and an
+    // empty turn should cost a few loads, not a lock.
+    if (backlogged_.load(std::memory_order_relaxed) == 0 && !has_pending()) {
+        const unsigned k = idle_polls_.load(std::memory_order_relaxed) + 1;
+        idle_polls_.store(k, std::memory_order_relaxed);
+        // Sockets carry new connections and hang-ups; look at them now and then.
+        if ((k & 127) != 0) return 0;
+        std::unique_lock lock(poll_mutex_, std::try_to_lock);
+        if (!lock.owns_lock()) return 0;
+        epoll_event evs[16];
+        const int got = epoll_wait(epoll_fd_, evs, 16, 0);
+        if (got <= 0) return 0;
+        service_events(evs, got, r);
+        return got;
+    }
     std::unique_lock lock(poll_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return 0; // somebody else is polling right now
     int work = 0;
-    const size_t n = nlinks_.load(std::memory_order_acquire);
     for (size_t i = 0; i < n; ++i) {
         ShmLink &l = *links_[i];
         if (!l.reported) work += drain_link(l, r, 64);
@@ -634,8 +649,8 @@ int ShmTransport::poll(Receiver &r) {
     if (backlogged_.load(std::memory_order_relaxed) > 0)
         for (size_t i = 0; i < n; ++i)
             if (!links_[i]->reported) work += flush_backlog(*links_[i], r);
-    // Sockets carry new connections and hang-ups; look at them now and then even when busy.
-    if (work == 0 && (++idle_polls_ & 127) == 0) {
+    // Even a link that is never idle must not hide hang-ups and new connections for long.
+    if (((idle_polls_.load(std::memory_order_relaxed) + 1) & 4095) == 0) {
         epoll_event evs[16];
         int k = epoll_wait(epoll_fd_, evs, 16, 0);
         if (k > 0) {
@@ -643,6 +658,7 @@ int ShmTransport::poll(Receiver &r) {
             work += k;
         }
     }
+    idle_polls_.store(idle_polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return work;
 }
 

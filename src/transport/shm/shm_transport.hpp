@@ -85,7 +85,7 @@ private:
     std::vector<std::unique_ptr<ShmLink>> owned_;
     std::atomic<int> backlogged_{0}; // links with queued messages
     std::mutex poll_mutex_;          // one poller at a time: each ring has a single consumer
-    unsigned idle_polls_ = 0;        // guarded by poll_mutex_
+    std::atomic<unsigned> idle_polls_{0}; // spaces out looks at the sockets (a racy count is fine)
 
     std::mutex deferred_mutex_;
     std::vector<ShmLink *> deferred_; // links whose consumer we owe a wakeup (inside a bundle)

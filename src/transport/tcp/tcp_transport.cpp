@@ -704,10 +704,16 @@ int TcpTransport::service_ready(Receiver &r, int timeout_ms) {
 }
 
 int TcpTransport::poll(Receiver &r) {
+    // With no connection at all only the listening socket matters; look at it now and then (and
+    // without the lock: this is every turn of every waiting thread on a machine without TCP peers).
+    if (live_links_.load(std::memory_order_relaxed) == 0) {
+        // A racy count is fine: it only spaces out the looks at the listening socket.
+        const unsigned k = idle_polls_.load(std::memory_order_relaxed) + 1;
+        idle_polls_.store(k, std::memory_order_relaxed);
+        if ((k & 127) != 0) return 0;
+    }
     std::unique_lock lock(poll_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return 0;
-    // With no connection at all only the listening socket matters; look at it now and then.
-    if (live_links_.load(std::memory_order_relaxed) == 0 && (++idle_polls_ & 127) != 0) return 0;
     return service_ready(r, 0);
 }
 

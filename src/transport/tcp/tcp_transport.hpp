@@ -92,7 +92,7 @@ private:
     std::atomic<size_t> live_links_{0};
     size_t pending_accepts_ = 0;
     std::mutex poll_mutex_; // one poller at a time
-    unsigned idle_polls_ = 0;
+    std::atomic<unsigned> idle_polls_{0};
     std::atomic<bool> warned_no_secret_{false};
     std::atomic<uint64_t> malformed_{0};
     std::atomic<uint64_t> refused_{0};
