@@ -96,7 +96,13 @@ int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned
         }
         return false;
     };
-    return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready);
+    auto activity = [&] {
+        uint64_t sum = 0;
+        for (unsigned i = 0; i < n; ++i)
+            sum += cts[i]->success.load(std::memory_order_relaxed) + cts[i]->failure.load(std::memory_order_relaxed);
+        return sum;
+    };
+    return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity);
 }
 
 int Engine::ct_set(ptl_handle_ct_t h, ptl_ct_event_t v) {

@@ -364,7 +364,13 @@ private:
     // Waits until ready() (called without the engine lock) holds, polling `ep` for a bounded time
     // and then sleeping. ready() may consume what it reports (an event): once it returns true it is
     // not called again. Returns PTL_OK, PTL_ABORTED, or PTL_EQ_EMPTY/PTL_CT_NONE_REACHED on timeout.
-    template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready);
+    // activity() returns a value that changes when what the wait is about makes progress short of
+    // ready() (a counter below its threshold); a sleeper woken by such progress polls again.
+    template <class Ready, class Activity>
+    int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity);
+    template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready) {
+        return wait_for(ep, timeout_ms, timeout_rc, ready, [] { return uint64_t{0}; });
+    }
     void notify_waiters();
     // A non-blocking check found nothing: poll the endpoint once (no thread hand-off for an
     // application that polls with PtlEQGet/PtlCTGet) and note that the application is active.

@@ -48,7 +48,11 @@ private:
     Endpoint *ep_ = nullptr;
 };
 
-template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready) {
+// A sched_yield that took this long ran somebody else meanwhile (a bare one costs well under 1 µs).
+inline constexpr uint64_t kYieldSwitchedNs = 1500;
+
+template <class Ready, class Activity>
+int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity) {
     // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
     ep->transport->flush_wakeups();
     // While we poll, the progress thread parks (see Endpoint).
@@ -63,9 +67,12 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
     const uint64_t start = monotonic_ns();
     const bool forever = timeout_ms < 0;
     const uint64_t deadline = forever ? UINT64_MAX : start + static_cast<uint64_t>(timeout_ms) * 1000000ull;
-    const uint64_t pause_until = start + std::min(t.wait_pause_ns, t.wait_spin_ns);
-    const uint64_t spin_until = start + t.wait_spin_ns;
-    {
+    uint64_t pause_until = 0, spin_until = 0;
+    bool polling = false, yielding = true;
+    auto enter_polling = [&](uint64_t from) {
+        pause_until = from + std::min(t.wait_pause_ns, t.wait_spin_ns);
+        spin_until = from + t.wait_spin_ns;
+        polling = yielding = true;
         std::lock_guard g(ep->sleep_mutex);
         // An armed progress thread would be rung for every frame we are about to poll for
         // ourselves: stop the doorbells; it re-decides (and parks) when it next wakes.
@@ -73,8 +80,8 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
             ep->transport->disarm_sleep();
             ep->armed = false;
         }
-    }
-    bool polling = true;
+    };
+    enter_polling(start);
     auto leave_polling = [ep, &polling](bool to_sleep) {
         polling = false;
         bool rearmed = false;
@@ -121,10 +128,18 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
                 continue;
             }
             // Past the first microseconds, give the core away on every turn: with more processes
-            // than cores the peer we wait for may need exactly this one.
+            // than cores the peer we wait for may need exactly this one. A yield that comes back
+            // at once had nobody to give the core to; then plain spinning is cheaper (a system
+            // call per turn slows down the thread that polls and everybody's caches).
             if (now < spin_until) {
-                sched_yield();
-                now = monotonic_ns();
+                if (yielding) {
+                    const uint64_t before = now;
+                    sched_yield();
+                    now = monotonic_ns();
+                    if (now - before < kYieldSwitchedNs) yielding = false;
+                } else {
+                    cpu_relax();
+                }
                 continue;
             }
             leave_polling(true);
@@ -138,6 +153,7 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
         // ready() may consume what it finds (an EQ event), so a success here is the result:
         // calling it again would lose that event.
         bool got = false;
+        const uint64_t before = activity();
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
         if (notify_seq_.load(std::memory_order_seq_cst) == seq) {
             got = ready();
@@ -148,6 +164,9 @@ template <class Ready> int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms,
             rc = PTL_OK;
             break;
         }
+        // What we wait for moved but is not there yet (a counter on its way to its threshold):
+        // the traffic is here, so poll for it ourselves again instead of being woken per message.
+        if (activity() != before) enter_polling(monotonic_ns());
     }
     if (polling) leave_polling(false);
     return rc;

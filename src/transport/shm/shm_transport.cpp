@@ -122,6 +122,8 @@ public:
     std::atomic<bool> reported{false}; // on_link_failed delivered (set under the poll lock, read anywhere)
     int side = 0;           // 0: we connected, 1: we accepted
     bool probed = false;
+    // The consumer's head when a queued message last found no room (see has_pending).
+    std::atomic<uint64_t> head_seen{0};
 
     SegmentHeader *header() const { return static_cast<SegmentHeader *>(seg); }
 
@@ -438,11 +440,14 @@ SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, 
         m.cur.header_sent = true;
     }
     if (l->backlog.size() == 1) backlogged_.fetch_add(1);
-    l->tx.control()->producer_waiting.store(1);
+    l->head_seen.store(l->tx.control()->head.load(std::memory_order_acquire), std::memory_order_relaxed);
     g.unlock();
-    // Make sure somebody flushes: the progress thread may be asleep with nothing else to do.
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t w = ::write(wake_fd_, &one, sizeof one);
+    // Whoever polls flushes the backlog. If the progress thread sleeps in wait() with nothing
+    // else to do, wake it: it arms for this backlog before it sleeps again.
+    if (sleeping_.load(std::memory_order_seq_cst)) {
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t w = ::write(wake_fd_, &one, sizeof one);
+    }
     return SendStatus::Queued;
 }
 
@@ -464,10 +469,10 @@ int ShmTransport::flush_backlog(ShmLink &l, Receiver &r) {
                         continue;
                     }
                 }
-                // Ask the consumer to wake us when it made room, then look once more (no lost wakeup).
-                l.tx.control()->producer_waiting.store(1);
-                full_fence();
-                if (!push_frames(l, m, false)) break;
+                // No room: arm_sleep() asks the consumer for a doorbell if we are about to sleep
+                // with this, and has_pending() says when the consumer has made room since.
+                l.head_seen.store(l.tx.control()->head.load(std::memory_order_acquire), std::memory_order_relaxed);
+                break;
             }
             done.emplace_back(m.token, m.cur.fault);
             l.backlog.pop_front();
@@ -632,7 +637,10 @@ int ShmTransport::poll(Receiver &r) {
         // Sockets carry new connections and hang-ups; look at them now and then.
         if ((k & 127) != 0) return 0;
         std::unique_lock lock(poll_mutex_, std::try_to_lock);
-        if (!lock.owns_lock()) return 0;
+        // While the progress thread sleeps armed the doorbells are its own: a one-shot poll
+        // (PtlEQGet, PtlCTGet, the first look of a wait) that ate one would leave the frames it
+        // announced to nobody.
+        if (!lock.owns_lock() || sleeping_.load(std::memory_order_relaxed)) return 0;
         epoll_event evs[16];
         const int got = epoll_wait(epoll_fd_, evs, 16, 0);
         if (got <= 0) return 0;
@@ -650,7 +658,7 @@ int ShmTransport::poll(Receiver &r) {
         for (size_t i = 0; i < n; ++i)
             if (!links_[i]->reported) work += flush_backlog(*links_[i], r);
     // Even a link that is never idle must not hide hang-ups and new connections for long.
-    if (((idle_polls_.load(std::memory_order_relaxed) + 1) & 4095) == 0) {
+    if (((idle_polls_.load(std::memory_order_relaxed) + 1) & 4095) == 0 && !sleeping_.load(std::memory_order_relaxed)) {
         epoll_event evs[16];
         int k = epoll_wait(epoll_fd_, evs, 16, 0);
         if (k > 0) {
@@ -663,15 +671,35 @@ int ShmTransport::poll(Receiver &r) {
 }
 
 void ShmTransport::arm_sleep() {
+    {
+        // Under the poll lock: a poller that is reading doorbells right now finishes first, and
+        // any later one sees sleeping_ and leaves them alone (see poll()).
+        std::lock_guard g(poll_mutex_);
+        sleeping_.store(true, std::memory_order_seq_cst);
+    }
     const size_t n = nlinks_.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; ++i)
-        if (!links_[i]->reported) links_[i]->rx.control()->consumer_sleeping.store(1, std::memory_order_relaxed);
+    const bool backlog = backlogged_.load(std::memory_order_relaxed) > 0;
+    for (size_t i = 0; i < n; ++i) {
+        ShmLink &l = *links_[i];
+        if (l.reported) continue;
+        l.rx.control()->consumer_sleeping.store(1, std::memory_order_relaxed);
+        // A producer waiting for room only needs the consumer's doorbell while it sleeps: a
+        // polling producer would turn every drained frame into a system call on the other side.
+        if (backlog) {
+            std::lock_guard g(l.tx_mutex);
+            if (!l.backlog.empty()) l.tx.control()->producer_waiting.store(1, std::memory_order_relaxed);
+        }
+    }
     full_fence();
 }
 
 void ShmTransport::disarm_sleep() {
+    sleeping_.store(false, std::memory_order_relaxed);
     const size_t n = nlinks_.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; ++i) links_[i]->rx.control()->consumer_sleeping.store(0, std::memory_order_relaxed);
+    for (size_t i = 0; i < n; ++i) {
+        links_[i]->rx.control()->consumer_sleeping.store(0, std::memory_order_relaxed);
+        links_[i]->tx.control()->producer_waiting.store(0, std::memory_order_relaxed);
+    }
 }
 
 void ShmTransport::wait(Receiver &r, int timeout_ms) {
@@ -694,11 +722,17 @@ void ShmTransport::flush_wakeups() {
 }
 
 bool ShmTransport::has_pending() const {
-    // Queued outbound messages do not count: they wait for room, and the consumer that makes room
-    // rings our doorbell (producer_waiting).
+    // Frames to deliver, or queued messages whose ring the consumer has made room in since the
+    // last try (after arm_sleep() the consumer rings our doorbell for any later room).
     const size_t n = nlinks_.load(std::memory_order_acquire);
-    for (size_t i = 0; i < n; ++i)
-        if (!links_[i]->reported && !links_[i]->rx.empty()) return true;
+    const bool backlog = backlogged_.load(std::memory_order_relaxed) > 0;
+    for (size_t i = 0; i < n; ++i) {
+        const ShmLink &l = *links_[i];
+        if (l.reported) continue;
+        if (!l.rx.empty()) return true;
+        if (backlog && l.tx.control()->head.load(std::memory_order_acquire) != l.head_seen.load(std::memory_order_relaxed))
+            return true;
+    }
     return false;
 }
 

@@ -84,6 +84,7 @@ private:
     std::atomic<size_t> nlinks_{0};
     std::vector<std::unique_ptr<ShmLink>> owned_;
     std::atomic<int> backlogged_{0}; // links with queued messages
+    std::atomic<bool> sleeping_{false}; // between arm_sleep() and disarm_sleep()
     std::mutex poll_mutex_;          // one poller at a time: each ring has a single consumer
     std::atomic<unsigned> idle_polls_{0}; // spaces out looks at the sockets (a racy count is fine)
 
