@@ -379,12 +379,12 @@ void Engine::answer_put(Endpoint &ep, const wire::Header &req, bool is_ack, ptl_
     uint8_t flags = 0;
     if (is_ack && (req.flags & wire::kFlagWantAck)) flags |= wire::kFlagAckValid;
     if (req.flags & wire::kFlagRendezvous) flags |= wire::kFlagSendDone; // whatever happened, we are done reading
-    if (flags) send_response(ep, req, wire::Kind::Ack, fail, mlength, offset, list, {}, flags);
+    if (flags) send_response(ep, req, wire::Kind::Ack, fail, mlength, offset, list, {}, flags, true);
 }
 
 ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire::Kind kind, ptl_ni_fail_t fail,
                                     ptl_size_t mlength, ptl_size_t offset, ptl_list_t list,
-                                    const transport::Gather &payload, uint8_t flags) {
+                                    const transport::Gather &payload, uint8_t flags, bool may_hold) {
     wire::Header h{};
     h.kind = kind;
     h.ni_kind = req.ni_kind;
@@ -398,7 +398,7 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
     h.remote_offset = offset;
     h.cookie = req.cookie;
     h.flags = flags;
-    auto st = ep.transport->send({req.src_nid, req.src_pid}, h, payload, 0, true);
+    auto st = ep.transport->send({req.src_nid, req.src_pid}, h, payload, 0, true, false, may_hold);
     if (st == transport::SendStatus::SourceFault) {
         // The entry's memory could not be read: the reply says so instead of carrying data.
         h.ni_fail = PTL_NI_SEGV;

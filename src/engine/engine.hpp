@@ -458,7 +458,7 @@ private:
     // Sends an Ack or Reply; returns PTL_NI_SEGV if the payload could not be read (sent without it).
     ptl_ni_fail_t send_response(Endpoint &ep, const wire::Header &req, wire::Kind kind, ptl_ni_fail_t fail,
                                 ptl_size_t mlength, ptl_size_t offset, ptl_list_t list,
-                                const transport::Gather &payload, uint8_t flags = 0);
+                                const transport::Gather &payload, uint8_t flags = 0, bool may_hold = false);
     // Answers a put: a real ack (is_ack and the initiator asked for one) and/or, for a rendezvous
     // put, the news that the target no longer needs the initiator's buffer.
     void answer_put(Endpoint &ep, const wire::Header &req, bool is_ack, ptl_ni_fail_t fail, ptl_size_t mlength,

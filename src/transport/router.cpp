@@ -31,8 +31,8 @@ public:
     const char *name() const override { return "shm+tcp"; }
     size_t max_frame_payload() const override { return std::min(shm_->max_frame_payload(), tcp_->max_frame_payload()); }
     SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
-                    bool defer_wakeup) override {
-        return route(to).send(to, h, payload, token, copy_payload, defer_wakeup);
+                    bool defer_wakeup, bool may_hold) override {
+        return route(to).send(to, h, payload, token, copy_payload, defer_wakeup, may_hold);
     }
     int poll(Receiver &r) override { return shm_->poll(r) + tcp_->poll(r); }
     void arm_sleep() override {
@@ -58,7 +58,10 @@ public:
     int write_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override {
         return shm_->write_peer(l, local, n, remote_addr, len);
     }
-    void flush_wakeups() override { shm_->flush_wakeups(); }
+    void flush_wakeups() override {
+        shm_->flush_wakeups();
+        tcp_->flush_wakeups();
+    }
     int wait_fd() const override { return epoll_fd_; }
     void flush(Receiver &r, int timeout_ms) override {
         shm_->flush(r, timeout_ms);

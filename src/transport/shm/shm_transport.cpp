@@ -400,7 +400,7 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
 }
 
 SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
-                              bool defer_wakeup) {
+                              bool defer_wakeup, bool) {
     ShmLink *l = link_for(to);
     if (!l) return SendStatus::Unreachable;
     h.version = wire::kVersion;

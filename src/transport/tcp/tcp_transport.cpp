@@ -87,6 +87,10 @@ public:
     LinkState state = LinkState::Connecting;
     std::mutex tx_mutex;
     std::deque<TcpOutMessage> backlog;
+    // Header-only frames (acks) held back to share the next write (under tx_mutex); they always
+    // leave before anything else on the link.
+    std::vector<std::byte> held;
+    size_t held_off = 0;
     bool writing = false; // EPOLLOUT requested (under tx_mutex)
     std::atomic<bool> broken{false}; // a write failed; the poller fails the link
     std::string remote; // the peer's address, for messages
@@ -145,8 +149,35 @@ uint64_t frame_count(uint64_t total, uint64_t max_payload) {
     return total == 0 ? 1 : (total + max_payload - 1) / max_payload;
 }
 
-// Writes as much of m as the socket takes.
-Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload) {
+// Bytes that must leave before anything else on a link (held acks), and how far they got.
+struct RawBytes {
+    std::vector<std::byte> *bytes;
+    size_t *off;
+    size_t left() const { return bytes->size() - *off; }
+    void consumed(size_t n) {
+        *off += n;
+        if (*off == bytes->size()) {
+            bytes->clear();
+            *off = 0;
+        }
+    }
+};
+
+Push write_raw(int fd, RawBytes raw) {
+    while (raw.left() > 0) {
+        const ssize_t w = ::send(fd, raw.bytes->data() + *raw.off, raw.left(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return Push::Blocked;
+            return Push::Broken;
+        }
+        raw.consumed(static_cast<size_t>(w));
+    }
+    return Push::Done;
+}
+
+// Writes as much of m as the socket takes, after what is left of raw (in the same sendmsg).
+Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload, RawBytes raw) {
     const uint64_t frame_bytes = kHeaderBytes + max_payload;
     const uint64_t frames = frame_count(m.total, max_payload);
     const uint64_t stream_bytes = frames * kHeaderBytes + m.total;
@@ -155,6 +186,11 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload) {
         wire::Header headers[kMaxFramesPerWrite];
         int n = 0, nh = 0;
         size_t bytes = 0;
+        const size_t raw_bytes = raw.left();
+        if (raw_bytes > 0) {
+            iov[n++] = {raw.bytes->data() + *raw.off, raw_bytes};
+            bytes += raw_bytes;
+        }
         uint64_t f = m.stream_pos / frame_bytes;
         uint64_t in_frame = m.stream_pos % frame_bytes;
         for (; f < frames && nh < kMaxFramesPerWrite && n < kMaxIov - 1 && bytes < kMaxBytesPerWrite; ++f, in_frame = 0) {
@@ -201,7 +237,14 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload) {
             log_debug("tcp: write failed: %s", std::strerror(errno));
             return Push::Broken;
         }
-        m.stream_pos += static_cast<uint64_t>(w);
+        size_t written = static_cast<size_t>(w);
+        if (raw_bytes > 0) {
+            const size_t r = std::min(written, raw_bytes);
+            raw.consumed(r);
+            written -= r;
+            if (r < raw_bytes) return Push::Blocked;
+        }
+        m.stream_pos += static_cast<uint64_t>(written);
         size_t offered = 0;
         for (int i = 0; i < n; ++i) offered += iov[i].iov_len;
         if (static_cast<size_t>(w) < offered) return Push::Blocked; // the socket is full
@@ -359,7 +402,7 @@ void TcpTransport::want_write(TcpLink &l, bool on) {
 }
 
 SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
-                              bool) {
+                              bool, bool may_hold) {
     if (cfg_.secret.empty()) {
         if (!warned_no_secret_.exchange(true))
             log_error("tcp: no job secret, so no TCP peer can be reached (start the job with portico-run, or "
@@ -377,8 +420,25 @@ SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, 
     m.token = token;
     std::unique_lock g(l->tx_mutex);
     if (l->state == LinkState::Dead || l->broken.load()) return SendStatus::Unreachable;
+    if (may_hold && payload.length == 0 && l->state == LinkState::Up && l->backlog.empty()) {
+        // An ack: it waits for the next write on this link (the application's next put to that
+        // peer, in a ping-pong) or the next poll, whichever comes first: one system call less.
+        const wire::Header fh = wire::frame_header(h, 0, 0, 0);
+        const bool first = l->held.empty();
+        const auto *b = reinterpret_cast<const std::byte *>(&fh);
+        l->held.insert(l->held.end(), b, b + kHeaderBytes);
+        g.unlock();
+        if (first) {
+            std::lock_guard hg(held_mutex_);
+            held_list_.push_back(l);
+            held_links_.store(held_list_.size(), std::memory_order_seq_cst);
+        }
+        // Nobody may poll before the progress thread sleeps: then nothing holds an ack.
+        if (sleeping_.load(std::memory_order_seq_cst)) flush_held();
+        return SendStatus::Sent;
+    }
     if (l->state == LinkState::Up && l->backlog.empty()) {
-        switch (write_message_frames(l->fd, m, cfg_.max_frame_payload)) {
+        switch (write_message_frames(l->fd, m, cfg_.max_frame_payload, {&l->held, &l->held_off})) {
         case Push::Done:
             return m.fault_from != UINT64_MAX ? SendStatus::SourceFault : SendStatus::Sent;
         case Push::FirstFault:
@@ -411,9 +471,11 @@ int TcpTransport::flush_backlog(TcpLink &l, Receiver &r) {
     {
         std::lock_guard g(l.tx_mutex);
         if (l.state != LinkState::Up) return 0;
-        while (!l.backlog.empty()) {
+        if (l.backlog.empty() && !l.held.empty() && write_raw(l.fd, {&l.held, &l.held_off}) == Push::Broken)
+            l.broken = broken = true;
+        while (!l.backlog.empty() && !broken) {
             TcpOutMessage &m = l.backlog.front();
-            const Push p = write_message_frames(l.fd, m, cfg_.max_frame_payload);
+            const Push p = write_message_frames(l.fd, m, cfg_.max_frame_payload, {&l.held, &l.held_off});
             if (p == Push::Blocked) break;
             if (p == Push::Broken) {
                 l.broken = broken = true;
@@ -422,7 +484,7 @@ int TcpTransport::flush_backlog(TcpLink &l, Receiver &r) {
             done.emplace_back(m.token, p == Push::FirstFault || m.fault_from != UINT64_MAX);
             l.backlog.pop_front();
         }
-        want_write(l, !l.backlog.empty() && !broken);
+        want_write(l, (!l.backlog.empty() || !l.held.empty()) && !broken);
     }
     for (auto &[token, fault] : done) r.on_send_complete(token, true, fault);
     if (broken) fail_link(l, r, false);
@@ -703,6 +765,36 @@ int TcpTransport::service_ready(Receiver &r, int timeout_ms) {
     return k > 0 ? k : 0;
 }
 
+void TcpTransport::flush_held() {
+    std::vector<TcpLink *> links;
+    {
+        std::lock_guard hg(held_mutex_);
+        links.swap(held_list_);
+        held_links_.store(0, std::memory_order_seq_cst);
+    }
+    bool broken = false;
+    for (TcpLink *l : links) {
+        std::lock_guard g(l->tx_mutex);
+        // With a backlog the held bytes go first when it is pushed (EPOLLOUT is already asked for).
+        if (l->state != LinkState::Up || l->held.empty() || !l->backlog.empty()) continue;
+        const Push p = write_raw(l->fd, {&l->held, &l->held_off});
+        if (p == Push::Blocked) want_write(*l, true);
+        if (p == Push::Broken) l->broken = broken = true;
+    }
+    if (broken) interrupt(); // the poller fails the link
+}
+
+void TcpTransport::arm_sleep() {
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (held_links_.load(std::memory_order_seq_cst) > 0) flush_held();
+}
+
+void TcpTransport::disarm_sleep() { sleeping_.store(false, std::memory_order_relaxed); }
+
+void TcpTransport::flush_wakeups() {
+    if (held_links_.load(std::memory_order_relaxed) > 0) flush_held();
+}
+
 int TcpTransport::poll(Receiver &r) {
     // With no connection at all only the listening socket matters; look at it now and then (and
     // without the lock: this is every turn of every waiting thread on a machine without TCP peers).
@@ -712,6 +804,7 @@ int TcpTransport::poll(Receiver &r) {
         idle_polls_.store(k, std::memory_order_relaxed);
         if ((k & 127) != 0) return 0;
     }
+    if (held_links_.load(std::memory_order_relaxed) > 0) flush_held();
     std::unique_lock lock(poll_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return 0;
     return service_ready(r, 0);
@@ -733,12 +826,13 @@ void TcpTransport::interrupt() {
 void TcpTransport::flush(Receiver &r, int timeout_ms) {
     const uint64_t deadline = now_ms() + static_cast<uint64_t>(timeout_ms);
     for (;;) {
+        flush_held();
         bool queued = false;
         {
             std::lock_guard g(links_mutex_);
             for (auto &l : owned_) {
                 std::lock_guard t(l->tx_mutex);
-                if (l->state != LinkState::Dead && !l->backlog.empty()) queued = true;
+                if (l->state != LinkState::Dead && (!l->backlog.empty() || !l->held.empty())) queued = true;
             }
         }
         if (!queued || now_ms() >= deadline) return;

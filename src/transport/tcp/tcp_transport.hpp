@@ -48,10 +48,11 @@ public:
     const char *name() const override { return "tcp"; }
     size_t max_frame_payload() const override { return cfg_.max_frame_payload; }
     SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
-                    bool defer_wakeup = false) override;
+                    bool defer_wakeup = false, bool may_hold = false) override;
     int poll(Receiver &r) override;
-    void arm_sleep() override {}
-    void disarm_sleep() override {}
+    void arm_sleep() override;
+    void disarm_sleep() override;
+    void flush_wakeups() override;
     void wait(Receiver &r, int timeout_ms) override;
     bool has_pending() const override { return false; }
     void interrupt() override;
@@ -77,6 +78,7 @@ private:
     void expire_handshakes(Receiver &r);
     void arm_timer();
     int service_ready(Receiver &r, int timeout_ms);
+    void flush_held(); // writes the acks held back (see send)
 
     PeerId self_;
     TcpConfig cfg_;
@@ -94,6 +96,10 @@ private:
     std::mutex poll_mutex_; // one poller at a time
     std::atomic<unsigned> idle_polls_{0};
     std::atomic<bool> warned_no_secret_{false};
+    std::mutex held_mutex_;            // guards held_list_
+    std::vector<TcpLink *> held_list_; // links that may hold acks
+    std::atomic<size_t> held_links_{0};
+    std::atomic<bool> sleeping_{false}; // between arm_sleep() and disarm_sleep()
     std::atomic<uint64_t> malformed_{0};
     std::atomic<uint64_t> refused_{0};
 };
