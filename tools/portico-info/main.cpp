@@ -52,12 +52,18 @@ const EnvVar kEngineEnv[] = {
     {"PORTICO_IFACE", "(unset)",
      "network interface whose IPv4 address becomes the nid. Default: the first non-loopback interface "
      "with an IPv4 address, else 127.0.0.1"},
-    {"PORTICO_WAIT_SPIN_US", "20",
+    {"PORTICO_WAIT_SPIN_US", "100",
      "microseconds a thread in PtlEQWait/PtlEQPoll/PtlCTWait/PtlCTPoll polls the transport itself before "
      "it sleeps (futex) and leaves progress to the progress thread"},
+    {"PORTICO_WAIT_PAUSE_US", "5",
+     "microseconds a waiting thread polls before it offers its core (sched_yield) on every turn; it stops "
+     "yielding once a yield comes back at once (nobody else wanted the core)"},
     {"PORTICO_PROGRESS_SPIN_US", "10",
-     "microseconds the per-interface progress thread keeps polling after its last work before it sleeps "
-     "(epoll on the doorbell sockets)"},
+     "microseconds the per-interface progress thread keeps polling after its last work before it parks "
+     "or sleeps (epoll on the doorbell sockets)"},
+    {"PORTICO_PROGRESS_PARK_US", "250",
+     "microseconds the progress thread stays parked (no doorbells) while the application polls by "
+     "itself; a park without any polling call ends in a sleep with doorbells"},
     {"PORTICO_SHM_RING_BYTES", "262144",
      "bytes of each of the two rings of a shared-memory link (power of two >= 16 KiB); also bounds the "
      "frame size (min(64 KiB, ring/4) minus header)"},
