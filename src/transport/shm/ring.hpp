@@ -68,6 +68,9 @@ public:
         return reinterpret_cast<std::byte *>(p + 1);
     }
     void commit() { ctl_->tail.store(pending_tail_, std::memory_order_release); }
+    // The consumer's head as the producer last read it: after a failed reserve(), the value that
+    // showed there was no room.
+    uint64_t head_seen_by_producer() const { return cached_head_; }
 
     // Consumer: the next record's body and its size, or nullptr if the ring is empty.
     // A record whose prefix is implausible (a hostile or broken peer) sets *corrupt.

@@ -439,8 +439,12 @@ SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, 
         // The header already left; what remains are Data frames of the copied bytes.
         m.cur.header_sent = true;
     }
-    if (l->backlog.size() == 1) backlogged_.fetch_add(1);
-    l->head_seen.store(l->tx.control()->head.load(std::memory_order_acquire), std::memory_order_relaxed);
+    if (l->backlog.size() == 1) {
+        backlogged_.fetch_add(1);
+        // Not a fresh read of head: had the consumer emptied the ring since our failed reserve,
+        // has_pending() would see no change and we could sleep on a ring with room.
+        l->head_seen.store(l->tx.head_seen_by_producer(), std::memory_order_relaxed);
+    }
     g.unlock();
     // Whoever polls flushes the backlog. If the progress thread sleeps in wait() with nothing
     // else to do, wake it: it arms for this backlog before it sleeps again.
@@ -471,7 +475,7 @@ int ShmTransport::flush_backlog(ShmLink &l, Receiver &r) {
                 }
                 // No room: arm_sleep() asks the consumer for a doorbell if we are about to sleep
                 // with this, and has_pending() says when the consumer has made room since.
-                l.head_seen.store(l.tx.control()->head.load(std::memory_order_acquire), std::memory_order_relaxed);
+                l.head_seen.store(l.tx.head_seen_by_producer(), std::memory_order_relaxed);
                 break;
             }
             done.emplace_back(m.token, m.cur.fault);
