@@ -395,6 +395,7 @@ void TcpTransport::want_write(TcpLink &l, bool on) {
     // Caller holds l.tx_mutex.
     if (l.writing == on || l.state != LinkState::Up) return;
     l.writing = on;
+    writers_.fetch_add(on ? 1 : -1, std::memory_order_relaxed);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0u);
     ev.data.ptr = &l;
@@ -634,24 +635,30 @@ void TcpTransport::become_up(TcpLink &l, Receiver &r) {
         l.state = LinkState::Up;
     }
     handshaking_.fetch_sub(1);
+    up_links_.push_back(&l);
     log_debug("tcp: link with %08x/%u up", l.peer.nid, l.peer.pid);
     flush_backlog(l, r);
     if (!l.reported) on_readable(l, r); // frames may have followed the handshake
 }
 
-void TcpTransport::on_readable(TcpLink &l, Receiver &r) {
+int TcpTransport::on_readable(TcpLink &l, Receiver &r) {
     FrameDecoder &d = *l.decoder;
+    int frames = 0;
     for (int round = 0; round < 8; ++round) {
         std::byte *dst = d.space(); // first: it may make room
         const size_t room = d.space_size();
         const ssize_t n = ::recv(l.fd, dst, room, MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR) continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return frames;
             log_debug("tcp: read from %08x/%u: %s", l.peer.nid, l.peer.pid, std::strerror(errno));
-            return fail_link(l, r, false);
+            fail_link(l, r, false);
+            return frames + 1;
         }
-        if (n == 0) return fail_link(l, r, false); // the peer closed: everything it sent was delivered
+        if (n == 0) { // the peer closed: everything it sent was delivered
+            fail_link(l, r, false);
+            return frames + 1;
+        }
         d.produced(static_cast<size_t>(n));
         wire::Header h;
         const std::byte *payload = nullptr;
@@ -662,18 +669,22 @@ void TcpTransport::on_readable(TcpLink &l, Receiver &r) {
             if (res == FrameDecoder::Result::Malformed) {
                 malformed_.fetch_add(1);
                 log_error("tcp: malformed frame from %08x/%u (%s); closing the connection", l.peer.nid, l.peer.pid, why);
-                return fail_link(l, r, false);
+                fail_link(l, r, false);
+                return frames + 1;
             }
             r.on_frame(l, h, payload);
             d.consume();
+            ++frames;
         }
-        if (static_cast<size_t>(n) < room) return; // the socket is drained
+        if (static_cast<size_t>(n) < room) return frames; // the socket is drained
     }
+    return frames;
 }
 
 void TcpTransport::fail_link(TcpLink &l, Receiver &r, bool refused) {
     // Caller holds the poll lock.
     if (l.reported.exchange(true)) return;
+    std::erase(up_links_, &l);
     const bool was_handshaking = l.handshaking();
     const bool was_pending_accept = l.accepted && (l.state == LinkState::AwaitHello || l.state == LinkState::AwaitProof);
     std::deque<TcpOutMessage> abandoned;
@@ -807,6 +818,19 @@ int TcpTransport::poll(Receiver &r) {
     if (held_links_.load(std::memory_order_relaxed) > 0) flush_held();
     std::unique_lock lock(poll_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return 0;
+    // With a few connections, all up and none waiting to write, read them directly: one system
+    // call per connection and turn (as a raw socket ping-pong does) instead of epoll_wait and
+    // then recv. Every 64th turn still asks epoll (new connections, handshakes, hang-ups, timers).
+    const size_t n = up_links_.size();
+    if (n > 0 && n <= kDirectReadLinks && handshaking_.load(std::memory_order_relaxed) == 0 &&
+        writers_.load(std::memory_order_relaxed) == 0 && (++direct_turns_ & 63) != 0) {
+        TcpLink *links[kDirectReadLinks];
+        std::copy(up_links_.begin(), up_links_.end(), links); // on_readable may fail a link
+        int work = 0;
+        for (size_t i = 0; i < n; ++i)
+            if (!links[i]->reported) work += on_readable(*links[i], r);
+        return work;
+    }
     return service_ready(r, 0);
 }
 

@@ -67,7 +67,7 @@ private:
     void add_link(std::unique_ptr<TcpLink> l);
     void accept_all();
     void service(void *tag, uint32_t events, Receiver &r);
-    void on_readable(TcpLink &l, Receiver &r);
+    int on_readable(TcpLink &l, Receiver &r); // frames delivered (a failure counts as work)
     enum class HandshakeRead { Done, More, Closed };
     HandshakeRead read_handshake(TcpLink &l);
     void advance_handshake(TcpLink &l, Receiver &r);
@@ -96,6 +96,10 @@ private:
     std::mutex poll_mutex_; // one poller at a time
     std::atomic<unsigned> idle_polls_{0};
     std::atomic<bool> warned_no_secret_{false};
+    static constexpr size_t kDirectReadLinks = 4;
+    std::vector<TcpLink *> up_links_;   // links that are up (under poll_mutex_)
+    unsigned direct_turns_ = 0;         // under poll_mutex_
+    std::atomic<int> writers_{0};       // links waiting for EPOLLOUT
     std::mutex held_mutex_;            // guards held_list_
     std::vector<TcpLink *> held_list_; // links that may hold acks
     std::atomic<size_t> held_links_{0};
