@@ -54,7 +54,7 @@ void Engine::ct_add(CT *ct, uint64_t success, uint64_t failure) {
     if (!ct) return;
     if (success) ct->success.fetch_add(success, std::memory_order_acq_rel);
     if (failure) ct->failure.fetch_add(failure, std::memory_order_acq_rel);
-    notify_waiters();
+    notify_waiters(ct);
     if (success && !ct->triggers.empty()) fire_triggers(ct); // only successes trigger (§3.16)
 }
 
@@ -102,7 +102,7 @@ int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned
             sum += cts[i]->success.load(std::memory_order_relaxed) + cts[i]->failure.load(std::memory_order_relaxed);
         return sum;
     };
-    return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity);
+    return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity, cts.addresses(), cts.size());
 }
 
 int Engine::ct_set(ptl_handle_ct_t h, ptl_ct_event_t v) {
@@ -111,7 +111,7 @@ int Engine::ct_set(ptl_handle_ct_t h, ptl_ct_event_t v) {
     if (!ct) return PTL_ARG_INVALID;
     ct->success.store(v.success, std::memory_order_release);
     ct->failure.store(v.failure, std::memory_order_release);
-    notify_waiters();
+    notify_waiters(ct);
     fire_triggers(ct);
     return PTL_OK;
 }

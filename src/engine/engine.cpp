@@ -113,9 +113,17 @@ void Engine::abort() {
     notify_waiters();
 }
 
-void Engine::notify_waiters() {
-    notify_seq_.fetch_add(1, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(notify_seq_);
+void Engine::notify_waiters(const void *obj) {
+    // Pairs with the sleeper's increment of sleepers_ before its last look (Dekker): either we see
+    // it, or it sees what we published before this fence.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+    std::lock_guard g(sleepers_mutex_);
+    for (Sleeper *s : sleeping_) {
+        bool mine = obj == nullptr || s->nobjs == 0;
+        for (unsigned i = 0; i < s->nobjs && !mine; ++i) mine = s->objs[i] == obj;
+        if (mine && s->word.exchange(1, std::memory_order_release) == 0) futex_wake(s->word, 1);
+    }
 }
 
 void Endpoint::request_arm() {

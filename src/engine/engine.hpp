@@ -366,12 +366,15 @@ private:
     // not called again. Returns PTL_OK, PTL_ABORTED, or PTL_EQ_EMPTY/PTL_CT_NONE_REACHED on timeout.
     // activity() returns a value that changes when what the wait is about makes progress short of
     // ready() (a counter below its threshold); a sleeper woken by such progress polls again.
+    // A sleeper is woken by news about one of objs (EQs or CTs), or by any news if nobjs is 0.
     template <class Ready, class Activity>
-    int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity);
+    int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity,
+                 const void *const *objs, unsigned nobjs);
     template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready) {
-        return wait_for(ep, timeout_ms, timeout_rc, ready, [] { return uint64_t{0}; });
+        return wait_for(ep, timeout_ms, timeout_rc, ready, [] { return uint64_t{0}; }, nullptr, 0);
     }
-    void notify_waiters();
+    // Wakes the sleepers that wait on obj (an EQ or a CT that has news), or every sleeper.
+    void notify_waiters(const void *obj = nullptr);
     // A non-blocking check found nothing: poll the endpoint once (no thread hand-off for an
     // application that polls with PtlEQGet/PtlCTGet) and note that the application is active.
     void poll_once(Endpoint *ep);
@@ -479,13 +482,20 @@ private:
     std::vector<Op> ops_;
     std::vector<uint32_t> free_ops_;
 
-    // Every sleeping waiter (EQ or CT) sleeps on this word; any event or count bumps it.
     // Gather lists, reused under the engine lock: no allocation per message. A member, not a
     // thread_local: the engine outlives every thread's locals (Portals calls from atexit handlers).
     std::vector<iovec> iov_scratch_;
     std::vector<std::byte> atomic_old_, atomic_new_; // a target atomic's data before and after
-    std::atomic<uint32_t> notify_seq_{0};
-    std::atomic<int> sleepers_{0};
+    // A thread asleep in a wait, registered in sleeping_: an event on one EQ wakes only the
+    // threads that wait on that EQ (a thread parked on a quiet EQ sleeps through other traffic).
+    struct Sleeper {
+        std::atomic<uint32_t> word{0}; // set to 1 to wake it
+        const void *const *objs = nullptr;
+        unsigned nobjs = 0;
+    };
+    std::mutex sleepers_mutex_;
+    std::vector<Sleeper *> sleeping_; // under sleepers_mutex_
+    std::atomic<int> sleepers_{0};    // threads on their way to sleep or asleep
     std::atomic<int> pt_disable_waiters_{0}; // threads in PtlPTDisable waiting for streams to end
 
     std::unique_ptr<bootstrap::PmiClient> pmi_;

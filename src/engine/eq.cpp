@@ -53,7 +53,7 @@ void Engine::push_event(EQ *eq, const ptl_event_t &ev) {
         ++eq->count;
         eq->visible_count.store(eq->count, std::memory_order_release);
     }
-    notify_waiters();
+    notify_waiters(eq);
 }
 
 namespace {
@@ -112,7 +112,8 @@ int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, p
         }
         return false;
     };
-    const int rc = wait_for(eqs.endpoint(), timeout, PTL_EQ_EMPTY, ready);
+    const int rc = wait_for(eqs.endpoint(), timeout, PTL_EQ_EMPTY, ready, [] { return uint64_t{0}; },
+                            eqs.addresses(), eqs.size());
     return rc == PTL_OK ? result : rc;
 }
 

@@ -189,7 +189,7 @@ void Engine::execute(Trigger &t) {
     case Trigger::Kind::CTSet:
         t.ct->success.store(t.value.success, std::memory_order_release);
         t.ct->failure.store(t.value.failure, std::memory_order_release);
-        notify_waiters();
+        notify_waiters(t.ct);
         fire_triggers(t.ct);
         break;
     }

@@ -38,12 +38,19 @@ public:
         return PTL_OK;
     }
     T *operator[](unsigned i) const { return objs_[i]; }
+    // The objects, for a sleeper's registration (see Engine::Sleeper).
+    const void *const *addresses() {
+        addrs_.assign(objs_, objs_ + pinned_);
+        return addrs_.data();
+    }
+    unsigned size() const { return pinned_; }
     Endpoint *endpoint() const { return ep_; }
 
 private:
     T *small_[8];
     std::vector<T *> large_;
     T **objs_ = small_;
+    std::vector<const void *> addrs_;
     unsigned pinned_ = 0;
     Endpoint *ep_ = nullptr;
 };
@@ -52,7 +59,8 @@ private:
 inline constexpr uint64_t kYieldSwitchedNs = 1500;
 
 template <class Ready, class Activity>
-int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity) {
+int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity,
+                     const void *const *objs, unsigned nobjs) {
     // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
     ep->transport->flush_wakeups();
     // While we poll, the progress thread parks (see Endpoint).
@@ -105,7 +113,6 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
     unsigned spins = 0;
     uint64_t now = start;
     for (;;) {
-        const uint32_t seq = notify_seq_.load(std::memory_order_acquire);
         if (ready()) {
             rc = PTL_OK;
             break;
@@ -152,12 +159,21 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
         }
         // ready() may consume what it finds (an EQ event), so a success here is the result:
         // calling it again would lose that event.
-        bool got = false;
+        // Registered before the last look: news that comes after it wakes us (see notify_waiters).
         const uint64_t before = activity();
+        Sleeper me;
+        me.objs = objs;
+        me.nobjs = nobjs;
         sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        if (notify_seq_.load(std::memory_order_seq_cst) == seq) {
-            got = ready();
-            if (!got) futex_wait(notify_seq_, seq, forever ? -1 : static_cast<int64_t>(deadline - now));
+        {
+            std::lock_guard g(sleepers_mutex_);
+            sleeping_.push_back(&me);
+        }
+        const bool got = ready();
+        if (!got) futex_wait(me.word, 0, forever ? -1 : static_cast<int64_t>(deadline - now));
+        {
+            std::lock_guard g(sleepers_mutex_);
+            std::erase(sleeping_, &me);
         }
         sleepers_.fetch_sub(1, std::memory_order_relaxed);
         if (got) {
