@@ -10,6 +10,7 @@
 
 #include "bootstrap/pmi_client.hpp"
 #include "common/env.hpp"
+#include "common/fence.hpp"
 #include "common/futex.hpp"
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
@@ -116,8 +117,8 @@ void Engine::abort() {
 void Engine::notify_waiters(const void *obj) {
     // Pairs with the sleeper's increment of sleepers_ before its last look (Dekker): either we see
     // it, or it sees what we published before this fence.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+    full_fence();
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
     std::lock_guard g(sleepers_mutex_);
     for (Sleeper *s : sleeping_) {
         bool mine = obj == nullptr || s->nobjs == 0;
