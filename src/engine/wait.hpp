@@ -1,6 +1,6 @@
 // How a thread waits for an event or a count: poll the transport itself for a bounded time (a
 // ping-pong then never pays a thread hand-off, and the progress thread stays parked), yielding the
-// core after the first microseconds, then sleep on the engine's notification word while the
+// core after the first microseconds, then sleep until news about its EQs or CTs while the
 // endpoint's progress thread, told to listen for peers' doorbells, keeps things moving.
 #pragma once
 
@@ -21,7 +21,7 @@ public:
     WaitSet(const WaitSet &) = delete;
     WaitSet &operator=(const WaitSet &) = delete;
     ~WaitSet() {
-        for (unsigned i = 0; i < pinned_; ++i) objs_[i]->users.fetch_sub(1);
+        for (unsigned i = 0; i < pinned_; ++i) (*this)[i]->users.fetch_sub(1);
     }
     // Engine lock held. PTL_ARG_INVALID for an unknown handle or objects of different interfaces.
     template <class Lookup> int resolve(const ptl_handle_any_t *hs, unsigned n, Lookup lookup) {
@@ -30,27 +30,25 @@ public:
             objs_ = large_.data();
         }
         for (unsigned i = 0; i < n; ++i) {
-            objs_[i] = lookup(hs[i]);
-            if (!objs_[i] || (ep_ && objs_[i]->ni->ep != ep_)) return PTL_ARG_INVALID;
-            ep_ = objs_[i]->ni->ep;
+            T *o = lookup(hs[i]);
+            objs_[i] = o;
+            if (!o || (ep_ && o->ni->ep != ep_)) return PTL_ARG_INVALID;
+            ep_ = o->ni->ep;
         }
-        for (pinned_ = 0; pinned_ < n; ++pinned_) objs_[pinned_]->users.fetch_add(1);
+        for (pinned_ = 0; pinned_ < n; ++pinned_) (*this)[pinned_]->users.fetch_add(1);
         return PTL_OK;
     }
-    T *operator[](unsigned i) const { return objs_[i]; }
-    // The objects, for a sleeper's registration (see Engine::Sleeper).
-    const void *const *addresses() {
-        addrs_.assign(objs_, objs_ + pinned_);
-        return addrs_.data();
-    }
+    T *operator[](unsigned i) const { return static_cast<T *>(const_cast<void *>(objs_[i])); }
+    // The objects as a sleeper registers them (see Engine::Sleeper): kept in this form so that
+    // registering costs nothing.
+    const void *const *addresses() const { return objs_; }
     unsigned size() const { return pinned_; }
     Endpoint *endpoint() const { return ep_; }
 
 private:
-    T *small_[8];
-    std::vector<T *> large_;
-    T **objs_ = small_;
-    std::vector<const void *> addrs_;
+    const void *small_[8];
+    std::vector<const void *> large_;
+    const void **objs_ = small_;
     unsigned pinned_ = 0;
     Endpoint *ep_ = nullptr;
 };
@@ -157,9 +155,9 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
             rc = timeout_rc;
             break;
         }
+        // Registered before the last look, so news that comes after it wakes us (notify_waiters).
         // ready() may consume what it finds (an EQ event), so a success here is the result:
         // calling it again would lose that event.
-        // Registered before the last look: news that comes after it wakes us (see notify_waiters).
         const uint64_t before = activity();
         Sleeper me;
         me.objs = objs;
