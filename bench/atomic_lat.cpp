@@ -185,18 +185,7 @@ void run(Context &ctx, bool fetching) {
         if (std::stoll(counts[1]) != expect_at_1)
             throw Error("rank 1's counter is " + counts[1] + ", expected " + std::to_string(expect_at_1));
     }
-    Result res;
-    res.test = name;
-    res.procs = job.size();
-    res.size = sizeof(int64_t);
-    res.value = Stats::of(value);
-    res.has_baseline = true;
-    res.baseline = Stats::of(baseline);
-    res.baseline_kind = base->kind();
-    res.reps = reps;
-    res.iters = iters;
-    res.warmup = warmup;
-    ctx.report.result(res);
+    ctx.report.result(Result::of(name, job.size(), sizeof(int64_t), value, baseline, base->kind(), reps, iters, warmup));
     job.barrier();
 }
 

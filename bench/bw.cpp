@@ -212,22 +212,13 @@ void run_bw(Context &ctx, bool get) {
                              name, size, r, static_cast<unsigned long long>(n), static_cast<unsigned long long>(window),
                              v, b, b2);
         }
-        Result res;
-        res.test = name;
-        res.procs = job.size();
-        res.size = size;
+        Result res = Result::of(name, job.size(), size, value, baseline, tcp ? stream->kind() : "memcpy_same_size",
+                                p.reps, msgs, std::max(window, msgs / 8 / window * window));
         res.unit = "MB/s";
         res.better = "higher";
-        res.value = Stats::of(value);
-        res.has_baseline = true;
-        res.baseline = Stats::of(baseline);
-        res.baseline_kind = tcp ? stream->kind() : "memcpy_same_size";
         res.has_baseline2 = true;
         res.baseline2 = Stats::of(baseline2);
         res.baseline2_kind = "memcpy_64MiB";
-        res.reps = p.reps;
-        res.iters = msgs;
-        res.warmup = std::max(window, msgs / 8 / window * window);
         ctx.report.result(res);
     }
     // Rank 1's counter must have seen every operation rank 0 started.

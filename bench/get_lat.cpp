@@ -150,18 +150,7 @@ void run_get_lat(Context &ctx) {
             if (ctx.opt.verbose && job.rank() == 0)
                 std::fprintf(stderr, "get_lat size %zu rep %d: baseline %.4f us, get %.4f us\n", size, r, b, v);
         }
-        Result res;
-        res.test = "get_lat";
-        res.procs = job.size();
-        res.size = size;
-        res.value = Stats::of(value);
-        res.has_baseline = true;
-        res.baseline = Stats::of(baseline);
-        res.baseline_kind = base->kind();
-        res.reps = p.reps;
-        res.iters = p.iters;
-        res.warmup = p.warmup;
-        ctx.report.result(res);
+        ctx.report.result(Result::of("get_lat", job.size(), size, value, baseline, base->kind(), p.reps, p.iters, p.warmup));
     }
     // Rank 1's engine must have served every get rank 0 made.
     const auto counts = job.allgather(std::to_string(gp.gets()) + ":" + std::to_string(gp.served()));

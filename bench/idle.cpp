@@ -133,18 +133,8 @@ void run_idle(Context &ctx) {
             std::fprintf(stderr, "idle rep %d: %.3f s, rank 0 (PtlEQWait) %.4f%%, rank 1 (PtlEQPoll) %.4f%%\n", r,
                          static_cast<double>(t1 - t0) / 1e9, value.back(), peer.back());
     }
-    Result res;
-    res.test = "idle";
-    res.procs = job.size();
-    res.size = 0;
+    Result res = Result::of("idle", job.size(), 0, value, {100.0}, "one_core", p.reps, p.iters);
     res.unit = "%";
-    res.better = "lower";
-    res.value = Stats::of(value);
-    res.has_baseline = true;
-    res.baseline = {100, 100, 100};
-    res.baseline_kind = "one_core";
-    res.reps = p.reps;
-    res.iters = p.iters;
     ctx.report.result(res);
     const Stats ps = Stats::of(peer);
     char note[160];

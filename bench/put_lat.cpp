@@ -56,18 +56,7 @@ void run_put_lat(Context &ctx) {
                 std::fprintf(stderr, "put_lat size %zu rep %d: baseline %.4f us, put %.4f us (%.1f ms)\n", size, r,
                              baseline.back(), value.back(), static_cast<double>(now_ns() - t0) / 1e6);
         }
-        Result res;
-        res.test = "put_lat";
-        res.procs = job.size();
-        res.size = size;
-        res.value = Stats::of(value);
-        res.has_baseline = true;
-        res.baseline = Stats::of(baseline);
-        res.baseline_kind = base->kind();
-        res.reps = p.reps;
-        res.iters = p.iters;
-        res.warmup = p.warmup;
-        ctx.report.result(res);
+        ctx.report.result(Result::of("put_lat", job.size(), size, value, baseline, base->kind(), p.reps, p.iters, p.warmup));
     }
     job.barrier(); // nobody closes its NI while the peer still talks to it
 }

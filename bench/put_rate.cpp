@@ -147,19 +147,9 @@ void run_put_rate(Context &ctx) {
         if (ctx.opt.verbose && job.rank() == 0)
             std::fprintf(stderr, "put_rate rep %d: ring %.3f Mmsg/s, puts %.3f Mmsg/s\n", r, b, v);
     }
-    Result res;
-    res.test = "put_rate";
-    res.procs = job.size();
-    res.size = 8;
+    Result res = Result::of("put_rate", job.size(), 8, value, baseline, "shm_spsc_ring", p.reps, p.iters, warmup);
     res.unit = "Mmsg/s";
     res.better = "higher";
-    res.value = Stats::of(value);
-    res.has_baseline = true;
-    res.baseline = Stats::of(baseline);
-    res.baseline_kind = "shm_spsc_ring";
-    res.reps = p.reps;
-    res.iters = p.iters;
-    res.warmup = warmup;
     ctx.report.result(res);
 
     const auto counts = job.allgather(std::to_string(pr.sent()));

@@ -60,18 +60,7 @@ void run_put_ring(Context &ctx) {
         if (ctx.opt.verbose && job.rank() == 0)
             std::fprintf(stderr, "put_ring rep %d: baseline %.4f us, per hop %.4f us\n", r, b, v);
     }
-    Result res;
-    res.test = "put_ring";
-    res.procs = job.size();
-    res.size = size;
-    res.value = Stats::of(value);
-    res.has_baseline = true;
-    res.baseline = Stats::of(baseline);
-    res.baseline_kind = base->kind();
-    res.reps = p.reps;
-    res.iters = p.iters;
-    res.warmup = warmup;
-    ctx.report.result(res);
+    ctx.report.result(Result::of("put_ring", job.size(), size, value, baseline, base->kind(), p.reps, p.iters, warmup));
     job.barrier();
 }
 

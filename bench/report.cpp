@@ -52,6 +52,23 @@ std::string stats_cell(const Stats &s, const std::string &unit) {
 
 } // namespace
 
+Result Result::of(std::string test, int procs, uint64_t size, std::vector<double> value,
+                  std::vector<double> baseline, std::string baseline_kind, int reps, uint64_t iters,
+                  uint64_t warmup) {
+    Result r;
+    r.test = std::move(test);
+    r.procs = procs;
+    r.size = size;
+    r.value = Stats::of(std::move(value));
+    r.has_baseline = true;
+    r.baseline = Stats::of(std::move(baseline));
+    r.baseline_kind = std::move(baseline_kind);
+    r.reps = reps;
+    r.iters = iters;
+    r.warmup = warmup;
+    return r;
+}
+
 double Result::ratio() const {
     return has_baseline && baseline.median > 0 ? value.median / baseline.median : NAN;
 }

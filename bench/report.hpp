@@ -38,6 +38,12 @@ struct Result {
 
     double ratio() const;  // value / baseline (medians); NaN without a baseline
     double ratio2() const; // value / baseline2
+
+    // A result and its baseline from the repetitions' values (microseconds, lower is better: the
+    // caller changes unit and better for rates and bandwidths).
+    static Result of(std::string test, int procs, uint64_t size, std::vector<double> value,
+                     std::vector<double> baseline, std::string baseline_kind, int reps, uint64_t iters,
+                     uint64_t warmup = 0);
 };
 
 class Reporter {

@@ -184,17 +184,7 @@ void run_triggered_barrier(Context &ctx) {
             value.push_back(v);
         }
     }
-    Result res;
-    res.test = "triggered_barrier";
-    res.procs = job.size();
-    res.size = 0;
-    res.value = Stats::of(value);
-    res.has_baseline = true;
-    res.baseline = Stats::of(baseline);
-    res.baseline_kind = "shm_counter_barrier";
-    res.reps = reps;
-    res.iters = iters;
-    ctx.report.result(res);
+    ctx.report.result(Result::of("triggered_barrier", job.size(), 0, value, baseline, "shm_counter_barrier", reps, iters));
     job.barrier();
 }
 
