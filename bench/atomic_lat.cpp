@@ -29,15 +29,8 @@ public:
     explicit AtomicPingPong(Job &job) : rank_(job.rank()) {
         check(PtlEQAlloc(ni_.handle(), 1024, &eq_), "PtlEQAlloc");
         check(PtlPTAlloc(ni_.handle(), 0, eq_, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        ptl_me_t me{};
-        me.start = &counter_;
-        me.length = sizeof counter_;
-        me.ct_handle = PTL_CT_NONE;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE;
-        me.match_id.phys.nid = PTL_NID_ANY;
-        me.match_id.phys.pid = PTL_PID_ANY;
-        check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
+        me_ = append_me(ni_.handle(), pt_, &counter_, sizeof counter_,
+                        PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE);
         bind(&one_, &one_md_);
         bind(&old_, &old_md_);
         peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
@@ -96,12 +89,7 @@ public:
 
 private:
     void bind(int64_t *p, ptl_handle_md_t *h) {
-        ptl_md_t md{};
-        md.start = p;
-        md.length = sizeof *p;
-        md.eq_handle = eq_;
-        md.ct_handle = PTL_CT_NONE;
-        check(PtlMDBind(ni_.handle(), &md, h), "PtlMDBind");
+        *h = bind_md(ni_.handle(), p, sizeof *p, 0, eq_);
     }
     void add() {
         check(PtlAtomic(one_md_, 0, sizeof(int64_t), PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0, PTL_SUM,

@@ -50,22 +50,10 @@ public:
     Bandwidth(Job &job, bool get) : rank_(job.rank()), get_(get), buf_(kMaxSize) {
         check(PtlCTAlloc(ni_.handle(), &ct_), "PtlCTAlloc");
         check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        ptl_me_t me{};
-        me.start = buf_.data();
-        me.length = buf_.size();
-        me.ct_handle = ct_;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM;
-        me.match_id.phys.nid = PTL_NID_ANY;
-        me.match_id.phys.pid = PTL_PID_ANY;
-        check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
-        ptl_md_t md{};
-        md.start = buf_.data();
-        md.length = buf_.size();
-        md.options = PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY;
-        md.eq_handle = PTL_EQ_NONE;
-        md.ct_handle = ct_;
-        check(PtlMDBind(ni_.handle(), &md, &md_), "PtlMDBind");
+        me_ = append_me(ni_.handle(), pt_, buf_.data(), buf_.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM,
+                        ct_);
+        md_ = bind_md(ni_.handle(), buf_.data(), buf_.size(), PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY, PTL_EQ_NONE,
+                      ct_);
         peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
     }
     ~Bandwidth() {

@@ -37,21 +37,8 @@ public:
         check(PtlEQAlloc(ni_.handle(), 1024, &eq_), "PtlEQAlloc");
         check(PtlCTAlloc(ni_.handle(), &ct_), "PtlCTAlloc");
         check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        ptl_me_t me{};
-        me.start = src_.data();
-        me.length = src_.size();
-        me.ct_handle = ct_;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM;
-        me.match_id.phys.nid = PTL_NID_ANY;
-        me.match_id.phys.pid = PTL_PID_ANY;
-        check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
-        ptl_md_t md{};
-        md.start = dst_.data();
-        md.length = dst_.size();
-        md.eq_handle = eq_;
-        md.ct_handle = PTL_CT_NONE;
-        check(PtlMDBind(ni_.handle(), &md, &md_), "PtlMDBind");
+        me_ = append_me(ni_.handle(), pt_, src_.data(), src_.size(), PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, ct_);
+        md_ = bind_md(ni_.handle(), dst_.data(), dst_.size(), 0, eq_);
         peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
     }
     ~GetPingPong() {

@@ -28,22 +28,8 @@ public:
     explicit Idle(Job &job) : rank_(job.rank()) {
         check(PtlEQAlloc(ni_.handle(), 64, &eq_), "PtlEQAlloc");
         check(PtlPTAlloc(ni_.handle(), 0, eq_, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        ptl_me_t me{};
-        me.start = &target_;
-        me.length = sizeof target_;
-        me.ct_handle = PTL_CT_NONE;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE;
-        me.match_id.phys.nid = PTL_NID_ANY;
-        me.match_id.phys.pid = PTL_PID_ANY;
-        check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
-        ptl_md_t md{};
-        md.start = &source_;
-        md.length = sizeof source_;
-        md.options = PTL_MD_EVENT_SEND_DISABLE;
-        md.eq_handle = PTL_EQ_NONE;
-        md.ct_handle = PTL_CT_NONE;
-        check(PtlMDBind(ni_.handle(), &md, &md_), "PtlMDBind");
+        me_ = append_me(ni_.handle(), pt_, &target_, sizeof target_, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE);
+        md_ = bind_md(ni_.handle(), &source_, sizeof source_, PTL_MD_EVENT_SEND_DISABLE);
         peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
     }
     ~Idle() {

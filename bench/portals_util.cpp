@@ -64,4 +64,32 @@ std::vector<Peer> exchange_peers(Job &job, ptl_process_t self, ptl_pt_index_t pt
     return peers;
 }
 
+ptl_handle_me_t append_me(ptl_handle_ni_t ni, ptl_pt_index_t pt, void *start, ptl_size_t length, unsigned options,
+                          ptl_handle_ct_t ct) {
+    ptl_me_t me{};
+    me.start = start;
+    me.length = length;
+    me.ct_handle = ct;
+    me.uid = PTL_UID_ANY;
+    me.options = options;
+    me.match_id.phys.nid = PTL_NID_ANY;
+    me.match_id.phys.pid = PTL_PID_ANY;
+    ptl_handle_me_t h;
+    check(PtlMEAppend(ni, pt, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend");
+    return h;
+}
+
+ptl_handle_md_t bind_md(ptl_handle_ni_t ni, void *start, ptl_size_t length, unsigned options, ptl_handle_eq_t eq,
+                        ptl_handle_ct_t ct) {
+    ptl_md_t md{};
+    md.start = start;
+    md.length = length;
+    md.options = options;
+    md.eq_handle = eq;
+    md.ct_handle = ct;
+    ptl_handle_md_t h;
+    check(PtlMDBind(ni, &md, &h), "PtlMDBind");
+    return h;
+}
+
 } // namespace portico::bench

@@ -59,4 +59,12 @@ std::vector<Peer> exchange_peers(Job &job, ptl_process_t self, ptl_pt_index_t pt
 
 std::string id_string(ptl_process_t id); // "nid:pid" in hex
 
+// Appends to pt's priority list an ME over [start, start + length) that any process may use
+// (match bits 0); throws on failure.
+ptl_handle_me_t append_me(ptl_handle_ni_t ni, ptl_pt_index_t pt, void *start, ptl_size_t length, unsigned options,
+                          ptl_handle_ct_t ct = PTL_CT_NONE);
+// Binds an MD over [start, start + length); throws on failure.
+ptl_handle_md_t bind_md(ptl_handle_ni_t ni, void *start, ptl_size_t length, unsigned options,
+                        ptl_handle_eq_t eq = PTL_EQ_NONE, ptl_handle_ct_t ct = PTL_CT_NONE);
+
 } // namespace portico::bench

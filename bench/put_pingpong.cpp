@@ -15,24 +15,11 @@ PutRing::PutRing(Job &job) : rank_(job.rank()), n_(job.size()), send_(kMaxSize),
     check(PtlPTAlloc(ni_.handle(), 0, eq_, PTL_PT_ANY, &pt_), "PtlPTAlloc");
     pt_allocated_ = true;
 
-    ptl_me_t me{};
-    me.start = recv_.data();
-    me.length = recv_.size();
-    me.ct_handle = PTL_CT_NONE;
-    me.uid = PTL_UID_ANY;
-    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
-    me.match_id.phys.nid = PTL_NID_ANY;
-    me.match_id.phys.pid = PTL_PID_ANY;
-    check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
+    me_ = append_me(ni_.handle(), pt_, recv_.data(), recv_.size(),
+                    PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE);
     me_linked_ = true;
 
-    ptl_md_t md{};
-    md.start = send_.data();
-    md.length = send_.size();
-    md.options = 0;
-    md.eq_handle = eq_;
-    md.ct_handle = PTL_CT_NONE;
-    check(PtlMDBind(ni_.handle(), &md, &md_), "PtlMDBind");
+    md_ = bind_md(ni_.handle(), send_.data(), send_.size(), 0, eq_);
     md_bound_ = true;
 
     const auto peers = exchange_peers(job, ni_.id(), pt_);

@@ -34,24 +34,9 @@ public:
         check(PtlCTAlloc(ni_.handle(), &recv_ct_), "PtlCTAlloc");
         check(PtlCTAlloc(ni_.handle(), &ack_ct_), "PtlCTAlloc");
         check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        ptl_me_t me{};
-        me.start = &target_;
-        me.length = sizeof target_;
-        me.ct_handle = recv_ct_;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM;
-        me.match_id.phys.nid = PTL_NID_ANY;
-        me.match_id.phys.pid = PTL_PID_ANY;
-        check(PtlMEAppend(ni_.handle(), pt_, &me, PTL_PRIORITY_LIST, nullptr, &me_), "PtlMEAppend");
-        ptl_md_t md{};
-        md.start = &source_;
-        md.length = sizeof source_;
-        md.eq_handle = PTL_EQ_NONE;
-        md.ct_handle = PTL_CT_NONE;
-        check(PtlMDBind(ni_.handle(), &md, &plain_md_), "PtlMDBind");
-        md.options = PTL_MD_EVENT_CT_ACK;
-        md.ct_handle = ack_ct_;
-        check(PtlMDBind(ni_.handle(), &md, &acked_md_), "PtlMDBind");
+        me_ = append_me(ni_.handle(), pt_, &target_, sizeof target_, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, recv_ct_);
+        plain_md_ = bind_md(ni_.handle(), &source_, sizeof source_, 0);
+        acked_md_ = bind_md(ni_.handle(), &source_, sizeof source_, PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, ack_ct_);
         peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
     }
     ~PutRate() {

@@ -92,10 +92,7 @@ public:
     explicit TriggeredBarrier(Job &job) : rank_(job.rank()), n_(job.size()) {
         ct_up_ = counted_entry(&pt_up_);
         ct_down_ = counted_entry(&pt_down_);
-        ptl_md_t md{};
-        md.eq_handle = PTL_EQ_NONE;
-        md.ct_handle = PTL_CT_NONE;
-        check(PtlMDBind(ni_.handle(), &md, &zero_), "PtlMDBind");
+        zero_ = bind_md(ni_.handle(), nullptr, 0, 0);
         // Each rank publishes one id; the two entries use consecutive pt indexes (checked below).
         if (pt_down_ != pt_up_ + 1) throw Error("portal table entries are not consecutive");
         peers_ = exchange_peers(job, ni_.id(), pt_up_);
@@ -119,14 +116,7 @@ private:
         ptl_handle_ct_t ct;
         check(PtlCTAlloc(ni_.handle(), &ct), "PtlCTAlloc");
         check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, pt), "PtlPTAlloc");
-        ptl_me_t me{};
-        me.ct_handle = ct;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM;
-        me.match_id.phys.nid = PTL_NID_ANY;
-        me.match_id.phys.pid = PTL_PID_ANY;
-        ptl_handle_me_t h;
-        check(PtlMEAppend(ni_.handle(), *pt, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend");
+        append_me(ni_.handle(), *pt, nullptr, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, ct); // stays until PtlFini
         return ct;
     }
     void send_to(int rank, ptl_pt_index_t pt_offset, ptl_handle_ct_t trig, ptl_size_t threshold) {
