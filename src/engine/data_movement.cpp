@@ -205,40 +205,34 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     // No ack is asked for when nothing could observe it (no EQ and no CT on the MD).
     const bool want_ack = ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
     transport::Transport &tr = *ni->ep->transport;
+    // Nothing can observe the SEND or ACK of a put from an MD without EQ or CT; below the
+    // single-copy size such a put tracks no operation (a message that has to wait is copied).
+    const bool tracked = md->eq || md->ct || length >= Tunables::get().rendezvous_bytes;
+    const uint64_t cookie = tracked ? start_op(wire::Kind::Put, md, user_ptr, local_offset, length, peer) : 0;
 
-    if (!md->eq && !md->ct && length < Tunables::get().rendezvous_bytes) {
-        // Nothing can observe this put's SEND or ACK, and a message that has to wait for room is
-        // copied: no operation to track (the message-rate path).
-        wire::Header h = request_header(ni, wire::Kind::Put, pt, bits, remote_offset, length, 0);
-        h.flags = (md->desc.options & PTL_MD_UNORDERED) ? wire::kFlagUnordered : 0;
-        h.ack_req = static_cast<uint8_t>(ack);
-        h.hdr_data = hdr_data;
-        iov_scratch_.clear();
+    wire::Header h = request_header(ni, wire::Kind::Put, pt, bits, remote_offset, length, cookie);
+    h.flags = (want_ack ? wire::kFlagWantAck : 0) | ((md->desc.options & PTL_MD_UNORDERED) ? wire::kFlagUnordered : 0);
+    h.ack_req = static_cast<uint8_t>(ack);
+    h.hdr_data = hdr_data;
+    iov_scratch_.clear();
+    if (!tracked) {
         gather(region_of(*md), local_offset, length, iov_scratch_);
         const auto st = tr.send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, 0, true, bundled);
         if (st == transport::SendStatus::SourceFault || st == transport::SendStatus::Unreachable)
             log_debug("put to %08x/%u: %s", peer.nid, peer.pid, st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
         return PTL_OK;
     }
-
-    const uint64_t cookie = start_op(wire::Kind::Put, md, user_ptr, local_offset, length, peer);
     Op &op = ops_[static_cast<uint32_t>(cookie)];
     op.ack_req = ack;
     op.await_send = true;
     op.await_ack = want_ack;
-
-    wire::Header h = request_header(ni, wire::Kind::Put, pt, bits, remote_offset, length, cookie);
-    h.flags = (want_ack ? wire::kFlagWantAck : 0) | ((md->desc.options & PTL_MD_UNORDERED) ? wire::kFlagUnordered : 0);
-    h.ack_req = static_cast<uint8_t>(ack);
-    h.hdr_data = hdr_data;
     const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
-    iov_scratch_.clear();
     // Large contiguous puts go single copy: the target reads our buffer itself once it has matched,
     // and tells us when it is done (the SEND event waits for that).
     const bool rendezvous = length >= Tunables::get().rendezvous_bytes && !copy && !(md->desc.options & PTL_IOVEC) &&
                             tr.peer_can_access_me(peer);
     if (rendezvous) {
-        ops_[static_cast<uint32_t>(cookie)].rendezvous = true;
+        op.rendezvous = true;
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
     } else {

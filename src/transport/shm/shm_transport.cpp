@@ -633,26 +633,16 @@ void ShmTransport::service_events(const void *events, int count, Receiver &r) {
 
 int ShmTransport::poll(Receiver &r) {
     const size_t n = nlinks_.load(std::memory_order_acquire);
-    // A look at the rings without the lock first: a waiting thread calls this in a loop, and an
-    // empty turn should cost a few loads, not a lock.
-    if (backlogged_.load(std::memory_order_relaxed) == 0 && !has_pending()) {
-        const unsigned k = idle_polls_.load(std::memory_order_relaxed) + 1;
-        idle_polls_.store(k, std::memory_order_relaxed);
-        // Sockets carry new connections and hang-ups; look at them now and then.
-        if ((k & 127) != 0) return 0;
-        std::unique_lock lock(poll_mutex_, std::try_to_lock);
-        // While the progress thread sleeps armed the doorbells are its own: a one-shot poll
-        // (PtlEQGet, PtlCTGet, the first look of a wait) that ate one would leave the frames it
-        // announced to nobody.
-        if (!lock.owns_lock() || sleeping_.load(std::memory_order_relaxed)) return 0;
-        epoll_event evs[16];
-        const int got = epoll_wait(epoll_fd_, evs, 16, 0);
-        if (got <= 0) return 0;
-        service_events(evs, got, r);
-        return got;
-    }
+    // The rings are looked at without the lock first: a waiting thread calls this in a loop, and
+    // an empty turn should cost a few loads, not a lock. The turn count (racy, which is fine)
+    // spaces out the looks at the sockets: new connections, hang-ups.
+    const unsigned turn = poll_turns_.load(std::memory_order_relaxed) + 1;
+    poll_turns_.store(turn, std::memory_order_relaxed);
+    const bool idle = backlogged_.load(std::memory_order_relaxed) == 0 && !has_pending();
+    if (idle && (turn & 127) != 0) return 0;
     std::unique_lock lock(poll_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return 0; // somebody else is polling right now
+    if (idle) return look_at_sockets(r);
     int work = 0;
     for (size_t i = 0; i < n; ++i) {
         ShmLink &l = *links_[i];
@@ -661,17 +651,20 @@ int ShmTransport::poll(Receiver &r) {
     if (backlogged_.load(std::memory_order_relaxed) > 0)
         for (size_t i = 0; i < n; ++i)
             if (!links_[i]->reported) work += flush_backlog(*links_[i], r);
-    // Even a link that is never idle must not hide hang-ups and new connections for long.
-    if (((idle_polls_.load(std::memory_order_relaxed) + 1) & 4095) == 0 && !sleeping_.load(std::memory_order_relaxed)) {
-        epoll_event evs[16];
-        int k = epoll_wait(epoll_fd_, evs, 16, 0);
-        if (k > 0) {
-            service_events(evs, k, r);
-            work += k;
-        }
-    }
-    idle_polls_.store(idle_polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if ((turn & 4095) == 0) work += look_at_sockets(r);
     return work;
+}
+
+int ShmTransport::look_at_sockets(Receiver &r) {
+    // Caller holds poll_mutex_. While the progress thread sleeps armed the doorbells are its own:
+    // a one-shot poll (PtlEQGet, PtlCTGet, the first look of a wait) that ate one would leave the
+    // frames it announced to nobody.
+    if (sleeping_.load(std::memory_order_relaxed)) return 0;
+    epoll_event evs[16];
+    const int k = epoll_wait(epoll_fd_, evs, 16, 0);
+    if (k <= 0) return 0;
+    service_events(evs, k, r);
+    return k;
 }
 
 void ShmTransport::arm_sleep() {

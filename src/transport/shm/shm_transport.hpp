@@ -68,6 +68,7 @@ private:
     int flush_backlog(ShmLink &l, Receiver &r);
     bool push_frames(ShmLink &l, struct OutMessage &m, bool defer_wakeup);
     void service_events(const void *events, int count, Receiver &r);
+    int look_at_sockets(Receiver &r); // new connections, hang-ups, stray doorbells (poll lock held)
     void probe_peer(ShmLink &l);
 
     PeerId self_;
@@ -86,7 +87,7 @@ private:
     std::atomic<int> backlogged_{0}; // links with queued messages
     std::atomic<bool> sleeping_{false}; // between arm_sleep() and disarm_sleep()
     std::mutex poll_mutex_;          // one poller at a time: each ring has a single consumer
-    std::atomic<unsigned> idle_polls_{0}; // spaces out looks at the sockets (a racy count is fine)
+    std::atomic<unsigned> poll_turns_{0}; // spaces out looks at the sockets (a racy count is fine)
 
     std::mutex deferred_mutex_;
     std::vector<ShmLink *> deferred_; // links whose consumer we owe a wakeup (inside a bundle)

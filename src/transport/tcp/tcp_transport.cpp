@@ -777,14 +777,11 @@ int TcpTransport::service_ready(Receiver &r, int timeout_ms) {
 }
 
 void TcpTransport::flush_held() {
-    std::vector<TcpLink *> links;
-    {
-        std::lock_guard hg(held_mutex_);
-        links.swap(held_list_);
-        held_links_.store(0, std::memory_order_seq_cst);
-    }
+    // Under held_mutex_ throughout (then each link's tx_mutex; send() never holds both): the list
+    // keeps its capacity, so holding an ack allocates nothing.
+    std::lock_guard hg(held_mutex_);
     bool broken = false;
-    for (TcpLink *l : links) {
+    for (TcpLink *l : held_list_) {
         std::lock_guard g(l->tx_mutex);
         // With a backlog the held bytes go first when it is pushed (EPOLLOUT is already asked for).
         if (l->state != LinkState::Up || l->held.empty() || !l->backlog.empty()) continue;
@@ -792,6 +789,8 @@ void TcpTransport::flush_held() {
         if (p == Push::Blocked) want_write(*l, true);
         if (p == Push::Broken) l->broken = broken = true;
     }
+    held_list_.clear();
+    held_links_.store(0, std::memory_order_seq_cst);
     if (broken) interrupt(); // the poller fails the link
 }
 
