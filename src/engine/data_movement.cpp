@@ -440,17 +440,17 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         else
             answer_put(ep, h, true, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset, PTL_PRIORITY_LIST);
     };
-    // Dropped with no ack or reply (§2.8), but an OC ack still reports completed processing.
+    // Dropped at the target (no PT, no match, unexpected-header list full): the initiator's ACK or
+    // REPLY says PTL_NI_DROPPED (§3.13.3), so that no get waits for ever (README decision 11).
     auto drop = [&] {
         if (ni) ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
-        if (is_put) answer_put(ep, h, h.ack_req == PTL_OC_ACK_REQ, PTL_NI_OK, 0, h.remote_offset, PTL_PRIORITY_LIST);
+        refuse(PTL_NI_DROPPED);
         discard();
     };
 
     if (!ni) {
         log_debug("message for an NI kind %u that is not open; dropped", h.ni_kind);
-        if (is_put) answer_put(ep, h, false, PTL_NI_UNDELIVERABLE, 0, 0, PTL_PRIORITY_LIST);
-        discard();
+        drop();
         return;
     }
     if (h.pt_index >= ni->pts.size() || !ni->pts[h.pt_index].allocated) {

@@ -147,7 +147,7 @@ struct Entry {
     std::list<Entry *>::iterator pos;
     int busy = 0;          // messages partly received into it
     int uh_refs = 0;       // unexpected headers whose data lives in it
-    bool auto_unlinked = false; // unlinked by the engine; the handle answers IN_USE until retired
+    bool auto_unlinked = false; // unlinked by the engine: its handle is dead, the object in NI::retired
     bool free_pending = false;  // AUTO_FREE owed once uh_refs drops to 0
 };
 
@@ -200,7 +200,7 @@ struct NI {
     ptl_rank_t rank = 0;
     int n_mds = 0, n_eqs = 0, n_cts = 0, n_entries = 0, n_triggered = 0;
     int bundle_depth = 0;
-    std::vector<Entry *> retired; // auto-unlinked entries whose handles stay valid until the next append
+    std::vector<Entry *> retired; // auto-unlinked entries (handles dead), freed when nothing points into them
 
     bool matching() const { return kind & wire::kNiMatching; }
     bool logical() const { return kind & wire::kNiLogical; }

@@ -105,6 +105,9 @@ void Engine::auto_unlink(Entry *e) {
         pt.lists[e->list].erase(e->pos);
         e->linked = false;
     }
+    // The handle dies now: a later PtlMEUnlink of it is stale (ARG_INVALID), not IN_USE for ever.
+    // The object lives on in `retired` while unexpected headers or a stream still point into it.
+    entries_.remove(e->handle);
     e->auto_unlinked = true;
     e->ni->retired.push_back(e);
     entry_event(e, PTL_EVENT_AUTO_UNLINK, ptl_event_t{});
@@ -126,14 +129,14 @@ void Engine::release_header(Unexpected &u) {
 }
 
 void Engine::destroy_entry(Entry *e) {
-    entries_.remove(e->handle);
+    if (!e->auto_unlinked) entries_.remove(e->handle);
     --e->ni->n_entries;
     delete e;
 }
 
 void Engine::retire_entries(NI *ni) {
-    // Handles of auto-unlinked entries stay valid (PtlMEUnlink answers IN_USE) until the next
-    // append after their last event; this is that append.
+    // Auto-unlinked entries (their handles already dead) are freed at the next append once
+    // nothing points into them.
     auto &r = ni->retired;
     for (size_t i = 0; i < r.size();) {
         if (r[i]->uh_refs == 0 && r[i]->busy == 0) {
@@ -229,7 +232,7 @@ int Engine::unlink(ptl_handle_any_t h, bool is_me) {
     std::lock_guard g(mutex_);
     Entry *e = entries_.lookup(is_me ? ObjType::ME : ObjType::LE, h);
     if (!e) return PTL_ARG_INVALID;
-    if (e->auto_unlinked || e->busy > 0 || e->uh_refs > 0) return PTL_IN_USE;
+    if (e->busy > 0 || e->uh_refs > 0) return PTL_IN_USE;
     if (e->linked) e->ni->pts[e->pt_index].lists[e->list].erase(e->pos);
     destroy_entry(e); // an explicit unlink raises no event
     return PTL_OK;

@@ -152,10 +152,7 @@ void Engine::destroy_ni(NI *ni) {
             }
         pt.unexpected.clear();
     }
-    for (Entry *e : ni->retired) {
-        entries_.remove(e->handle);
-        delete e;
-    }
+    for (Entry *e : ni->retired) delete e; // their handles died at AUTO_UNLINK
     std::vector<Entry *> orphans;
     entries_.for_each([&](Entry *e) {
         if (e->ni == ni) orphans.push_back(e);

@@ -300,7 +300,7 @@ TEST_F(Match, TruncationOnMeLeAndZeroLengthEntry) {
 
 // Items 17 and 27 (§3.11.1/§3.12.1 USE_ONCE, §3.11.3/§3.12.3, §3.13.1 AUTO_UNLINK): a use-once
 // entry takes one message, AUTO_UNLINK follows its PUT, the next message goes to the next entry,
-// and unlinking the auto-unlinked entry before another append returns PTL_IN_USE.
+// and unlinking the auto-unlinked entry returns PTL_ARG_INVALID (its handle is stale).
 TEST_F(Match, UseOnceAutoUnlinkAndLateUnlink) {
     for (unsigned kind : {kMatchingPhysical, kNonMatchingPhysical}) {
         SCOPED_TRACE(ni_kind_name(kind));
@@ -341,8 +341,8 @@ TEST_F(Match, UseOnceAutoUnlinkAndLateUnlink) {
             check_entry_event(wait_event(teq), PTL_EVENT_AUTO_UNLINK, kPt, tag(1));
             put_ev(2, b2.data(), 8, 2);
             put_ev(2, b2.data(), 24, 3);
-            EXPECT_RC(PTL_IN_USE, unlink_entry(ni, once))
-                << "the entry already unlinked itself and no append happened since";
+            EXPECT_RC(PTL_ARG_INVALID, unlink_entry(ni, once))
+                << "the entry already unlinked itself: its handle is stale";
             EXPECT_PTL(unlink_entry(ni, persistent));
             expect_eq_empty(teq, "(an explicit unlink raises no event)");
         }
@@ -485,7 +485,7 @@ TEST_F(Match, MinFreeAutoUnlinks) {
             }
         }
         EXPECT_TRUE(unlink && third);
-        EXPECT_RC(PTL_IN_USE, PtlMEUnlink(m1));
+        EXPECT_RC(PTL_ARG_INVALID, PtlMEUnlink(m1));
         EXPECT_EQ(-1, check_pattern(b1.data(), 500, 19));
         EXPECT_EQ(-1, check_pattern(b1.data() + 500, 250, 19));
         expect_eq_empty(teq);
@@ -493,68 +493,161 @@ TEST_F(Match, MinFreeAutoUnlinks) {
     barrier();
 }
 
-// Item 20 (§2.8, §3.13.3, §4.2.2): without flow control, an unmatched put or get, or a message to a
-// PT that does not exist, is dropped: DROP_COUNT + 1 each, no ACK and no REPLY, no other register.
-TEST_F(Match, NoMatchWithoutFlowControlIsDropped) {
-    Ni ni = open_ni(kMatchingPhysical);
-    std::vector<uint8_t> buf(64, 0);
-    ptl_handle_eq_t teq = PTL_INVALID_HANDLE;
-    Sr before;
-    if (rank() == 0) {
-        teq = make_eq(ni);
-        make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt, me_desc(buf.data(), 64, PTL_ME_OP_PUT | PTL_ME_OP_GET, 1),
-                  PTL_PRIORITY_LIST, tag(1), teq);
-        before = read_sr(ni);
-    }
-    barrier();
-    ptl_handle_eq_t ieq = PTL_INVALID_HANDLE, geq = PTL_INVALID_HANDLE;
-    if (rank() == 1) {
-        std::vector<uint8_t> src(64);
-        fill_pattern(src.data(), src.size(), 20);
-        static uint8_t dst[64];
-        ieq = make_eq(ni);
-        geq = make_eq(ni);
-        ptl_handle_md_t md = bind_md(ni, src.data(), 64, ieq);
-        ptl_handle_md_t gmd = bind_md(ni, dst, 64, geq);
-        ASSERT_PTL(PtlPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 2, 0, tag(1), 1));
-        ASSERT_PTL(PtlGet(gmd, 0, 8, ni.id_of(0), kPt, 2, 0, tag(2)));
-        ASSERT_PTL(PtlPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt + 7, 1, 0, tag(3), 3));
-        ASSERT_PTL(PtlPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 1, 0, tag(4), 4));
-        std::map<std::pair<int, uintptr_t>, int> seen;
-        while (seen[{PTL_EVENT_ACK, 4}] == 0 || seen[{PTL_EVENT_SEND, 1}] == 0 ||
-               seen[{PTL_EVENT_SEND, 3}] == 0 || seen[{PTL_EVENT_SEND, 4}] == 0) {
-            ptl_event_t ev = wait_event(ieq);
-            const uintptr_t u = reinterpret_cast<uintptr_t>(ev.user_ptr);
-            ++seen[{ev.type, u}];
-            if (ev.type == PTL_EVENT_ACK && u == 3) {
-                // §4.2.2 says only "discarded"; if an ACK is sent it cannot report success.
-                EXPECT_NE(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
-            } else {
+// §3.12.4 PtlMEUnlink, §3.13.1 AUTO_UNLINK: once an entry unlinked itself (a use-once entry
+// consumed by a put, get, atomic or fetch-atomic), its handle is stale: PtlMEUnlink/PtlLEUnlink
+// answer PTL_ARG_INVALID, every time, never PTL_IN_USE (a program that retries on IN_USE would
+// spin for ever). An entry that was not consumed unlinks with PTL_OK, and then it is stale too.
+TEST_F(Match, UnlinkOfConsumedUseOnceEntryIsStale) {
+    for (unsigned kind : {kMatchingPhysical, kNonMatchingPhysical}) {
+        SCOPED_TRACE(ni_kind_name(kind));
+        Ni ni = open_ni(kind);
+        constexpr int kOps = 4; // put, get, atomic, fetch-atomic
+        std::vector<uint8_t> bufs(kOps * 16, 0);
+        std::vector<uint8_t> spare(16, 0);
+        ptl_handle_eq_t teq = PTL_INVALID_HANDLE;
+        std::vector<ptl_handle_any_t> once(kOps, PTL_INVALID_HANDLE);
+        if (rank() == 0) {
+            teq = make_eq(ni);
+            make_pt(ni, teq, 0, kPt);
+            for (int i = 0; i < kOps; ++i)
+                once[static_cast<size_t>(i)] =
+                    append_entry(ni, kPt,
+                                 me_desc(bufs.data() + 16 * i, 16,
+                                         PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE, 5),
+                                 PTL_PRIORITY_LIST, tag(10 + static_cast<uintptr_t>(i)), teq);
+        }
+        barrier();
+        if (rank() == 1) {
+            std::vector<uint8_t> src(16), dst(16);
+            fill_pattern(src.data(), src.size(), 31);
+            ptl_handle_eq_t ieq = make_eq(ni);
+            ptl_handle_md_t md = bind_md(ni, src.data(), 16, ieq);
+            ptl_handle_md_t gmd = bind_md(ni, dst.data(), 16, ieq);
+            ASSERT_PTL(PtlPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 5, 0, tag(1), 0));
+            expect_send_and_ack(ieq, tag(1), 8, 8, 0);
+            ASSERT_PTL(PtlGet(gmd, 0, 8, ni.id_of(0), kPt, 5, 0, tag(2)));
+            check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(2), .mlength = 8});
+            ASSERT_PTL(PtlAtomic(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 5, 0, tag(3), 0, PTL_SUM,
+                                 PTL_UINT64_T));
+            expect_send_and_ack(ieq, tag(3), 8, 8, 0);
+            ASSERT_PTL(PtlFetchAtomic(gmd, 0, md, 0, 8, ni.id_of(0), kPt, 5, 0, tag(4), 0, PTL_SUM,
+                                      PTL_UINT64_T));
+            for (int k = 0; k < 2; ++k) { // SEND and REPLY, in either order
+                ptl_event_t ev = wait_event(ieq);
+                EXPECT_TRUE(ev.type == PTL_EVENT_SEND || ev.type == PTL_EVENT_REPLY) << describe(ev);
                 EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
             }
-            EXPECT_FALSE(ev.type == PTL_EVENT_ACK && u == 1) << "an unmatched put was acknowledged";
         }
-        EXPECT_EQ(1, (seen[{PTL_EVENT_SEND, 1}]));
-        EXPECT_EQ(1, (seen[{PTL_EVENT_SEND, 3}]));
-    } else if (rank() == 0) {
-        ptl_event_t ev = expect_event(teq, PTL_EVENT_PUT);
-        EXPECT_EQ(4u, ev.hdr_data) << describe(ev);
-        // Matching order per pair: the three dropped messages were processed before this one.
-        EXPECT_EQ(sr_plus(before, 3, 0, 0), read_sr(ni));
+        barrier();
+        if (rank() == 0) {
+            const ptl_event_kind_t comm[kOps] = {PTL_EVENT_PUT, PTL_EVENT_GET, PTL_EVENT_ATOMIC,
+                                                 PTL_EVENT_FETCH_ATOMIC};
+            for (int i = 0; i < kOps; ++i) {
+                ptl_event_t ev = expect_event(teq, comm[i]);
+                EXPECT_EQ(tag(10 + static_cast<uintptr_t>(i)), ev.user_ptr) << describe(ev);
+                check_entry_event(wait_event(teq), PTL_EVENT_AUTO_UNLINK, kPt,
+                                  tag(10 + static_cast<uintptr_t>(i)));
+            }
+            for (int i = 0; i < kOps; ++i)
+                for (int attempt = 0; attempt < 3; ++attempt)
+                    EXPECT_RC(PTL_ARG_INVALID, unlink_entry(ni, once[static_cast<size_t>(i)]))
+                        << "entry " << i << " consumed itself; attempt " << attempt;
+            // Appending again (which frees retired entries) does not bring the handles back.
+            ptl_handle_any_t fresh = append_entry(ni, kPt, me_desc(spare.data(), 16, PTL_ME_OP_PUT, 6),
+                                                  PTL_PRIORITY_LIST, tag(20), teq);
+            for (int i = 0; i < kOps; ++i)
+                EXPECT_RC(PTL_ARG_INVALID, unlink_entry(ni, once[static_cast<size_t>(i)]));
+            EXPECT_PTL(unlink_entry(ni, fresh));
+            EXPECT_RC(PTL_ARG_INVALID, unlink_entry(ni, fresh)) << "unlinked twice";
+            expect_eq_empty(teq);
+        }
+        barrier();
+        close_ni(ni);
     }
-    barrier();
-    if (rank() == 1) {
-        ptl_event_t ev;
-        while (PtlEQGet(ieq, &ev) == PTL_OK) {
-            EXPECT_FALSE(ev.type == PTL_EVENT_ACK && ev.user_ptr == tag(1)) << describe(ev);
-            EXPECT_FALSE(ev.type == PTL_EVENT_ACK && ev.user_ptr == tag(3) &&
-                         ev.ni_fail_type == PTL_NI_OK)
-                << describe(ev);
+}
+
+// Item 20 (§3.13.3 PTL_NI_DROPPED, §3.15.1, §4.2.2): without flow control, a message that matches
+// nothing, or goes to a PT that does not exist, is dropped: DROP_COUNT + 1 each and no other
+// register, and the initiator hears of it: an ACK (PTL_ACK_REQ, PTL_CT_ACK_REQ) or REPLY with
+// PTL_NI_DROPPED, counted as a failure; a PTL_OC_ACK_REQ ack still reports success, because a drop
+// for a failed match "does not represent an operational failure" (§3.15.1). README decision 11.
+TEST_F(Match, NoMatchWithoutFlowControlIsDropped) {
+    for (unsigned kind : {kMatchingPhysical, kNonMatchingPhysical}) {
+        SCOPED_TRACE(ni_kind_name(kind));
+        const bool matching = kind == kMatchingPhysical;
+        Ni ni = open_ni(kind);
+        std::vector<uint8_t> buf(64, 0);
+        ptl_handle_eq_t teq = PTL_INVALID_HANDLE;
+        constexpr ptl_pt_index_t kEmptyPt = kPt + 1; // allocated, no entry at all
+        Sr before;
+        if (rank() == 0) {
+            teq = make_eq(ni);
+            make_pt(ni, teq, 0, kPt);
+            make_pt(ni, teq, 0, kEmptyPt);
+            if (matching) // an LE matches everything: on a non-matching NI only kEmptyPt drops
+                append_entry(ni, kPt, me_desc(buf.data(), 64, PTL_ME_OP_PUT | PTL_ME_OP_GET, 1),
+                             PTL_PRIORITY_LIST, tag(1), teq);
+            before = read_sr(ni);
         }
-        expect_eq_empty(geq, "(an unmatched get is never answered)");
-    } else if (rank() == 0) {
-        expect_eq_empty(teq);
+        barrier();
+        int drops = 0;
+        if (rank() == 1) {
+            std::vector<uint8_t> src(64), dst(64, 0xAB);
+            fill_pattern(src.data(), src.size(), 20);
+            ptl_handle_eq_t ieq = make_eq(ni);
+            ptl_handle_ct_t ct = make_ct(ni);
+            ptl_handle_md_t md = bind_md(ni, src.data(), 64, ieq);
+            ptl_handle_md_t gmd = bind_md(ni, dst.data(), 64, ieq);
+            ptl_handle_md_t ctmd = bind_md(ni, src.data(), 64, PTL_EQ_NONE, ct, PTL_MD_EVENT_CT_ACK);
+            const ptl_pt_index_t miss = matching ? kPt : kEmptyPt; // PT with no matching entry
+            const ptl_match_bits_t bits = matching ? 2 : 0;
+            auto failed_reply = [&](uintptr_t id) {
+                check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(id),
+                                                   .mlength = 0, .fail = PTL_NI_DROPPED});
+            };
+            // Put and get that match nothing, a put to a PT that does not exist, a get from an
+            // allocated PT with no entry.
+            ASSERT_PTL(PtlPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), miss, bits, 0, tag(1), 1));
+            expect_send_and_failed_ack(ieq, tag(1), 8, PTL_NI_DROPPED);
+            ASSERT_PTL(PtlGet(gmd, 0, 8, ni.id_of(0), miss, bits, 0, tag(2)));
+            failed_reply(2);
+            ASSERT_PTL(PtlPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt + 7, 1, 0, tag(3), 3));
+            expect_send_and_failed_ack(ieq, tag(3), 8, PTL_NI_DROPPED);
+            ASSERT_PTL(PtlGet(gmd, 0, 8, ni.id_of(0), kEmptyPt, 1, 0, tag(4)));
+            failed_reply(4);
+            // Atomics travel the same way.
+            ASSERT_PTL(PtlAtomic(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), miss, bits, 0, tag(5), 5, PTL_SUM,
+                                 PTL_INT64_T));
+            expect_send_and_failed_ack(ieq, tag(5), 8, PTL_NI_DROPPED);
+            ASSERT_PTL(PtlFetchAtomic(gmd, 0, md, 0, 8, ni.id_of(0), miss, bits, 0, tag(6), 6, PTL_SUM,
+                                      PTL_INT64_T));
+            check_init_event(wait_event(ieq), {.type = PTL_EVENT_SEND, .user_ptr = tag(6)});
+            failed_reply(6);
+            EXPECT_EQ(-1, check_fill(dst.data(), dst.size(), 0xAB)) << "a dropped get wrote the MD";
+            // Counting acks: CT_ACK_REQ counts the drop as a failure, OC_ACK_REQ as done.
+            ASSERT_PTL(PtlPut(ctmd, 0, 8, PTL_CT_ACK_REQ, ni.id_of(0), miss, bits, 0, nullptr, 7));
+            EXPECT_EQ((Ct{0, 1}), ct_reach(ct, Ct{0, 1}));
+            ASSERT_PTL(PtlPut(ctmd, 0, 8, PTL_OC_ACK_REQ, ni.id_of(0), miss, bits, 0, nullptr, 8));
+            EXPECT_EQ((Ct{1, 1}), ct_reach(ct, Ct{1, 1}));
+            drops = 8;
+            // The entry still takes what matches it.
+            if (matching) {
+                ASSERT_PTL(PtlPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 1, 0, tag(9), 9));
+                expect_send_and_ack(ieq, tag(9), 8, 8, 0);
+            }
+            expect_eq_empty(ieq);
+        }
+        drops = job().allgather_pod(drops)[1];
+        if (rank() == 0) {
+            EXPECT_EQ(sr_plus(before, drops, 0, 0), read_sr(ni));
+            if (matching) {
+                ptl_event_t ev = expect_event(teq, PTL_EVENT_PUT);
+                EXPECT_EQ(9u, ev.hdr_data) << describe(ev);
+            }
+            expect_eq_empty(teq, "(a dropped message raises no target event)");
+        }
+        barrier();
+        close_ni(ni);
     }
 }
 

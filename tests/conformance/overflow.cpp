@@ -93,8 +93,8 @@ struct Target {
 // Items 21 and 32 (§3.12.2, §3.13.1, Table 3-3 ptl_list): delivery into an overflow ME raises PUT
 // and an ACK with ptl_list = OVERFLOW; a later use-once priority append consumes the header with
 // PUT_OVERFLOW (start in the overflow buffer, original lengths, requested offset) and AUTO_UNLINK,
-// is not linked (no LINK, later messages still go to the overflow list), and its handle answers
-// PtlMEUnlink with PTL_IN_USE.
+// is not linked (no LINK, later messages still go to the overflow list), and its handle is stale:
+// PtlMEUnlink answers PTL_ARG_INVALID.
 TEST_F(Overflow, UseOnceAppendConsumesUnexpectedHeader) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
@@ -116,7 +116,7 @@ TEST_F(Overflow, UseOnceAppendConsumesUnexpectedHeader) {
                                       0x42, tag(0xA1));
         t->expect_overflow(PTL_EVENT_PUT_OVERFLOW, 100, 0x42, 5, 0, 1, tag(0xA1));
         check_entry_event(wait_event(t->eq), PTL_EVENT_AUTO_UNLINK, kPt, tag(0xA1));
-        EXPECT_RC(PTL_IN_USE, PtlMEUnlink(p)) << "the entry unlinked itself";
+        EXPECT_RC(PTL_ARG_INVALID, PtlMEUnlink(p)) << "the entry unlinked itself";
         barrier();
         t->expect_put(50, 0x42, 7, 100, 2);
         EXPECT_EQ(-1, check_pattern(t->obuf.data() + 100, 50, 21, 100));
@@ -284,7 +284,7 @@ TEST_F(Overflow, UnexpectedHdrDisableKeepsNoHeader) {
 
 // Item 25 (§3.11, §3.12, §3.13.1 AUTO_FREE): an overflow ME that unlinked itself (min_free) raises
 // AUTO_FREE only once every header it holds has been consumed, after the last of their events and
-// with its counting events complete; unlinking it meanwhile returns PTL_IN_USE.
+// with its counting events complete; its handle died with AUTO_UNLINK (PtlMEUnlink: PTL_ARG_INVALID).
 TEST_F(Overflow, AutoFreeAfterAllHeadersConsumed) {
     Ni ni = open_ni(kMatchingPhysical);
     ptl_handle_ct_t ct = PTL_INVALID_HANDLE;
@@ -305,7 +305,7 @@ TEST_F(Overflow, AutoFreeAfterAllHeadersConsumed) {
         t->expect_put(100, 0xB, 0, 100, 2);
         check_entry_event(wait_event(t->eq), PTL_EVENT_AUTO_UNLINK, kPt, tag(0x0F));
         expect_eq_empty(t->eq, "(headers still refer to the buffer: no AUTO_FREE yet)");
-        EXPECT_RC(PTL_IN_USE, PtlMEUnlink(t->over));
+        EXPECT_RC(PTL_ARG_INVALID, PtlMEUnlink(t->over));
         std::vector<uint8_t> p1(128), p2(128);
         t->append(p1.data(), p1.size(), PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0xA, tag(0xE1));
         t->expect_overflow(PTL_EVENT_PUT_OVERFLOW, 100, 0xA, 0, 0, 1, tag(0xE1));

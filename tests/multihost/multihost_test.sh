@@ -57,7 +57,7 @@ case $mode in
     deadpeer)
         run=$1 prog=$2 n=$3
         out=$(mktemp) err=$(mktemp) reports=$(mktemp -d) || exit 1
-        mkfifo "$reports/fifo" || exit 1
+        mkfifo "$reports/fifo" "$reports/go" || exit 1
         "$run" --hosts "$PORTICO_NETNS_ADDRS" --rsh "$netns rsh" -n "$n" --timeout 60 \
             --env DEAD_PEER_REPORT_DIR="$reports" "$dir/dead_peer_rank.sh" "$prog" "$n" >"$out" 2>"$err"
         status=$?

@@ -140,7 +140,7 @@ int pingpong(int role) {
 
 int victim() {
     Node n;
-    n.open(false); // no PT for the survivor's get: it is dropped and never answered
+    n.open(false); // the test stops this process before the survivor's get arrives: never answered
     say("READY");
     for (;;) pause();
 }
@@ -152,8 +152,10 @@ int survivor() {
     ptl_md_t md{buf.data(), buf.size(), 0, n.eq, PTL_CT_NONE};
     ptl_handle_md_t mdh;
     CHECK(PtlMDBind(n.ni, &md, &mdh));
-    // The victim has no such portal entry, so the get is dropped there and no reply ever comes,
-    // until the victim dies: then the failure must be reported, not waited for forever.
+    // The test stops the victim (SIGSTOP) before it says GO, so no reply ever comes, until the
+    // victim dies: then the failure must be reported, not waited for forever. (A live victim
+    // would answer PTL_NI_DROPPED: it has no portal entry.)
+    EXPECT(hear() == "GO");
     CHECK(PtlGet(mdh, 0, 64, n.peer, kPt, kBits, 0, reinterpret_cast<void *>(1)));
     say("SENT");
     ptl_event_t ev;

@@ -87,6 +87,13 @@ public:
             buf_.append(b, static_cast<size_t>(n));
         }
     }
+    // Returns once every thread of the child is stopped (SIGSTOP): it can no longer answer.
+    void stop_now() {
+        kill(pid_, SIGSTOP);
+        int st = 0;
+        ASSERT_EQ(pid_, waitpid(pid_, &st, WUNTRACED));
+        ASSERT_TRUE(WIFSTOPPED(st));
+    }
     void kill_now() {
         kill(pid_, SIGKILL);
         waitpid(pid_, nullptr, 0);
@@ -135,6 +142,8 @@ TEST(Standalone, DeadPeerBecomesFailureEventsNotAHang) {
     Child victim({"victim"}), survivor({"survivor"});
     introduce(victim, survivor);
     ASSERT_EQ("READY", victim.line());
+    victim.stop_now(); // a hung peer: the get stays unanswered until the peer dies
+    survivor.send("GO");
     ASSERT_EQ("SENT", survivor.line());
     victim.kill_now();
     EXPECT_EQ("OK", survivor.line());
@@ -173,6 +182,8 @@ TEST(StandaloneTcp, DeadPeerBecomesFailureEventsNotAHang) {
     Child victim({"victim"}, kTcp), survivor({"survivor"}, kTcp);
     introduce(victim, survivor);
     ASSERT_EQ("READY", victim.line());
+    victim.stop_now(); // a hung peer: the get stays unanswered until the peer dies
+    survivor.send("GO");
     ASSERT_EQ("SENT", survivor.line());
     victim.kill_now();
     EXPECT_EQ("OK", survivor.line());
