@@ -78,6 +78,7 @@ int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
 
 int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout,
                     ptl_ct_event_t *ev, unsigned *which) {
+    if (aborted_.load(std::memory_order_acquire)) return PTL_ABORTED; // before the handles: see eq_poll
     if (!hs || !tests || n == 0 || !ev) return PTL_ARG_INVALID;
     WaitSet<CT> cts;
     {

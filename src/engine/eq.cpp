@@ -93,6 +93,9 @@ int Engine::eq_get(ptl_handle_eq_t h, ptl_event_t *ev) {
 }
 
 int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which) {
+    // After PtlAbort every wait returns at once (§3.5.3), whatever its handles: a program that
+    // freed its EQs since still leaves its wait loop (README decision 22).
+    if (aborted_.load(std::memory_order_acquire)) return PTL_ABORTED;
     if (!hs || n == 0 || !ev) return PTL_ARG_INVALID;
     WaitSet<EQ> eqs;
     {

@@ -14,8 +14,9 @@ namespace portico::engine {
 
 namespace {
 
-template <class T> void take_smaller(T &ours, T desired) {
-    if (desired > 0 && desired < ours) ours = desired;
+// A desired value of 0 (or less) states no wish: a zeroed ptl_ni_limits_t keeps every default.
+template <class T> void take_smaller(T &ours, T desired, T floor = 1) {
+    if (desired > 0) ours = std::min(ours, std::max(desired, floor));
 }
 
 } // namespace
@@ -105,12 +106,15 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
         take_smaller(lim.max_list_size, desired->max_list_size);
         take_smaller(lim.max_msg_size, desired->max_msg_size);
         take_smaller(lim.max_volatile_size, desired->max_volatile_size);
-        // The portal table never shrinks below the spec's minimum of 250 entries.
-        if (desired->max_pt_index >= 249) take_smaller(lim.max_pt_index, desired->max_pt_index);
         take_smaller(lim.max_triggered_ops, desired->max_triggered_ops);
-        // Atomics never go below one long double complex (32 bytes), what OpenSHMEM-style clients need.
-        if (desired->max_atomic_size >= 32) take_smaller(lim.max_atomic_size, desired->max_atomic_size);
-        if (desired->max_fetch_atomic_size >= 32) take_smaller(lim.max_fetch_atomic_size, desired->max_fetch_atomic_size);
+        // Smaller wishes are honoured down to a floor: the spec's minimums for the portal table
+        // (250 entries) and the ordering sizes, and for atomics one long double complex (32 bytes),
+        // so that every datatype has a legal atomic.
+        take_smaller(lim.max_pt_index, desired->max_pt_index, 249);
+        take_smaller<ptl_size_t>(lim.max_atomic_size, desired->max_atomic_size, 32);
+        take_smaller<ptl_size_t>(lim.max_fetch_atomic_size, desired->max_fetch_atomic_size, 32);
+        take_smaller<ptl_size_t>(lim.max_waw_ordered_size, desired->max_waw_ordered_size, 64);
+        take_smaller<ptl_size_t>(lim.max_war_ordered_size, desired->max_war_ordered_size, 8);
     }
     // One atomic (plus its operand, at most 32 bytes) must fit in one frame of the transport.
     const ptl_size_t frame_atomic = (ep->transport->max_frame_payload() - 32) & ~ptl_size_t{31};
@@ -277,7 +281,8 @@ int Engine::set_map(ptl_handle_ni_t h, ptl_size_t n, const ptl_process_t *map) {
 int Engine::get_map(ptl_handle_ni_t h, ptl_size_t n, ptl_process_t *map, ptl_size_t *actual) {
     std::lock_guard g(mutex_);
     NI *ni = ni_of(h);
-    if (!ni || !actual || (n > 0 && !map)) return PTL_ARG_INVALID;
+    // A physically addressed NI has no map: asking for one is erroneous (§3.6.7).
+    if (!ni || !ni->logical() || !actual || (n > 0 && !map)) return PTL_ARG_INVALID;
     if (ni->map.empty()) return PTL_IGNORED;
     *actual = ni->map.size();
     std::copy_n(ni->map.begin(), std::min<size_t>(n, ni->map.size()), map);

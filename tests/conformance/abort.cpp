@@ -76,6 +76,18 @@ TEST_F(Abort, WaitersAndLaterWaitsReturnAborted) {
     EXPECT_PTL(PtlPTFree(ni.h, pt));
     EXPECT_PTL(PtlEQFree(eq));
     EXPECT_PTL(PtlCTFree(ct));
+
+    // Waits on handles freed since the abort (or never valid) return PTL_ABORTED too: the abort is
+    // looked at before the handles (§3.5.3 "must immediately return", README decision 22).
+    EXPECT_RC(PTL_ABORTED, PtlEQWait(eq, &ev));
+    EXPECT_RC(PTL_ABORTED, PtlEQPoll(&eq, 1, PTL_TIME_FOREVER, &ev, &which));
+    EXPECT_RC(PTL_ABORTED, PtlCTWait(ct, 1, &c));
+    EXPECT_RC(PTL_ABORTED, PtlCTPoll(&ct, &test, 1, 10, &c, &which));
+    const ptl_handle_eq_t never_eq = PTL_INVALID_HANDLE;
+    EXPECT_RC(PTL_ABORTED, PtlEQPoll(&never_eq, 1, 0, &ev, &which));
+    // The non-blocking reads validate their handles as before.
+    EXPECT_RC(PTL_ARG_INVALID, PtlEQGet(eq, &ev));
+    EXPECT_RC(PTL_ARG_INVALID, PtlCTGet(ct, &c));
 }
 
 } // namespace

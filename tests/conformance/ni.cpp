@@ -157,6 +157,146 @@ TEST_F(NiTest, PidRequestAndLimits) {
     EXPECT_PTL(PtlNIFini(ni));
 }
 
+// §3.6.1-§3.6.2: smaller desired limits are honoured (down to the spec's minimums, and Portico's
+// 32-byte floor for atomics, README "Limits") and enforced, each with the spec's return code; a
+// zero field states no wish; a repeated PtlNIInit returns the same limits.
+TEST_F(NiTest, DesiredLimitsAreHonouredAndEnforced) {
+    ptl_ni_limits_t want{}, defaults{}, lim{}, again{};
+    ptl_handle_ni_t ni = PTL_INVALID_HANDLE;
+    ASSERT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &defaults, &ni));
+    ASSERT_PTL(PtlNIFini(ni));
+    want.max_pt_index = 3;           // below the spec's 249: 249
+    want.max_atomic_size = 8;        // below 32: 32
+    want.max_fetch_atomic_size = 40; // honoured
+    want.max_list_size = 2;
+    want.max_entries = 5;
+    want.max_eqs = 2;
+    want.max_cts = 2;
+    want.max_mds = 3;
+    want.max_iovecs = 2;
+    want.max_triggered_ops = 2;
+    want.max_msg_size = 1000;
+    want.max_volatile_size = 16;
+    want.max_waw_ordered_size = 1; // below the spec's 64
+    want.max_war_ordered_size = 100;
+    ASSERT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, &want, &lim, &ni));
+    EXPECT_EQ(249, lim.max_pt_index);
+    EXPECT_EQ(32u, lim.max_atomic_size);
+    EXPECT_EQ(40u, lim.max_fetch_atomic_size);
+    EXPECT_EQ(2, lim.max_list_size);
+    EXPECT_EQ(5, lim.max_entries);
+    EXPECT_EQ(2, lim.max_eqs);
+    EXPECT_EQ(2, lim.max_cts);
+    EXPECT_EQ(3, lim.max_mds);
+    EXPECT_EQ(2, lim.max_iovecs);
+    EXPECT_EQ(2, lim.max_triggered_ops);
+    EXPECT_EQ(1000u, lim.max_msg_size);
+    EXPECT_EQ(16u, lim.max_volatile_size);
+    EXPECT_EQ(64u, lim.max_waw_ordered_size);
+    EXPECT_EQ(100u, lim.max_war_ordered_size);
+    EXPECT_EQ(defaults.max_unexpected_headers, lim.max_unexpected_headers) << "a zero field states no wish";
+    ptl_handle_ni_t same = PTL_INVALID_HANDLE;
+    ASSERT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &again, &same));
+    EXPECT_TRUE(limits_equal(lim, again));
+    ASSERT_PTL(PtlNIFini(same));
+
+    // EQs, CTs and MDs.
+    ptl_handle_eq_t eq, eq2, eq3;
+    ASSERT_PTL(PtlEQAlloc(ni, 64, &eq));
+    ASSERT_PTL(PtlEQAlloc(ni, 64, &eq2));
+    EXPECT_RC(PTL_NO_SPACE, PtlEQAlloc(ni, 64, &eq3));
+    ptl_handle_ct_t ct, ct2, ct3;
+    ASSERT_PTL(PtlCTAlloc(ni, &ct));
+    ASSERT_PTL(PtlCTAlloc(ni, &ct2));
+    EXPECT_RC(PTL_NO_SPACE, PtlCTAlloc(ni, &ct3));
+    static uint8_t buf[2048];
+    ptl_iovec_t iov[3] = {{buf, 8}, {buf + 8, 8}, {buf + 16, 8}};
+    ptl_md_t d{};
+    d.start = iov;
+    d.length = 3;
+    d.options = PTL_IOVEC;
+    d.eq_handle = PTL_EQ_NONE;
+    d.ct_handle = PTL_CT_NONE;
+    ptl_handle_md_t md, md2, md3, md4;
+    EXPECT_RC(PTL_ARG_INVALID, PtlMDBind(ni, &d, &md)) << "3 iovecs, max_iovecs 2";
+    d.length = 2;
+    ASSERT_PTL(PtlMDBind(ni, &d, &md)); // 16 bytes, no EQ
+    d = ptl_md_t{};
+    d.start = buf;
+    d.length = sizeof buf;
+    d.eq_handle = eq;
+    d.ct_handle = PTL_CT_NONE;
+    ASSERT_PTL(PtlMDBind(ni, &d, &md2));
+    ASSERT_PTL(PtlMDBind(ni, &d, &md3));
+    EXPECT_RC(PTL_NO_SPACE, PtlMDBind(ni, &d, &md4));
+
+    // Portal table: 250 entries (0..249), then PT_FULL; an index beyond is invalid everywhere.
+    ptl_pt_index_t pt;
+    EXPECT_RC(PTL_ARG_INVALID, PtlPTAlloc(ni, 0, eq, 250, &pt));
+    for (int i = 0; i < 250; ++i) ASSERT_PTL(PtlPTAlloc(ni, 0, eq, PTL_PT_ANY, &pt)) << "entry " << i;
+    EXPECT_EQ(249u, pt);
+    EXPECT_RC(PTL_PT_FULL, PtlPTAlloc(ni, 0, eq, PTL_PT_ANY, &pt));
+    ptl_me_t me = me_desc(buf, 64, PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE, 1);
+    ptl_handle_me_t meh;
+    EXPECT_RC(PTL_ARG_INVALID, PtlMEAppend(ni, 250, &me, PTL_PRIORITY_LIST, nullptr, &meh));
+    EXPECT_RC(PTL_ARG_INVALID, PtlMESearch(ni, 250, &me, PTL_SEARCH_ONLY, nullptr));
+
+    // List lengths (each list of each PT) and the NI's entries.
+    ptl_handle_me_t entries[5];
+    ASSERT_PTL(PtlMEAppend(ni, 1, &me, PTL_PRIORITY_LIST, nullptr, &entries[0]));
+    ASSERT_PTL(PtlMEAppend(ni, 1, &me, PTL_PRIORITY_LIST, nullptr, &entries[1]));
+    EXPECT_RC(PTL_LIST_TOO_LONG, PtlMEAppend(ni, 1, &me, PTL_PRIORITY_LIST, nullptr, &meh));
+    ASSERT_PTL(PtlMEAppend(ni, 1, &me, PTL_OVERFLOW_LIST, nullptr, &entries[2]));
+    ASSERT_PTL(PtlMEAppend(ni, 1, &me, PTL_OVERFLOW_LIST, nullptr, &entries[3]));
+    EXPECT_RC(PTL_LIST_TOO_LONG, PtlMEAppend(ni, 1, &me, PTL_OVERFLOW_LIST, nullptr, &meh));
+    ASSERT_PTL(PtlMEAppend(ni, 2, &me, PTL_PRIORITY_LIST, nullptr, &entries[4]));
+    EXPECT_RC(PTL_NO_SPACE, PtlMEAppend(ni, 3, &me, PTL_PRIORITY_LIST, nullptr, &meh)) << "max_entries 5";
+    ASSERT_PTL(PtlMEUnlink(entries[0]));
+    ASSERT_PTL(PtlMEAppend(ni, 1, &me, PTL_PRIORITY_LIST, nullptr, &entries[0])) << "room again";
+
+    // Message sizes. The target is this process; nothing below is sent except where noted.
+    ptl_process_t self;
+    ASSERT_PTL(PtlGetPhysId(ni, &self));
+    EXPECT_RC(PTL_ARG_INVALID, PtlPut(md2, 0, 1001, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0));
+    EXPECT_RC(PTL_ARG_INVALID, PtlGet(md2, 0, 1001, self, 200, 0, 0, nullptr));
+    // Atomics: max_atomic_size 32, max_fetch_atomic_size 40; the triggered forms alike.
+    EXPECT_RC(PTL_ARG_INVALID,
+              PtlAtomic(md2, 0, 40, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0, PTL_SUM, PTL_INT64_T));
+    EXPECT_RC(PTL_ARG_INVALID, PtlFetchAtomic(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, PTL_SUM,
+                                              PTL_INT64_T));
+    EXPECT_RC(PTL_ARG_INVALID,
+              PtlSwap(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, nullptr, PTL_SWAP, PTL_INT64_T));
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredAtomic(md2, 0, 40, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0,
+                                                  PTL_SUM, PTL_INT64_T, ct, 100));
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredFetchAtomic(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0,
+                                                       PTL_SUM, PTL_INT64_T, ct, 100));
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredSwap(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, nullptr,
+                                                PTL_SWAP, PTL_INT64_T, ct, 100));
+    // At the limits the calls are accepted: PT 200 has no entry, so each is dropped and reported.
+    ASSERT_PTL(PtlAtomic(md2, 0, 32, PTL_ACK_REQ, self, 200, 0, 0, tag(1), 0, PTL_SUM, PTL_INT64_T));
+    ASSERT_PTL(PtlFetchAtomic(md3, 0, md2, 0, 40, self, 200, 0, 0, tag(2), 0, PTL_SUM, PTL_INT64_T));
+    int acks = 0, replies = 0;
+    while (acks + replies < 2) {
+        ptl_event_t ev = wait_event(eq);
+        if (ev.type == PTL_EVENT_SEND) continue;
+        if (ev.type == PTL_EVENT_ACK) ++acks;
+        if (ev.type == PTL_EVENT_REPLY) ++replies;
+        EXPECT_EQ(Fail{PTL_NI_DROPPED}, Fail{ev.ni_fail_type}) << describe(ev);
+    }
+    EXPECT_EQ(1, acks);
+    EXPECT_EQ(1, replies);
+
+    // Triggered operations: two pending, the third has no room.
+    ASSERT_PTL(PtlTriggeredPut(md2, 0, 8, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0, ct, 100));
+    ASSERT_PTL(PtlTriggeredCTInc(ct2, ptl_ct_event_t{1, 0}, ct, 100));
+    EXPECT_RC(PTL_NO_SPACE, PtlTriggeredPut(md2, 0, 8, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0, ct, 100));
+    ASSERT_PTL(PtlCTCancelTriggered(ct));
+    ASSERT_PTL(PtlTriggeredPut(md2, 0, 8, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0, ct, 100))
+        << "room again after the cancel";
+    ASSERT_PTL(PtlCTCancelTriggered(ct));
+    EXPECT_PTL(PtlNIFini(ni));
+}
+
 // Item 5 (§3.6.5, §3.18.1): PtlNIHandle on every object kind; PtlHandleIsEqual.
 TEST_F(NiTest, NIHandleAndHandleIsEqual) {
     Ni m = open_ni(kMatchingPhysical);
@@ -189,6 +329,25 @@ TEST_F(NiTest, NIHandleAndHandleIsEqual) {
     // Objects of two EQs of one NI are distinct.
     ptl_handle_eq_t e1 = make_eq(m), e2 = make_eq(m);
     EXPECT_FALSE(PtlHandleIsEqual(e1, e2));
+}
+
+// §3.6.6-§3.6.7: a map belongs to logically addressed NIs; PtlGetMap and PtlSetMap on a
+// physically addressed NI are erroneous: PTL_ARG_INVALID, nothing written.
+TEST_F(NiTest, MapCallsOnPhysicalNiAreInvalid) {
+    for (unsigned kind : {kMatchingPhysical, kNonMatchingPhysical}) {
+        SCOPED_TRACE(ni_kind_name(kind));
+        Ni ni = open_ni(kind);
+        ptl_process_t map[2];
+        map[0].phys.nid = map[1].phys.nid = 0xA5A5A5A5u;
+        map[0].phys.pid = map[1].phys.pid = 0x5A5A5A5Au;
+        ptl_size_t actual = 12345;
+        EXPECT_RC(PTL_ARG_INVALID, PtlGetMap(ni.h, 2, map, &actual));
+        EXPECT_RC(PTL_ARG_INVALID, PtlGetMap(ni.h, 0, map, &actual));
+        EXPECT_EQ(12345u, actual);
+        EXPECT_EQ(0xA5A5A5A5u, map[0].phys.nid);
+        EXPECT_RC(PTL_ARG_INVALID, PtlSetMap(ni.h, 2, map));
+        close_ni(ni);
+    }
 }
 
 // Item 6 (§3.6.6, §3.6.7, §3.9.2, Portico: static map from the launcher).
