@@ -44,6 +44,12 @@ Ni open_ni_desired(unsigned options, const ptl_ni_limits_t &desired) {
     return ni;
 }
 
+void close_ni_desired(Ni &ni) {
+    std::erase(g_extra_nis, ni.h);
+    EXPECT_PTL(PtlNIFini(ni.h));
+    ni.h = PTL_INVALID_HANDLE;
+}
+
 Buf::Buf(size_t n, uint8_t fill) : n_(n) {
     void *p = std::aligned_alloc(64, round_up(n == 0 ? 1 : n, 64));
     if (!p)

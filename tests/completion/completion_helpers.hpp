@@ -39,6 +39,8 @@ protected:
 // Opens an NI like ptltest::open_ni() (collective, ids and uids exchanged) but with `desired`
 // limits; CompletionTest::TearDown closes it.
 Ni open_ni_desired(unsigned options, const ptl_ni_limits_t &desired);
+// Closes an NI of open_ni_desired() before the test ends (no barrier: the caller's business).
+void close_ni_desired(Ni &ni);
 // Desired limits that ask for as much as the implementation has of everything.
 ptl_ni_limits_t generous_limits();
 

@@ -25,8 +25,8 @@ struct Log {
     const Ni &ni;
     Buf buf;
     ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
-    Log(const Ni &n, size_t size, uint8_t fill = 0) : ni(n), buf(size, fill) {
-        eq = make_eq(ni);
+    Log(const Ni &n, size_t size, uint8_t fill = 0, ptl_size_t eq_count = 1024) : ni(n), buf(size, fill) {
+        eq = make_eq(ni, eq_count);
         make_pt(ni, eq, 0, kPt);
         append_me(ni, kPt, me_desc(buf.data(), size, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0, kAny), PTL_PRIORITY_LIST,
                   tag(0x10), eq);
@@ -479,6 +479,57 @@ TEST_F(Triggered, NoSpaceBeyondMaxTriggeredOps) {
     if (rank() == 0) {
         EXPECT_EQ(1u, log->next());
         expect_eq_empty(log->eq);
+    }
+}
+
+// Item 51 with traffic (§3.16, §3.6.1): two ranks each fill their triggered-op table with puts
+// to the other (PTL_NO_SPACE beyond it), then fire them all at once, both directions at the same
+// moment, on a fresh NI each round (so links are set up while the puts fire). Every put must
+// succeed: the MD's counter reaches max_triggered_ops successes and no failure.
+TEST_F(Triggered, FullTableFiredBothWaysHasNoFailures) {
+    REQUIRE_RANKS(2);
+    constexpr int kRounds = 8;
+    constexpr int kOps = 64;
+    for (int round = 0; round < kRounds; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        ptl_ni_limits_t want = generous_limits();
+        want.max_triggered_ops = kOps;
+        Ni ni = open_ni_desired(kMatchingPhysical, want);
+        const int k = ni.limits.max_triggered_ops;
+        ASSERT_EQ(kOps, k);
+        if (rank() > 1) { // not involved, but in every barrier
+            barrier();
+            barrier();
+            close_ni_desired(ni);
+            continue;
+        }
+        Log log(ni, 8 * static_cast<size_t>(k), 0, static_cast<ptl_size_t>(k) + 16);
+        Buf src(8 * static_cast<size_t>(k));
+        for (int i = 0; i < k; ++i) src.as<uint64_t>()[i] = 1000u * static_cast<unsigned>(rank()) + static_cast<unsigned>(i);
+        ptl_handle_ct_t acks = make_ct(ni), trig = make_ct(ni);
+        ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, acks, PTL_MD_EVENT_CT_ACK);
+        const ptl_process_t t = ni.id_of(peer());
+        for (int i = 0; i < k; ++i)
+            ASSERT_PTL(PtlTriggeredPut(md, 8 * static_cast<ptl_size_t>(i), 8, PTL_CT_ACK_REQ, t, kPt, 0,
+                                       8 * static_cast<ptl_size_t>(i), nullptr, static_cast<ptl_hdr_data_t>(i), trig, 1))
+                << "triggered put " << i;
+        EXPECT_RC(PTL_NO_SPACE, PtlTriggeredPut(md, 0, 8, PTL_CT_ACK_REQ, t, kPt, 0, 0, nullptr, 0, trig, 1));
+        barrier(); // both logs exist
+        ASSERT_PTL(PtlCTInc(trig, ctv(1)));
+        EXPECT_EQ((Ct{static_cast<ptl_size_t>(k), 0}), ct_reach(acks, Ct{static_cast<ptl_size_t>(k), 0}))
+            << "every fired put acknowledged, none failed";
+        std::vector<bool> got(static_cast<size_t>(k), false);
+        for (int i = 0; i < k; ++i) {
+            const ptl_hdr_data_t id = log.next();
+            ASSERT_LT(id, static_cast<ptl_hdr_data_t>(k));
+            EXPECT_FALSE(got[id]) << "message " << id << " twice";
+            got[id] = true;
+            EXPECT_EQ(1000u * static_cast<unsigned>(peer()) + id, log.buf.as<uint64_t>()[id]);
+        }
+        expect_eq_empty(log.eq);
+        EXPECT_EQ((Ct{1, 0}), ct_get(trig));
+        barrier(); // nothing is in flight when the NI closes
+        close_ni_desired(ni);
     }
 }
 
