@@ -28,7 +28,165 @@ extern "C" {
 #define GASNETT_CONFIG_STRING "RELEASE=1.8.1,TOOLS=PORTICO,threadsafe,timers_native,membars_native,atomics_native"
 #define GASNETT_PAGESIZE 4096
 
-/* ---- compiler helpers ------------------------------------------------------------------------- */
+/* ---- platform identification (the PLATFORM_* macros of GASNet's portable_platform.h) ----------
+ * PLATFORM_COMPILER_<FAMILY> (and _C / _CXX), _FAMILYNAME (a bare token), _FAMILYID (GNU 1,
+ * CLANG 19, unknown 0), _ID (FAMILYID, +10000 in C++), _VERSION (monotonic integer),
+ * _VERSION_STR, _VERSION_INT(maj,min,pat), _VERSION_GT/GE/EQ/LE/LT(maj,min,pat), _IDSTR,
+ * _C_LANGLVL / _CXX_LANGLVL; PLATFORM_OS_<FAMILY>, PLATFORM_OS_FAMILYNAME; PLATFORM_ARCH_<FAMILY>,
+ * PLATFORM_ARCH_FAMILYNAME, PLATFORM_ARCH_32/64, PLATFORM_ARCH_LITTLE/BIG_ENDIAN.
+ * Skipped when the client already has them (e.g. from GASNet's own portable_platform.h). */
+#ifndef _STRINGIFY
+#define _STRINGIFY_HELPER(x) #x
+#define _STRINGIFY(x) _STRINGIFY_HELPER(x)
+#endif
+#ifndef _CONCAT
+#define _CONCAT_HELPER(a, b) a##b
+#define _CONCAT(a, b) _CONCAT_HELPER(a, b)
+#endif
+
+#ifndef PLATFORM_COMPILER_FAMILYID
+#if defined(__clang__)
+#define PLATFORM_COMPILER_CLANG 1
+#define PLATFORM_COMPILER_FAMILYNAME CLANG
+#define PLATFORM_COMPILER_FAMILYID 19
+#ifdef __cplusplus
+#define PLATFORM_COMPILER_CLANG_CXX 1
+#else
+#define PLATFORM_COMPILER_CLANG_C 1
+#endif
+#define PLATFORM_COMPILER_VERSION PLATFORM_COMPILER_VERSION_INT(__clang_major__, __clang_minor__, __clang_patchlevel__)
+#define PLATFORM_COMPILER_VERSION_STR __clang_version__
+#elif defined(__GNUC__)
+#define PLATFORM_COMPILER_GNU 1
+#define PLATFORM_COMPILER_FAMILYNAME GNU
+#define PLATFORM_COMPILER_FAMILYID 1
+#ifdef __cplusplus
+#define PLATFORM_COMPILER_GNU_CXX 1
+#else
+#define PLATFORM_COMPILER_GNU_C 1
+#endif
+#define PLATFORM_COMPILER_VERSION PLATFORM_COMPILER_VERSION_INT(__GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__)
+#define PLATFORM_COMPILER_VERSION_STR                                                              \
+    _STRINGIFY(__GNUC__) "." _STRINGIFY(__GNUC_MINOR__) "." _STRINGIFY(__GNUC_PATCHLEVEL__)
+#else
+#define PLATFORM_COMPILER_UNKNOWN 1
+#define PLATFORM_COMPILER_FAMILYNAME UNKNOWN
+#define PLATFORM_COMPILER_FAMILYID 0
+#define PLATFORM_COMPILER_VERSION 0
+#define PLATFORM_COMPILER_VERSION_STR "0"
+#endif
+#define PLATFORM_COMPILER_VERSION_INT(maj, min, pat) (((maj) << 16) | ((min) << 8) | (pat))
+#define PLATFORM_COMPILER_VERSION_GT(maj, min, pat) (PLATFORM_COMPILER_VERSION > PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_GE(maj, min, pat) (PLATFORM_COMPILER_VERSION >= PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_EQ(maj, min, pat) (PLATFORM_COMPILER_VERSION == PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_LE(maj, min, pat) (PLATFORM_COMPILER_VERSION <= PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_LT(maj, min, pat) (PLATFORM_COMPILER_VERSION < PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#ifdef __cplusplus
+#define PLATFORM_COMPILER_ID (10000 + PLATFORM_COMPILER_FAMILYID)
+#define PLATFORM_COMPILER_CXX_LANGLVL __cplusplus
+#define PLATFORMI_COMPILER_STD ",__cplusplus=" _STRINGIFY(__cplusplus)
+#else
+#define PLATFORM_COMPILER_ID PLATFORM_COMPILER_FAMILYID
+#ifdef __STDC_VERSION__
+#define PLATFORM_COMPILER_C_LANGLVL __STDC_VERSION__
+#define PLATFORMI_COMPILER_STD ",__STDC_VERSION__=" _STRINGIFY(__STDC_VERSION__)
+#else
+#define PLATFORM_COMPILER_C_LANGLVL 199000L
+#define PLATFORMI_COMPILER_STD ""
+#endif
+#endif
+#define PLATFORM_COMPILER_IDSTR                                                                    \
+    "|COMPILER_FAMILY:" _STRINGIFY(PLATFORM_COMPILER_FAMILYNAME) "|COMPILER_VERSION:"                \
+        PLATFORM_COMPILER_VERSION_STR "|COMPILER_FAMILYID:" _STRINGIFY(PLATFORM_COMPILER_FAMILYID) \
+            "|STD:__STDC__" PLATFORMI_COMPILER_STD "|"
+#endif /* PLATFORM_COMPILER_FAMILYID */
+
+#ifndef PLATFORM_OS_FAMILYNAME
+#if defined(__linux__)
+#define PLATFORM_OS_LINUX 1
+#define PLATFORM_OS_FAMILYNAME LINUX
+#elif defined(__APPLE__) && defined(__MACH__)
+#define PLATFORM_OS_DARWIN 1
+#define PLATFORM_OS_FAMILYNAME DARWIN
+#elif defined(__FreeBSD__)
+#define PLATFORM_OS_FREEBSD 1
+#define PLATFORM_OS_FAMILYNAME FREEBSD
+#else
+#define PLATFORM_OS_UNKNOWN 1
+#define PLATFORM_OS_FAMILYNAME UNKNOWN
+#endif
+#endif /* PLATFORM_OS_FAMILYNAME */
+
+#ifndef PLATFORM_ARCH_FAMILYNAME
+#if defined(__x86_64__)
+#define PLATFORM_ARCH_X86_64 1
+#define PLATFORM_ARCH_FAMILYNAME X86_64
+#define PLATFORMI_ARCH_TUPLE "x86_64"
+#elif defined(__i386__)
+#define PLATFORM_ARCH_X86 1
+#define PLATFORM_ARCH_FAMILYNAME X86
+#define PLATFORMI_ARCH_TUPLE "i686"
+#elif defined(__aarch64__)
+#define PLATFORM_ARCH_AARCH64 1
+#define PLATFORM_ARCH_FAMILYNAME AARCH64
+#define PLATFORMI_ARCH_TUPLE "aarch64"
+#elif defined(__powerpc__) || defined(__powerpc64__)
+#define PLATFORM_ARCH_POWERPC 1
+#define PLATFORM_ARCH_FAMILYNAME POWERPC
+#define PLATFORMI_ARCH_TUPLE "powerpc"
+#else
+#define PLATFORM_ARCH_UNKNOWN 1
+#define PLATFORM_ARCH_FAMILYNAME UNKNOWN
+#define PLATFORMI_ARCH_TUPLE "unknown"
+#endif
+#if defined(__LP64__) || defined(_LP64)
+#define PLATFORM_ARCH_64 1
+#else
+#define PLATFORM_ARCH_32 1
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define PLATFORM_ARCH_BIG_ENDIAN 1
+#else
+#define PLATFORM_ARCH_LITTLE_ENDIAN 1
+#endif
+#endif /* PLATFORM_ARCH_FAMILYNAME */
+
+/* ---- build configuration ----------------------------------------------------------------------
+ * GASNet records the compiler its configure step found and defines GASNETT_CONFIGURE_MISMATCH
+ * (to 1) only when a client is compiled by another one. This header has no configure step: it
+ * adapts to whichever GNU-compatible compiler (GCC, Clang) includes it, so the "configured"
+ * compiler (GASNETT_PLATFORM_COMPILER_*) is the client's own, and the mismatch is flagged only for
+ * compilers outside that family. */
+#ifndef __GNUC__
+#define GASNETT_CONFIGURE_MISMATCH 1
+#endif
+#define GASNETT_PLATFORM_COMPILER_IDSTR PLATFORM_COMPILER_IDSTR
+#define GASNETT_PLATFORM_COMPILER_FAMILYID PLATFORM_COMPILER_FAMILYID
+#define GASNETT_PLATFORM_COMPILER_ID PLATFORM_COMPILER_ID
+#define GASNETT_PLATFORM_COMPILER_VERSION PLATFORM_COMPILER_VERSION
+#if defined(__linux__) && defined(__GLIBC__)
+#define GASNETT_SYSTEM_TUPLE PLATFORMI_ARCH_TUPLE "-unknown-linux-gnu"
+#elif defined(__linux__)
+#define GASNETT_SYSTEM_TUPLE PLATFORMI_ARCH_TUPLE "-unknown-linux"
+#else
+#define GASNETT_SYSTEM_TUPLE PLATFORMI_ARCH_TUPLE "-unknown-unknown"
+#endif
+#define GASNETT_PAGESHIFT 12
+#if defined(__powerpc__) || defined(__powerpc64__)
+#define GASNETT_CACHE_LINE_BYTES 128
+#else
+#define GASNETT_CACHE_LINE_BYTES 64
+#endif
+/* Client threads per process that may call GASNet: one under GASNET_SEQ; otherwise Portico has no
+ * fixed limit, and this is the bound GASNet clients size their per-thread tables with. */
+#ifdef GASNET_SEQ
+#define GASNETT_MAX_THREADS 1
+#else
+#define GASNETT_MAX_THREADS 256
+#endif
+
+/* ---- compiler helpers (GASNet-1 signatures: the *P(fnname) forms are GASNet's pragma variants for
+ * compilers without attributes, so they are empty here) ------------------------------------------ */
 #define GASNETT_INLINE(fnname) static inline
 #define GASNETT_INLINE_MODIFIER(fnname) inline
 #define GASNETT_NEVER_INLINE(fnname, declarator) __attribute__((__noinline__)) declarator
@@ -36,18 +194,60 @@ extern "C" {
 #define GASNETT_PREDICT_FALSE(exp) __builtin_expect(!!(exp), 0)
 #define GASNETT_LIKELY(exp) GASNETT_PREDICT_TRUE(exp)
 #define GASNETT_UNLIKELY(exp) GASNETT_PREDICT_FALSE(exp)
+#ifndef if_pf
+#define if_pf(cond) if (GASNETT_PREDICT_FALSE(cond))
+#define if_pt(cond) if (GASNETT_PREDICT_TRUE(cond))
+#endif
 #define GASNETT_NORETURN __attribute__((__noreturn__))
+#define GASNETT_NORETURNP(fnname)
+#define GASNETT_MALLOC __attribute__((__malloc__))
+#define GASNETT_MALLOCP(fnname)
+#define GASNETT_PURE __attribute__((__pure__))
+#define GASNETT_PUREP(fnname)
+#define GASNETT_CONST __attribute__((__const__))
+#define GASNETT_CONSTP(fnname)
+#define GASNETT_WARN_UNUSED_RESULT __attribute__((__warn_unused_result__))
+#define GASNETT_USED __attribute__((__used__))
 #define GASNETT_UNUSED __attribute__((__unused__))
-#define GASNETT_FORMAT_PRINTF(fmtarg, firstvararg) __attribute__((__format__(__printf__, fmtarg, firstvararg)))
+#define GASNETT_RESTRICT __restrict__
+/* fnname: the function declared; fmtarg, firstvararg: 1-based positions of the format and of the
+ * first variadic argument; declarator: the declaration itself (a prototype or a definition head). */
+#define GASNETT_FORMAT_PRINTF(fnname, fmtarg, firstvararg, declarator)                            \
+    __attribute__((__format__(__printf__, fmtarg, firstvararg))) declarator
+#define GASNETT_FORMAT_PRINTF_FUNCPTR(fnname, fmtarg, firstvararg, declarator)                    \
+    __attribute__((__format__(__printf__, fmtarg, firstvararg))) declarator
 #define GASNETT_CURRENT_FUNCTION __func__
 #define GASNETT_IDENT(identName, identText) static const char identName[] GASNETT_UNUSED = identText
 #ifdef __cplusplus
 #define GASNETT_BEGIN_EXTERNC extern "C" {
 #define GASNETT_END_EXTERNC }
+#define GASNETT_EXTERNC extern "C"
 #else
 #define GASNETT_BEGIN_EXTERNC
 #define GASNETT_END_EXTERNC
+#define GASNETT_EXTERNC
 #endif
+
+/* ---- tracing and statistics: Portico has no tracing or statistics build (GASNET_TRACE,
+ * GASNET_STATS), so, as in such a GASNet build, these are off and do nothing; the printf forms
+ * still check their format against the arguments. */
+#define GASNETT_TRACE_ENABLED 0
+static inline GASNETT_UNUSED void gasnetti_trace_printf_off(const char *fmt, ...)
+    __attribute__((__format__(__printf__, 1, 2)));
+static inline GASNETT_UNUSED void gasnetti_trace_printf_off(const char *fmt, ...) { (void)fmt; }
+#define GASNETT_TRACE_PRINTF gasnetti_trace_printf_off
+#define GASNETT_TRACE_PRINTF_FORCE gasnetti_trace_printf_off
+#define GASNETT_TRACE_GETMASK() ""
+#define GASNETT_TRACE_SETMASK(mask) ((void)0)
+#define GASNETT_TRACE_GET_TRACELOCAL() (0)
+#define GASNETT_TRACE_SET_TRACELOCAL(newval) ((void)0)
+#define GASNETT_TRACE_SETSOURCELINE(file, line) ((void)0)
+#define GASNETT_TRACE_GETSOURCELINE(pfile, pline) ((void)0)
+#define GASNETT_TRACE_FREEZESOURCELINE() ((void)0)
+#define GASNETT_TRACE_UNFREEZESOURCELINE() ((void)0)
+#define GASNETT_STATS_INIT(callbackfn) 0
+#define GASNETT_STATS_GETMASK() ""
+#define GASNETT_STATS_SETMASK(mask) ((void)0)
 
 /* ---- timers: a monotonic wall clock (CLOCK_MONOTONIC); one tick is one nanosecond -------------
  * Inline when <time.h> declares the POSIX clocks (any POSIX or GNU feature level), otherwise (e.g.
@@ -218,14 +418,18 @@ GASNETT_API void gasnett_threadkey_set(gasnett_threadkey_t *key, void *value);
  * mem_size_multiplier is nonzero; a bare number is then multiplied by mem_size_multiplier
  * (so 1 means bytes, 1048576 megabytes). A malformed value is a fatal error. */
 GASNETT_API char *gasnett_getenv(const char *keyname);
-GASNETT_API const char *gasnett_getenv_withdefault(const char *keyname, const char *defaultval);
+/* Returns the value, or defaultval (a char *, as in GASNet; the caller must not modify it). */
+GASNETT_API char *gasnett_getenv_withdefault(const char *keyname, const char *defaultval);
 GASNETT_API int gasnett_getenv_yesno_withdefault(const char *keyname, int defaultval);
 GASNETT_API int64_t gasnett_getenv_int_withdefault(const char *keyname, int64_t defaultval,
                                                    uint64_t mem_size_multiplier);
 GASNETT_API double gasnett_getenv_dbl_withdefault(const char *keyname, double defaultval);
 /* Parse as gasnett_getenv_int_withdefault does; malformed input is a fatal error. */
 GASNETT_API int64_t gasnett_parse_int(const char *str, uint64_t mem_size_multiplier);
-GASNETT_API double gasnett_parse_dbl(const char *str);
+GASNETT_API double gasnett_parse_dbl(const char *str); /* a Portico extension */
+/* Set or remove a variable of this process's environment only; a failure is a fatal error. */
+GASNETT_API void gasnett_setenv(const char *key, const char *value);
+GASNETT_API void gasnett_unsetenv(const char *key);
 
 /* ---- system ----------------------------------------------------------------------------------- */
 static inline int gasnett_sched_yield(void) { return sched_yield(); }
@@ -233,12 +437,49 @@ GASNETT_API int gasnett_cpu_count(void);              /* online CPUs */
 GASNETT_API uint64_t gasnett_getPhysMemSz(int failureIsFatal); /* bytes of physical memory */
 GASNETT_API const char *gasnett_gethostname(void);
 GASNETT_API void gasnett_flush_streams(void);          /* fflush every stdio stream */
-GASNETT_API void gasnett_fatalerror(const char *msg, ...) GASNETT_FORMAT_PRINTF(1, 2) GASNETT_NORETURN;
+GASNETT_FORMAT_PRINTF(gasnett_fatalerror, 1, 2,
+GASNETT_API void gasnett_fatalerror(const char *msg, ...) GASNETT_NORETURN);
 GASNETT_API void gasnett_killmyprocess(int exitcode) GASNETT_NORETURN; /* _exit, no cleanup */
-/* Writes a backtrace of the calling thread to fd (glibc backtrace_symbols_fd); returns 0 on
- * success. The _ifenabled variant does so only when GASNET_BACKTRACE is set to yes. */
+/* A non-empty list, one "    <option>\n" line each, when the library was built in a way that
+ * slows it down (no optimization, a sanitizer), so benchmarks can warn; "" otherwise. */
+GASNETT_API const char *gasnett_performance_warning_str(void);
+
+/* A fast, simple (not cryptographic) 64-bit checksum of numbytes bytes: each byte is xored into
+ * the running value after rotating it left by 8 bits. */
+GASNETT_API uint64_t gasnett_checksum(const void *p, int numbytes);
+
+/* Number of zero bytes in [src, src + len); the _copy form also copies them to dst (no overlap). */
+GASNETT_API size_t gasnett_count0s(const void *src, size_t len);
+GASNETT_API size_t gasnett_count0s_copy(void *GASNETT_RESTRICT dst, const void *GASNETT_RESTRICT src, size_t len);
+/* ... and among the bytes of one word. */
+static inline int gasnett_count0s_uint64_t(uint64_t x) {
+    int n = 0;
+    for (unsigned i = 0; i < 8; ++i) n += ((x >> (8 * i)) & 0xFFu) == 0;
+    return n;
+}
+static inline int gasnett_count0s_uint32_t(uint32_t x) {
+    return gasnett_count0s_uint64_t((uint64_t)x | 0xFFFFFFFF00000000ull);
+}
+#define gasnett_count0s_uintptr_t(x) gasnett_count0s_uint64_t((uint64_t)(uintptr_t)(x))
+
+/* ---- backtraces --------------------------------------------------------------------------------
+ * gasnett_print_backtrace writes a backtrace of the calling thread to fd: a header line naming
+ * the program (the exename given to gasnett_backtrace_init, else /proc/self/exe) and the pid,
+ * then the frames. Mechanisms, tried in the order GASNET_BACKTRACE_TYPE lists them (a comma
+ * list of names; default: the client's, then EXECINFO): the client's own, when it defines
+ * gasnett_backtrace_user (name, fnp(fd) returning 0 on success, threadsupport), and EXECINFO
+ * (glibc backtrace_symbols_fd). Returns 0 when one succeeded, nonzero otherwise. The _ifenabled
+ * variant does so only when GASNET_BACKTRACE is set to yes (else returns 1). */
+GASNETT_API void gasnett_backtrace_init(const char *exename);
 GASNETT_API int gasnett_print_backtrace(int fd);
 GASNETT_API int gasnett_print_backtrace_ifenabled(int fd);
+typedef struct {
+    const char *name;  /* upper-case name, as listed in GASNET_BACKTRACE_TYPE */
+    int (*fnp)(int);   /* writes the backtrace to the fd, returns 0 on success */
+    int threadsupport; /* backtraces the calling thread (not necessarily another) */
+} gasnett_backtrace_type_t;
+/* Weak: defined by the client that wants its own mechanism, absent otherwise. */
+GASNETT_API extern gasnett_backtrace_type_t gasnett_backtrace_user __attribute__((__weak__));
 
 #ifdef __cplusplus
 }

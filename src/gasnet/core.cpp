@@ -726,8 +726,20 @@ GASNETP_EXPORT const char *gasnet_ErrorDesc(int errval) {
 // ---- no-interrupt sections and handler-safe locks ------------------------------------------------------
 // Handlers run only inside GASNet calls (never from signals), so a no-interrupt section needs no
 // masking; the per-thread flag keeps waits inside one from running handlers on this thread.
-GASNETP_EXPORT void gasnet_hold_interrupts(void) { ts().nis = true; }
-GASNETP_EXPORT void gasnet_resume_interrupts(void) { ts().nis = false; }
+// A handler, and code holding an HSL, already run with interrupts held (§2.4.3), so the calls are
+// ignored there, as in GASNet: a hold left open by a handler would otherwise keep this thread from
+// ever running handlers again (the job hangs), and its AMReply would be refused.
+namespace {
+bool interrupts_held_implicitly(const ThreadState &t) { return t.in_handler || t.hsl_held; }
+} // namespace
+GASNETP_EXPORT void gasnet_hold_interrupts(void) {
+    ThreadState &t = ts();
+    if (!interrupts_held_implicitly(t)) t.nis = true;
+}
+GASNETP_EXPORT void gasnet_resume_interrupts(void) {
+    ThreadState &t = ts();
+    if (!interrupts_held_implicitly(t)) t.nis = false;
+}
 
 GASNETP_EXPORT void gasnet_hsl_init(gasnet_hsl_t *hsl) {
     if (!hsl) fatal("gasnet_hsl_init(NULL)");

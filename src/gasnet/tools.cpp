@@ -1,9 +1,12 @@
-// The library half of gasnet_tools.h: environment helpers, system queries, backtraces, thread keys.
+// The library half of gasnet_tools.h: environment helpers, system queries, backtraces, thread keys,
+// checksums.
 #include <gasnet_tools.h>
 
 #include <execinfo.h>
 #include <sys/time.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cctype>
 #include <cerrno>
@@ -138,9 +141,22 @@ GASNETT_EXPORT void(gasnett_threadkey_set)(gasnett_threadkey_t *key, void *value
 // ---- environment -------------------------------------------------------------------------------------------
 GASNETT_EXPORT char *gasnett_getenv(const char *keyname) { return keyname ? std::getenv(keyname) : nullptr; }
 
-GASNETT_EXPORT const char *gasnett_getenv_withdefault(const char *keyname, const char *defaultval) {
-    const char *v = gasnett_getenv(keyname);
-    return v ? v : defaultval;
+GASNETT_EXPORT char *gasnett_getenv_withdefault(const char *keyname, const char *defaultval) {
+    char *v = gasnett_getenv(keyname);
+    return v ? v : const_cast<char *>(defaultval); // GASNet's signature; callers do not write it
+}
+
+GASNETT_EXPORT void gasnett_setenv(const char *key, const char *value) {
+    errno = 0;
+    if (!key || !value || setenv(key, value, 1) != 0)
+        gasnett_fatalerror("gasnett_setenv(%s, %s): %s", key ? key : "(null)", value ? value : "(null)",
+                           std::strerror(errno ? errno : EINVAL));
+}
+
+GASNETT_EXPORT void gasnett_unsetenv(const char *key) {
+    errno = 0;
+    if (!key || unsetenv(key) != 0)
+        gasnett_fatalerror("gasnett_unsetenv(%s): %s", key ? key : "(null)", std::strerror(errno ? errno : EINVAL));
 }
 
 GASNETT_EXPORT int gasnett_getenv_yesno_withdefault(const char *keyname, int defaultval) {
@@ -222,12 +238,98 @@ GASNETT_EXPORT void gasnett_fatalerror(const char *msg, ...) {
 
 GASNETT_EXPORT void gasnett_killmyprocess(int exitcode) { _exit(exitcode); }
 
-GASNETT_EXPORT int gasnett_print_backtrace(int fd) {
+GASNETT_EXPORT const char *gasnett_performance_warning_str(void) {
+    // What this library was compiled with, not what the client was.
+    static const char warnings[] = ""
+#ifndef __OPTIMIZE__
+                                   "    no compiler optimization\n"
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+                                   "    AddressSanitizer\n"
+#endif
+#if defined(__SANITIZE_THREAD__)
+                                   "    ThreadSanitizer\n"
+#endif
+        ;
+    return warnings;
+}
+
+GASNETT_EXPORT uint64_t gasnett_checksum(const void *p, int numbytes) {
+    const auto *b = static_cast<const unsigned char *>(p);
+    uint64_t sum = 0;
+    for (int i = 0; i < numbytes; ++i) sum = ((sum << 8) | (sum >> 56)) ^ b[i];
+    return sum;
+}
+
+GASNETT_EXPORT size_t gasnett_count0s(const void *src, size_t len) {
+    const auto *b = static_cast<const unsigned char *>(src);
+    size_t n = 0;
+    for (size_t i = 0; i < len; ++i) n += b[i] == 0;
+    return n;
+}
+
+GASNETT_EXPORT size_t gasnett_count0s_copy(void *dst, const void *src, size_t len) {
+    if (len) std::memcpy(dst, src, len);
+    return gasnett_count0s(dst, len);
+}
+
+// ---- backtraces ---------------------------------------------------------------------------------------------
+namespace {
+std::atomic<const char *> backtrace_exename{nullptr};
+
+int execinfo_backtrace(int fd) {
     void *frames[128];
     const int n = backtrace(frames, 128);
     if (n <= 0) return -1;
     backtrace_symbols_fd(frames, n, fd);
     return 0;
+}
+
+bool user_backtrace_defined() { return &gasnett_backtrace_user != nullptr && gasnett_backtrace_user.fnp; }
+
+bool same_name(const char *a, size_t alen, const char *b) {
+    if (!b || std::strlen(b) != alen) return false;
+    for (size_t i = 0; i < alen; ++i)
+        if (std::toupper(static_cast<unsigned char>(a[i])) != std::toupper(static_cast<unsigned char>(b[i])))
+            return false;
+    return true;
+}
+
+// Runs the mechanism called name (alen bytes); -1 when there is none by that name.
+int run_backtrace(const char *name, size_t alen, int fd) {
+    if (user_backtrace_defined() && same_name(name, alen, gasnett_backtrace_user.name))
+        return gasnett_backtrace_user.fnp(fd) == 0 ? 0 : 1;
+    if (same_name(name, alen, "EXECINFO")) return execinfo_backtrace(fd) == 0 ? 0 : 1;
+    return -1;
+}
+} // namespace
+
+GASNETT_EXPORT void gasnett_backtrace_init(const char *exename) {
+    // Kept for the header line; the string is the client's (GASNet passes argv[0]) and must live on.
+    backtrace_exename.store(exename, std::memory_order_release);
+}
+
+GASNETT_EXPORT int gasnett_print_backtrace(int fd) {
+    const char *exe = backtrace_exename.load(std::memory_order_acquire);
+    char self[512];
+    if (!exe) {
+        const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[n > 0 ? n : 0] = '\0';
+        exe = n > 0 ? self : "(unknown program)";
+    }
+    dprintf(fd, "backtrace of %s, pid %ld:\n", exe, long(getpid()));
+    const char *order = std::getenv("GASNET_BACKTRACE_TYPE");
+    if (order && *order) {
+        for (const char *p = order; *p;) {
+            const char *end = std::strchr(p, ',');
+            const size_t len = end ? size_t(end - p) : std::strlen(p);
+            if (len && run_backtrace(p, len, fd) == 0) return 0;
+            p += len + (end ? 1 : 0);
+        }
+        return 1;
+    }
+    if (user_backtrace_defined() && gasnett_backtrace_user.fnp(fd) == 0) return 0;
+    return execinfo_backtrace(fd) == 0 ? 0 : 1;
 }
 
 GASNETT_EXPORT int gasnett_print_backtrace_ifenabled(int fd) {

@@ -1,0 +1,2 @@
+// tools_test.c compiled as C++: the header's macros and declarations must work there too.
+#include "tools_test.c"
