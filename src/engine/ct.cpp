@@ -39,7 +39,7 @@ int Engine::ct_free(ptl_handle_ct_t h) {
     entries_.for_each([&](Entry *e) {
         if (e->ct == ct) e->ct = nullptr;
     });
-    for (Entry *e : ct->ni->retired) // out of the handle table, but a stream may still count
+    for (Entry *e : ct->ni->retired) // perhaps out of the handle table, but still counting
         if (e->ct == ct) e->ct = nullptr;
     cts_.remove(h);
     --ct->ni->n_cts;

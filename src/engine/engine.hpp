@@ -147,7 +147,8 @@ struct Entry {
     std::list<Entry *>::iterator pos;
     int busy = 0;          // messages partly received into it
     int uh_refs = 0;       // unexpected headers whose data lives in it
-    bool auto_unlinked = false; // unlinked by the engine: its handle is dead, the object in NI::retired
+    bool auto_unlinked = false; // unlinked by the engine; the object is in NI::retired
+    bool handle_live = true;    // false once nothing more can happen to it (retire_handle)
     bool free_pending = false;  // AUTO_FREE owed once uh_refs drops to 0
 };
 
@@ -200,7 +201,7 @@ struct NI {
     ptl_rank_t rank = 0;
     int n_mds = 0, n_eqs = 0, n_cts = 0, n_entries = 0, n_triggered = 0;
     int bundle_depth = 0;
-    std::vector<Entry *> retired; // auto-unlinked entries (handles dead), freed when nothing points into them
+    std::vector<Entry *> retired; // auto-unlinked entries, freed at an append once nothing points into them
 
     bool matching() const { return kind & wire::kNiMatching; }
     bool logical() const { return kind & wire::kNiLogical; }
@@ -403,6 +404,7 @@ private:
     // A message streaming into pt has ended (a PtlPTDisable may wait for the last one).
     void stream_ended(PT &pt);
     void release_header(Unexpected &u);
+    void retire_handle(Entry *e);
     void retire_entries(NI *ni);
     void destroy_entry(Entry *e);
     void entry_event(Entry *e, ptl_event_kind_t type, const ptl_event_t &base);

@@ -105,9 +105,6 @@ void Engine::auto_unlink(Entry *e) {
         pt.lists[e->list].erase(e->pos);
         e->linked = false;
     }
-    // The handle dies now: a later PtlMEUnlink of it is stale (ARG_INVALID), not IN_USE for ever.
-    // The object lives on in `retired` while unexpected headers or a stream still point into it.
-    entries_.remove(e->handle);
     e->auto_unlinked = true;
     e->ni->retired.push_back(e);
     entry_event(e, PTL_EVENT_AUTO_UNLINK, ptl_event_t{});
@@ -118,6 +115,15 @@ void Engine::auto_unlink(Entry *e) {
         else
             e->free_pending = true;
     }
+    if (e->uh_refs == 0) retire_handle(e);
+}
+
+void Engine::retire_handle(Entry *e) {
+    // Nothing more will happen to the entry: its handle goes stale now (PtlMEUnlink answers
+    // ARG_INVALID), not at the next append, so that a program retrying on IN_USE ends (README
+    // decision 21). The object itself is freed at the next append: callers may still hold it.
+    entries_.remove(e->handle);
+    e->handle_live = false;
 }
 
 void Engine::release_header(Unexpected &u) {
@@ -125,18 +131,18 @@ void Engine::release_header(Unexpected &u) {
     if (--e->uh_refs == 0 && e->free_pending) {
         e->free_pending = false;
         entry_event(e, PTL_EVENT_AUTO_FREE, ptl_event_t{});
+        retire_handle(e);
     }
 }
 
 void Engine::destroy_entry(Entry *e) {
-    if (!e->auto_unlinked) entries_.remove(e->handle);
+    if (e->handle_live) entries_.remove(e->handle);
     --e->ni->n_entries;
     delete e;
 }
 
 void Engine::retire_entries(NI *ni) {
-    // Auto-unlinked entries (their handles already dead) are freed at the next append once
-    // nothing points into them.
+    // Auto-unlinked entries are freed at the next append once nothing points into them.
     auto &r = ni->retired;
     for (size_t i = 0; i < r.size();) {
         if (r[i]->uh_refs == 0 && r[i]->busy == 0) {
@@ -232,7 +238,9 @@ int Engine::unlink(ptl_handle_any_t h, bool is_me) {
     std::lock_guard g(mutex_);
     Entry *e = entries_.lookup(is_me ? ObjType::ME : ObjType::LE, h);
     if (!e) return PTL_ARG_INVALID;
-    if (e->busy > 0 || e->uh_refs > 0) return PTL_IN_USE;
+    // In use: a message streams into it, unexpected headers point into it, or it unlinked itself
+    // and still owes its AUTO_FREE (its handle goes stale with that event).
+    if (e->auto_unlinked || e->busy > 0 || e->uh_refs > 0) return PTL_IN_USE;
     if (e->linked) e->ni->pts[e->pt_index].lists[e->list].erase(e->pos);
     destroy_entry(e); // an explicit unlink raises no event
     return PTL_OK;

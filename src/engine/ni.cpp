@@ -156,7 +156,10 @@ void Engine::destroy_ni(NI *ni) {
             }
         pt.unexpected.clear();
     }
-    for (Entry *e : ni->retired) delete e; // their handles died at AUTO_UNLINK
+    for (Entry *e : ni->retired) {
+        if (e->handle_live) entries_.remove(e->handle);
+        delete e;
+    }
     std::vector<Entry *> orphans;
     entries_.for_each([&](Entry *e) {
         if (e->ni == ni) orphans.push_back(e);

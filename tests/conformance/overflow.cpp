@@ -284,7 +284,8 @@ TEST_F(Overflow, UnexpectedHdrDisableKeepsNoHeader) {
 
 // Item 25 (§3.11, §3.12, §3.13.1 AUTO_FREE): an overflow ME that unlinked itself (min_free) raises
 // AUTO_FREE only once every header it holds has been consumed, after the last of their events and
-// with its counting events complete; its handle died with AUTO_UNLINK (PtlMEUnlink: PTL_ARG_INVALID).
+// with its counting events complete; unlinking it meanwhile returns PTL_IN_USE, and after AUTO_FREE
+// its handle is stale (PTL_ARG_INVALID, README decision 21).
 TEST_F(Overflow, AutoFreeAfterAllHeadersConsumed) {
     Ni ni = open_ni(kMatchingPhysical);
     ptl_handle_ct_t ct = PTL_INVALID_HANDLE;
@@ -305,7 +306,7 @@ TEST_F(Overflow, AutoFreeAfterAllHeadersConsumed) {
         t->expect_put(100, 0xB, 0, 100, 2);
         check_entry_event(wait_event(t->eq), PTL_EVENT_AUTO_UNLINK, kPt, tag(0x0F));
         expect_eq_empty(t->eq, "(headers still refer to the buffer: no AUTO_FREE yet)");
-        EXPECT_RC(PTL_ARG_INVALID, PtlMEUnlink(t->over));
+        EXPECT_RC(PTL_IN_USE, PtlMEUnlink(t->over));
         std::vector<uint8_t> p1(128), p2(128);
         t->append(p1.data(), p1.size(), PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0xA, tag(0xE1));
         t->expect_overflow(PTL_EVENT_PUT_OVERFLOW, 100, 0xA, 0, 0, 1, tag(0xE1));
@@ -328,6 +329,7 @@ TEST_F(Overflow, AutoFreeAfterAllHeadersConsumed) {
         }
         EXPECT_TRUE(link && free);
         expect_eq_empty(t->eq);
+        EXPECT_RC(PTL_ARG_INVALID, PtlMEUnlink(t->over)) << "nothing is left of it after AUTO_FREE";
     }
 }
 
