@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 #include <mutex>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -18,23 +19,48 @@ __attribute__((tls_model("initial-exec"))) thread_local sigjmp_buf *volatile t_g
 struct sigaction g_old_segv, g_old_bus;
 std::once_flag g_once;
 
+// A fault the kernel raised for an instruction (si_code > 0: SEGV_MAPERR, BUS_ADRERR, SI_KERNEL
+// for a non-canonical address, ...), as opposed to a signal someone sent with kill, raise,
+// pthread_kill or sigqueue (si_code <= 0), which no instruction will raise again.
+bool is_fault(const siginfo_t *info) { return info != nullptr && info->si_code > 0; }
+
+// Delivers a signal that is not ours as if Portico's handler had never been installed.
 void chain(int sig, siginfo_t *info, void *ctx) {
     struct sigaction &old = sig == SIGSEGV ? g_old_segv : g_old_bus;
-    if (old.sa_flags & SA_SIGINFO) {
-        old.sa_sigaction(sig, info, ctx);
-    } else if (old.sa_handler == SIG_IGN) {
-        return;
-    } else if (old.sa_handler != SIG_DFL) {
-        old.sa_handler(sig);
-    } else {
-        // Restore the default action and return: the faulting instruction runs again and the
-        // process dies with the original signal, exactly as without Portico.
+    const bool fault = is_fault(info);
+    const bool has_handler = (old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN);
+    if (!has_handler) {
+        if (old.sa_handler == SIG_IGN && !fault) return; // ignored, as it would have been
+        // Default action (the kernel applies it to a fault even when the signal is ignored).
+        // A fault: restore it and return, the instruction runs again and the process dies with
+        // the original signal and fault address. A sent signal would be lost that way: send it
+        // again, now that the default action is in place (it is not blocked: our handler runs
+        // with SA_NODEFER).
         signal(sig, SIG_DFL);
+        if (!fault) raise(sig);
+        return;
     }
+    // The application's handler, run as the kernel would have run it: with its mask (and the
+    // signal itself unless SA_NODEFER) blocked, and reset to the default first if SA_RESETHAND.
+    sigset_t mask = old.sa_mask, saved;
+    if (!(old.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
+    const struct sigaction handler = old;
+    if (old.sa_flags & SA_RESETHAND) {
+        old.sa_flags &= ~SA_SIGINFO;
+        old.sa_handler = SIG_DFL;
+    }
+    pthread_sigmask(SIG_BLOCK, &mask, &saved);
+    if (handler.sa_flags & SA_SIGINFO)
+        handler.sa_sigaction(sig, info, ctx);
+    else
+        handler.sa_handler(sig);
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
 }
 
 void on_fault(int sig, siginfo_t *info, void *ctx) {
-    if (sigjmp_buf *g = t_guard) {
+    // Only a real fault inside a guarded copy is ours; a signal sent to a thread that happens
+    // to be copying is the application's.
+    if (sigjmp_buf *g = t_guard; g && is_fault(info)) {
         t_guard = nullptr;
         siglongjmp(*g, 1);
     }
@@ -47,7 +73,9 @@ void install_fault_guard() {
         struct sigaction sa;
         std::memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_fault;
-        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        // SA_ONSTACK: a thread with an alternate signal stack (a stack-overflow handler) gets
+        // its handler there, as without Portico.
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGSEGV, &sa, &g_old_segv);
         sigaction(SIGBUS, &sa, &g_old_bus);

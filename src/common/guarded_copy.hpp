@@ -6,8 +6,11 @@
 
 namespace portico {
 
-// Installs the SIGSEGV/SIGBUS handler that guarded_copy relies on (idempotent). Faults outside a
-// guarded copy are passed on to the previous handler, so the application's behaviour is unchanged.
+// Installs the SIGSEGV/SIGBUS handler that guarded_copy relies on (idempotent; the engine calls it
+// when the first NI is created, so that a process without one keeps its signal dispositions).
+// Faults outside a guarded copy, and signals sent with kill/raise/pthread_kill/sigqueue, go to the
+// handler installed before (SA_SIGINFO or not, with its mask), are ignored if it was SIG_IGN, and
+// get the default action if it was SIG_DFL: the application sees what it would without Portico.
 void install_fault_guard();
 
 // memcpy(dst, src, n); returns false (and leaves dst partly written) if either range faults.

@@ -12,7 +12,6 @@
 #include "common/env.hpp"
 #include "common/fence.hpp"
 #include "common/futex.hpp"
-#include "common/guarded_copy.hpp"
 #include "common/log.hpp"
 #include "transport/tcp/handshake.hpp"
 
@@ -72,10 +71,7 @@ Engine &Engine::instance() {
 int Engine::init() {
     std::lock_guard g(mutex_);
     if (finalized_ && init_count_ == 0) return PTL_FAIL; // "cannot be called after the library has been finalized"
-    if (init_count_++ == 0) {
-        install_fault_guard();
-        aborted_ = false;
-    }
+    if (init_count_++ == 0) aborted_ = false;
     return PTL_OK;
 }
 

@@ -4,6 +4,7 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "common/guarded_copy.hpp"
 #include "common/env.hpp"
 #include "common/netif.hpp"
 #include "common/log.hpp"
@@ -68,6 +69,9 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
         return PTL_OK;
     }
     if (ep && pid != PTL_PID_ANY && pid != ep->transport->self().pid) return PTL_PID_IN_USE;
+    // Guarded copies start with the first NI; until then the application's SIGSEGV/SIGBUS
+    // dispositions stay untouched.
+    install_fault_guard();
     bool new_endpoint = false;
     if (!ep) {
         auto e = std::make_unique<Endpoint>();

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <strings.h>
-#include <ctime>
 #include <thread>
 #include <unistd.h>
 #include <sys/mman.h>
@@ -174,6 +173,27 @@ void notify_peers_of_exit(int code) {
     }
 }
 
+// Moves the exit messages that have arrived into g->remote_code (the first one decides). Called
+// by the exit watcher and by any thread that needs to know whether an exit is under way.
+void take_exit_messages() {
+    for (;;) {
+        ptl_event_t ev;
+        const int rc = PtlEQGet(g->eq_exit, &ev);
+        if (rc != PTL_OK && rc != PTL_EQ_DROPPED) return;
+        if (ev.type != PTL_EVENT_PUT) continue;
+        int64_t code;
+        std::memcpy(&code, ev.start, sizeof code);
+        int64_t none = State::kNoExit;
+        g->remote_code.compare_exchange_strong(none, int64_t(int(code)));
+    }
+}
+
+// The code this node ends with once it follows another node's exit, else the code it chose.
+int code_to_exit_with(int own) {
+    const int64_t c = g->remote_code.load();
+    return c == State::kNoExit ? own : int(c);
+}
+
 bool client_handles_sigquit() {
     struct sigaction sa;
     if (sigaction(SIGQUIT, nullptr, &sa) != 0) return false;
@@ -181,24 +201,15 @@ bool client_handles_sigquit() {
     return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
 }
 
+// This node follows another node's exit, which that node announced to every node itself.
 void remote_exit(int code) {
     if (g->exit_started.load()) return; // our own gasnet_exit is under way and ends the process
     // GASNet raises SIGQUIT on a remote exit so that a client may shut down; its handler is
-    // expected to call gasnet_exit, which then asks this thread to tell the other nodes (the
-    // handler may have interrupted a thread inside the engine) and ends the process. Without a
-    // client handler, or if the handler does not exit in time, exit at once with the code.
+    // expected to call gasnet_exit, which ends the process with the exiting node's code. Without
+    // a client handler, or if the handler does not exit in time, exit at once with that code.
     if (client_handles_sigquit() && !g->in_sigquit.exchange(true)) {
         pthread_kill(g->init_thread, SIGQUIT);
-        const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(g->exit_timeout_s * 1e9);
-        while (gasnett_ticks_now() < deadline) {
-            const int c = g->sigquit_code.load();
-            if (c != -1) {
-                notify_peers_of_exit(c);
-                g->sigquit_notified.store(true);
-                for (;;) pause(); // the handler's gasnet_exit ends the process
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
+        std::this_thread::sleep_for(std::chrono::duration<double>(g->exit_timeout_s));
     }
     flush_std_streams_nonblocking();
     _exit(code);
@@ -213,28 +224,62 @@ void exit_watcher_main(unsigned period_ms) {
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     while (!watcher_stop.load(std::memory_order_acquire)) {
-        ptl_event_t ev;
-        const int rc = PtlEQGet(g->eq_exit, &ev);
-        if ((rc == PTL_OK || rc == PTL_EQ_DROPPED) && ev.type == PTL_EVENT_PUT) {
-            int64_t code;
-            std::memcpy(&code, ev.start, sizeof code);
-            remote_exit(static_cast<int>(code));
-            continue;
-        }
+        // Another thread may have taken the message (exit_under_way): remote_code is what counts.
+        take_exit_messages();
+        const int64_t code = g->remote_code.load();
+        if (code != State::kNoExit) remote_exit(static_cast<int>(code)); // returns if we exit ourselves
         std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
     }
 }
 
-void at_exit_hook() {
-    // main returned (or exit was called) without gasnet_exit: end the job as GASNet does, but
-    // leave this process's own exit status alone. The messages go from a fresh thread: glibc has
-    // already destroyed this thread's thread-local objects, which Portals calls use.
-    if (!g || !g->inited || g->exit_started.exchange(true)) return;
-    std::thread notifier(notify_peers_of_exit, 0);
+// main returned (or exit was called) without gasnet_exit: end the job as GASNet does, with the
+// code main returned, and leave this process's own exit status alone, unless this node is
+// following another node's exit (say, the client's SIGQUIT handler called exit): then it ends
+// with that node's code, as gasnet_exit would. The messages go from a fresh thread, so that no
+// Portals call depends on this thread's thread-local objects, which glibc has destroyed by now.
+void at_exit_hook(int status) {
+    if (!g || !g->inited) return;
+    take_exit_messages();
+    if (g->remote_code.load() != State::kNoExit) {
+        flush_std_streams_nonblocking();
+        _exit(code_to_exit_with(status));
+    }
+    if (g->exit_started.exchange(true)) return;
+    std::thread notifier(notify_peers_of_exit, status);
     notifier.join();
     watcher_stop.store(true);
     if (exit_watcher && exit_watcher->joinable()) exit_watcher->join();
 }
+
+#ifdef __GLIBC__
+void on_exit_hook(int status, void *) { at_exit_hook(status); }
+#else
+void atexit_hook() { at_exit_hook(0); } // without on_exit the status is unknown: the others end with 0
+#endif
+
+} // namespace
+
+bool exit_under_way(bool wait) {
+    if (!g || !g->inited) return false;
+    const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(g->exit_timeout_s * 1e9);
+    for (;;) {
+        take_exit_messages();
+        if (g->exit_started.load() || g->remote_code.load() != State::kNoExit) return true;
+        // The exiting node's message is acknowledged before it leaves, so it is normally here
+        // before any failure its departure causes; the wait covers a transport that reports the
+        // broken link before the last messages on it.
+        if (!wait || gasnett_ticks_now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+void follow_exit() {
+    // The exit watcher ends the process (after the client's SIGQUIT handler, which may run on
+    // this very thread); it needs nothing this thread holds.
+    for (;;) pause();
+}
+
+namespace {
 
 // ---- segments ----------------------------------------------------------------------------------------
 uint64_t local_processes() {
@@ -490,7 +535,11 @@ int do_init(int threadmode, int segmode) {
     watcher_stop = false;
     const unsigned period = unsigned(std::clamp<uint64_t>(env_u64("GASNET_EXIT_POLL_MS", 10), 1, 1000));
     exit_watcher = new std::thread(exit_watcher_main, period);
-    std::atexit(at_exit_hook);
+#ifdef __GLIBC__
+    on_exit(on_exit_hook, nullptr);
+#else
+    std::atexit(atexit_hook);
+#endif
     return GASNET_OK;
 }
 
@@ -640,21 +689,19 @@ GASNETP_EXPORT void gasnet_exit(int exitcode) {
         _exit(exitcode);
     }
     if (g->in_sigquit.load() && pthread_equal(pthread_self(), g->init_thread)) {
-        // From the client's SIGQUIT handler (a remote node exited): the interrupted code may hold
-        // engine or stdio locks, so the exit watcher notifies the others; we wait a bounded time.
+        // From the client's SIGQUIT handler: this node follows another node's exit, which that
+        // node has announced to every node, and the node that exited first decides the job's
+        // code, not the code the handler passes. The interrupted code may hold stdio locks.
         flush_std_streams_nonblocking();
-        g->sigquit_code.store(exitcode);
-        const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(g->exit_timeout_s * 1e9);
-        while (!g->sigquit_notified.load() && gasnett_ticks_now() < deadline) {
-            const struct timespec ms = {0, 1000000};
-            nanosleep(&ms, nullptr);
-        }
-        _exit(exitcode);
+        _exit(code_to_exit_with(exitcode));
     }
     if (g->exit_started.exchange(true)) {
         // Another thread is ending the process already.
         for (;;) pause();
     }
+    // An exit message that arrived before this call makes this node a follower of that exit.
+    take_exit_messages();
+    exitcode = code_to_exit_with(exitcode);
     std::fflush(nullptr);
     notify_peers_of_exit(exitcode);
     _exit(exitcode);

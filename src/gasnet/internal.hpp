@@ -218,9 +218,11 @@ struct State {
     // Exit.
     std::atomic<bool> exit_started{false};
     std::atomic<bool> in_sigquit{false};   // we raised SIGQUIT for a remote exit
-    std::atomic<int> sigquit_code{-1};     // the code the client's SIGQUIT handler exits with
-    std::atomic<bool> sigquit_notified{false};
     pthread_t init_thread{};               // receives that SIGQUIT
+    // The code of the first exit message received (kNoExit: none). Once set, this node follows
+    // that exit: it ends with this code whatever code a later gasnet_exit or exit passes.
+    static constexpr int64_t kNoExit = INT64_MIN;
+    std::atomic<int64_t> remote_code{kNoExit};
     int64_t *exit_codes = nullptr;
     double exit_timeout_s = 2.0;
 
@@ -272,6 +274,13 @@ void barrier_setup();
 void barrier_arrival(const ptl_event_t &ev);
 // core.cpp
 void exchange(const void *mine, size_t len, void *all);
+// True if this node is ending because of an exit: its own, or another node's exit message has
+// arrived (waits up to GASNET_EXITTIMEOUT for one when wait is set). An operation that failed
+// because its target left is then no error: the caller calls follow_exit.
+bool exit_under_way(bool wait);
+// Parks the calling thread until the exit under way ends the process (the exit watcher, or this
+// node's own exiting thread, does it with the right code).
+[[noreturn]] void follow_exit();
 uint64_t env_u64(const char *name, uint64_t fallback);
 
 } // namespace gasnetp

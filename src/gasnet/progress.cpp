@@ -29,6 +29,9 @@ std::atomic<int> ticks_in_flight{0};
 void handle_op_event(const ptl_event_t &ev) {
     g->inflight.fetch_sub(1, std::memory_order_relaxed);
     if (ev.ni_fail_type != PTL_NI_OK) {
+        // The target has left because some node exited non-collectively: that exit decides how
+        // this process ends, not the failure it left behind.
+        if (ev.ni_fail_type == PTL_NI_UNDELIVERABLE && exit_under_way(true)) follow_exit();
         const char *what = ev.type == PTL_EVENT_ACK     ? "put"
                            : ev.type == PTL_EVENT_REPLY ? "get"
                            : ev.type == PTL_EVENT_SEND  ? "send"

@@ -39,6 +39,7 @@ namespace {
 const std::string kRun = PORTICO_RUN_PATH;
 const std::string kHelper = LAUNCHER_HELPER_PATH;
 const std::string kPortalsRank = PORTALS_RANK_PATH;
+const std::string kPortalsExitOrder = PORTALS_EXIT_ORDER_PATH;
 const std::string kFakeRsh = FAKE_RSH_PATH;
 const std::string kFakeRshDetached = FAKE_RSH_DETACHED_PATH;
 const std::string kPmiJobTest = PMI_JOB_TEST_PATH;
@@ -393,6 +394,29 @@ TEST(Exit, LastRankExitCodeCounts) {
     EXPECT_HAS(r.err, "portico-run: rank 1 (pid ", r);
     EXPECT_HAS(r.err, "exited with code 5", r);
 }
+
+// The first rank to exit non-zero decides the job's status, also when the launcher finds several
+// exits at once (portals_exit_order stops it meanwhile): rank 2 exits with 8, then rank 0 is
+// killed by SIGKILL; rank 0 is the older child, which waitpid(-1) would return first.
+void expect_first_exit_decides(const std::string &transport) {
+    char tmpl[] = "/tmp/portico-exit-order-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr) << std::strerror(errno);
+    const std::string dir = tmpl;
+    Spec s;
+    s.args = {"-n", "3", "--timeout", "60", kPortalsExitOrder, dir};
+    s.env = {{"PORTICO_TRANSPORT", transport}};
+    Result r = run(s);
+    EXPECT_EXIT_CODE(r, 8);
+    EXPECT_HAS(r.err, "portico-run: rank 2 (pid ", r);
+    EXPECT_HAS(r.err, ") exited with code 8; terminating the job", r);
+    EXPECT_FALSE(has(r.err, "signal 9")) << r;
+    for (int rank = 0; rank < 3; ++rank)
+        ::unlink((dir + "/pid." + std::to_string(rank)).c_str());
+    ::rmdir(dir.c_str());
+}
+
+TEST(Exit, FirstRankToExitDecides) { expect_first_exit_decides("shm"); }
+TEST(Exit, FirstRankToExitDecidesOverTcp) { expect_first_exit_decides("tcp"); }
 
 TEST(Exit, GrandchildrenAreKilledWithTheJob) {
     // Rank 0's child holds stdout/stderr open: run() returns only once it is gone too.

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <deque>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -266,11 +267,11 @@ private:
     [[noreturn]] void exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp);
     void event_loop();
     int poll_timeout_ms() const;
-    void end_lingering(bool all);
+    void process_exits();
     void accept_connections();
     void cut_remote_connections();
     void read_signals();
-    void reap();
+    void reap(const std::vector<pid_t> &exit_order);
     void on_rank_exit(int rank, int status);
     void on_rank_stopped(int sig);
     void on_signal(int sig);
@@ -294,6 +295,9 @@ private:
     std::unordered_map<pid_t, int> by_pid_;
     int live_ = 0;
     pid_t pgid_ = 0;
+    // Ranks that have exited (waited) but whose exit is not processed yet, in the order they
+    // exited.
+    std::deque<int> exits_;
     sigset_t orig_mask_{};
     bool mask_set_ = false;
     int sigfd_ = -1, timeout_fd_ = -1, grace_fd_ = -1;
@@ -305,7 +309,7 @@ private:
     std::unique_ptr<PmiServer> server_;
     End end_ = End::None;
     int end_code_ = 0;
-    int worst_ = 0;
+    int first_failure_ = 0; // the code of the first rank to exit non-zero
     // Remote ranks (--hosts).
     bool remote_ = false;
     std::string rsh_name_;   // for messages: "via ssh"
@@ -682,7 +686,7 @@ void Job::event_loop() {
             else if (owner[i] == kListener)
                 accept_now = true;
         }
-        end_lingering(false);
+        process_exits();
         // New connections last: their fds may reuse numbers that this round's pfds still name.
         if (accept_now && listener_.fd >= 0)
             accept_connections();
@@ -703,18 +707,20 @@ int Job::poll_timeout_ms() const {
     return static_cast<int>(std::clamp<long long>(left.count(), 0, INT_MAX));
 }
 
-// Reports the exits of remote ranks whose RSH process has exited once their PMI connection has
-// closed too (or the wait is over, or the job is being torn down anyway).
-void Job::end_lingering(bool all) {
+// Processes the exits waited for, in the order the ranks exited. A remote rank whose RSH process
+// has exited is processed once its PMI connection has closed too (or the wait is over, or the
+// job is being torn down anyway); the exits after it wait for it, so that the first rank to exit
+// still decides.
+void Job::process_exits() {
     auto now = std::chrono::steady_clock::now();
-    for (int r = 0; r < opt_.nprocs; ++r) {
+    while (!exits_.empty()) {
+        int r = exits_.front();
         Rank &rk = ranks_[r];
-        if (!rk.lingering)
-            continue;
-        if (all || end_ != End::None || server_->closed(r) || now >= rk.linger_until) {
-            rk.lingering = false;
-            on_rank_exit(r, rk.status);
-        }
+        if (rk.lingering && end_ == End::None && !server_->closed(r) && now < rk.linger_until)
+            return;
+        rk.lingering = false;
+        exits_.pop_front();
+        on_rank_exit(r, rk.status);
     }
 }
 
@@ -802,6 +808,7 @@ void Job::pmi_refused(const std::string &peer, const std::string &why) {
 
 void Job::read_signals() {
     signalfd_siginfo si;
+    std::vector<pid_t> exit_order;
     for (;;) {
         ssize_t n = ::read(sigfd_, &si, sizeof si);
         if (n < 0 && errno == EINTR)
@@ -810,24 +817,45 @@ void Job::read_signals() {
             break;
         if (si.ssi_signo != SIGCHLD)
             on_signal(static_cast<int>(si.ssi_signo));
+        else if (si.ssi_code == CLD_EXITED || si.ssi_code == CLD_KILLED || si.ssi_code == CLD_DUMPED)
+            exit_order.push_back(static_cast<pid_t>(si.ssi_pid));
     }
-    reap(); // SIGCHLDs coalesce: always collect every exited rank
+    reap(exit_order);
 }
 
-void Job::reap() {
+// Collects the children named in exit_order first, then every other exited or stopped child.
+// SIGCHLDs coalesce: a SIGCHLD that is pending when more children exit keeps the information of
+// the first, so exit_order names the child that exited first since we last looked, whereas
+// waitpid(-1) returns exited children in the order they were started. Taking that one first is
+// what lets the first rank to exit decide the job's status when we find several exits at once
+// (a busy machine).
+void Job::reap(const std::vector<pid_t> &exit_order) {
+    std::size_t next = 0;
     for (;;) {
         int st = 0;
-        pid_t p = ::waitpid(-1, &st, WNOHANG | (hand_tty_ ? WUNTRACED : 0));
+        pid_t p;
+        if (next < exit_order.size()) {
+            p = ::waitpid(exit_order[next++], &st, WNOHANG);
+            if (p <= 0)
+                continue; // already collected
+        } else {
+            p = ::waitpid(-1, &st, WNOHANG | (hand_tty_ ? WUNTRACED : 0));
+        }
         if (p == 0)
             break;
         if (p < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno == ECHILD && live_ > 0) { // cannot happen with SIGCHLD at SIG_DFL
-                say("lost track of the ranks (no children left)");
+            if (errno == ECHILD) { // cannot happen with SIGCHLD at SIG_DFL
+                bool lost = false;
                 for (Rank &rk : ranks_)
-                    rk.reaped = true;
-                live_ = 0;
+                    if (rk.pid > 0 && !rk.waited && !rk.reaped) {
+                        rk.waited = rk.reaped = true;
+                        --live_;
+                        lost = true;
+                    }
+                if (lost)
+                    say("lost track of the ranks (no children left)");
             }
             break;
         }
@@ -843,15 +871,15 @@ void Job::reap() {
         Rank &rk = ranks_[rank];
         rk.waited = true;
         server_->drain(rank);
+        rk.status = st;
         if (remote_ && end_ == End::None && !server_->closed(rank)) {
             // ssh may report the exit before the rank's last PMI bytes arrive over the network.
             rk.lingering = true;
-            rk.status = st;
             rk.linger_until = std::chrono::steady_clock::now() + kLinger;
-            continue;
         }
-        on_rank_exit(rank, st);
+        exits_.push_back(rank);
     }
+    process_exits();
 }
 
 // Job control when the job owns the terminal: Ctrl-Z stops the ranks (they are the foreground
@@ -876,9 +904,10 @@ void Job::on_rank_exit(int rank, int status) {
     if (end_ != End::None)
         return; // killed by us (or irrelevant now that the job is being torn down)
     int code = status_code(status);
-    worst_ = std::max(worst_, code);
     if (code == 0)
         return; // finishing early is fine
+    if (first_failure_ == 0)
+        first_failure_ = code;
     std::string msg = who(rank) + " " + describe_status(status);
     if (remote_ && rsh_name_ == "ssh" && WIFEXITED(status) && WEXITSTATUS(status) == 255)
         msg += " (255 is also ssh's own error code: host unreachable, authentication failed, ...)";
@@ -1017,9 +1046,9 @@ std::vector<int> Job::live_ranks() const {
 int Job::exit_code() const {
     switch (end_) {
     case End::None:
-        return worst_;
+        return first_failure_;
     case End::RankFailed:
-        return std::max(worst_, end_code_);
+        return end_code_; // first_failure_ too
     default:
         return end_code_;
     }

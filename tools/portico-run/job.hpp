@@ -10,7 +10,8 @@
 
 namespace portico::run {
 
-// Exit codes of the launcher itself (ranks' own codes pass through: the worst one wins).
+// Exit codes of the launcher itself (ranks' own codes pass through: the first rank to exit
+// non-zero decides).
 inline constexpr int kExitUsage = 2;          // bad command line
 inline constexpr int kExitTimeout = 124;      // --timeout / PORTICO_TIMEOUT expired
 inline constexpr int kExitLauncherError = 125; // portico-run could not start the job
