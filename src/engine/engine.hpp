@@ -214,7 +214,7 @@ class EndpointReceiver final : public transport::Receiver {
 public:
     EndpointReceiver(Engine &e, Endpoint &ep) : engine_(e), ep_(ep) {}
     void on_frame(transport::Link &link, const wire::Header &h, const std::byte *payload) override;
-    void on_link_failed(transport::Link &link) override;
+    void on_link_failed(transport::Link &link, bool last) override;
     void on_send_complete(uint64_t token, bool ok, bool source_fault) override;
 
 private:
@@ -351,7 +351,7 @@ public:
 
     // ---- called by the transport receiver (data_movement.cpp)
     void handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
-    void handle_link_failed(Endpoint &ep, transport::Link &link);
+    void handle_link_failed(Endpoint &ep, transport::Link &link, bool last);
     void handle_send_complete(uint64_t token, bool ok, bool source_fault);
 
 private:
