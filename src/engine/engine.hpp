@@ -438,6 +438,8 @@ private:
     int post_trigger(CT *ct, Trigger &&t, ptl_size_t threshold);
     void fire_triggers(CT *ct);
     void execute(Trigger &t);
+    // Ends a fired data-movement operation that could not start with failure events.
+    void fail_fired(const Trigger &t);
     void drop_triggers(CT *ct);
 
     uint64_t alloc_op();
