@@ -652,7 +652,7 @@ void Engine::stream_ended(PT &pt) {
     if (--pt.streams == 0 && pt_disable_waiters_.load(std::memory_order_relaxed) > 0) notify_waiters();
 }
 
-void Engine::handle_link_failed(Endpoint &ep, transport::Link &link) {
+void Engine::handle_link_failed(Endpoint &ep, transport::Link &link, bool last) {
     std::lock_guard g(mutex_);
     if (link.rx_state) {
         RxState &rx = *static_cast<RxState *>(link.rx_state);
@@ -662,6 +662,13 @@ void Engine::handle_link_failed(Endpoint &ep, transport::Link &link) {
             stream_ended(rx.ni->pts[rx.entry->pt_index]);
         }
         rx = RxState{};
+    }
+    // The peer may still answer on another link (it answers on the connection it opened itself,
+    // not necessarily on the one our request took): its operations end when its last link does.
+    // Those whose request was still queued on this link have already ended (on_send_complete).
+    if (!last) {
+        log_debug("a link to %08x/%u closed; another is still up", link.peer.nid, link.peer.pid);
+        return;
     }
     // Every operation still waiting on that peer ends now, with the failure reported.
     for (size_t i = 0; i < ops_.size(); ++i) {

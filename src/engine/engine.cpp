@@ -207,7 +207,9 @@ void Engine::progress_loop(Endpoint &ep) {
 void EndpointReceiver::on_frame(transport::Link &link, const wire::Header &h, const std::byte *payload) {
     engine_.handle_frame(ep_, link, h, payload);
 }
-void EndpointReceiver::on_link_failed(transport::Link &link) { engine_.handle_link_failed(ep_, link); }
+void EndpointReceiver::on_link_failed(transport::Link &link, bool last) {
+    engine_.handle_link_failed(ep_, link, last);
+}
 void EndpointReceiver::on_send_complete(uint64_t token, bool ok, bool source_fault) {
     engine_.handle_send_complete(token, ok, source_fault);
 }

@@ -215,7 +215,7 @@ class EndpointReceiver final : public transport::Receiver {
 public:
     EndpointReceiver(Engine &e, Endpoint &ep) : engine_(e), ep_(ep) {}
     void on_frame(transport::Link &link, const wire::Header &h, const std::byte *payload) override;
-    void on_link_failed(transport::Link &link) override;
+    void on_link_failed(transport::Link &link, bool last) override;
     void on_send_complete(uint64_t token, bool ok, bool source_fault) override;
 
 private:
@@ -352,7 +352,7 @@ public:
 
     // ---- called by the transport receiver (data_movement.cpp)
     void handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
-    void handle_link_failed(Endpoint &ep, transport::Link &link);
+    void handle_link_failed(Endpoint &ep, transport::Link &link, bool last);
     void handle_send_complete(uint64_t token, bool ok, bool source_fault);
 
 private:
@@ -440,6 +440,8 @@ private:
     int post_trigger(CT *ct, Trigger &&t, ptl_size_t threshold);
     void fire_triggers(CT *ct);
     void execute(Trigger &t);
+    // Ends a fired data-movement operation that could not start with failure events.
+    void fail_fired(const Trigger &t);
     void drop_triggers(CT *ct);
 
     uint64_t alloc_op();

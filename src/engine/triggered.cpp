@@ -22,7 +22,10 @@ void unhold(Trigger &t) {
     if (t.md) --t.md->pending;
     if (t.get_md) --t.get_md->pending;
 }
-bool offsets_ok(const MD *md, ptl_size_t off, ptl_size_t len) { return off <= md->length && len <= md->length - off; }
+// The immediate calls' checks of the range and size (PtlPut/PtlGet answer PTL_ARG_INVALID).
+bool offsets_ok(const MD *md, ptl_size_t off, ptl_size_t len) {
+    return off <= md->length && len <= md->length - off && len <= md->ni->limits.max_msg_size;
+}
 bool valid_ack(ptl_ack_req_t ack) { return ack >= PTL_ACK_REQ && ack <= PTL_OC_ACK_REQ; }
 
 // The fields every data-movement trigger has: where from, where to, and what the events carry.
@@ -193,8 +196,44 @@ void Engine::execute(Trigger &t) {
         fire_triggers(t.ct);
         break;
     }
-    // Arguments were checked when the operation was posted; nothing should fail here.
-    if (rc != PTL_OK) log_error("a triggered operation could not start (error %d)", rc);
+    // Arguments were checked when the operation was posted, but a logical target may have left
+    // the map since (PtlSetMap): nobody sees a return code now, so the operation ends with the
+    // events it would have ended with had its target been unreachable, instead of vanishing.
+    if (rc != PTL_OK) {
+        log_debug("a triggered operation could not start (error %d); reported as undeliverable", rc);
+        fail_fired(t);
+    }
+}
+
+void Engine::fail_fired(const Trigger &t) {
+    wire::Kind kind = wire::Kind::Put;
+    switch (t.kind) {
+    case Trigger::Kind::Put: kind = wire::Kind::Put; break;
+    case Trigger::Kind::Get: kind = wire::Kind::Get; break;
+    case Trigger::Kind::Atomic: kind = wire::Kind::Atomic; break;
+    case Trigger::Kind::FetchAtomic: kind = wire::Kind::FetchAtomic; break;
+    case Trigger::Kind::CTInc:
+    case Trigger::Kind::CTSet: return; // these cannot fail
+    }
+    // An operation that ends at once, through the same completions as one whose peer is gone.
+    const uint64_t cookie = start_op(kind, t.md, t.user_ptr, t.local_offset, t.length, transport::PeerId{});
+    Op &op = ops_[static_cast<uint32_t>(cookie)];
+    op.ack_req = t.ack_req;
+    op.get_md = t.get_md;
+    op.local_get_offset = t.local_get_offset;
+    op.await_send = kind != wire::Kind::Get;
+    op.await_ack = (kind == wire::Kind::Put || kind == wire::Kind::Atomic) && t.ack_req != PTL_NO_ACK_REQ &&
+                   (t.md->eq || t.md->ct);
+    op.await_reply = kind == wire::Kind::Get || kind == wire::Kind::FetchAtomic;
+    if (t.get_md) {
+        ++t.get_md->pending;
+        ++t.get_md->refs;
+    }
+    // op is not used below: a completion may fire triggers, which may grow ops_.
+    const bool ack = op.await_ack, reply = op.await_reply, send = op.await_send;
+    if (ack) complete_ack(cookie, nullptr, PTL_NI_UNDELIVERABLE);
+    if (reply) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
+    if (send) complete_send(cookie, PTL_NI_UNDELIVERABLE);
 }
 
 void Engine::drop_triggers(CT *ct) {

@@ -38,7 +38,11 @@ public:
     // payload points at h.frame_payload bytes, valid only during the call.
     virtual void on_frame(Link &link, const wire::Header &h, const std::byte *payload) = 0;
     // The link is gone (peer exited, crashed or misbehaved); every frame it delivered came first.
-    virtual void on_link_failed(Link &link) = 0;
+    // last: no other link with that peer is up. Two processes that send to each other at the same
+    // moment each open a connection, and each answers on its own: a peer's responses may still be
+    // on the way in on another link when this one ends (a peer that exits closes them all, in no
+    // particular order on our side). Only when the last one ends can nothing more come from it.
+    virtual void on_link_failed(Link &link, bool last) = 0;
     // A message that send() returned Queued for has left (ok) or was abandoned (!ok).
     virtual void on_send_complete(uint64_t token, bool ok, bool source_fault) = 0;
 };

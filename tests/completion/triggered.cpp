@@ -8,6 +8,17 @@
 // early firing would arrive before the witness. Portico decisions used here: triggers fire from
 // whatever raises the counter (also incoming traffic, with no application call); an MD used by a
 // pending triggered operation cannot be released (PTL_IN_USE); max_triggered_ops pending at most.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <csignal>
+#include <fstream>
 #include <map>
 
 #include "completion_helpers.hpp"
@@ -60,6 +71,70 @@ std::vector<int> drain_send_ack(ptl_handle_eq_t eq, size_t n, size_t max_tag,
     }
     return seen;
 }
+
+// ---- processes and connections (the test of two connections per pair, TCP only) ---------------
+
+// Returns once every thread of `pid` is stopped: SIGSTOP is asynchronous.
+void wait_until_stopped(pid_t pid) {
+    const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    for (;;) {
+        bool all_stopped = true;
+        DIR *d = opendir(dir.c_str());
+        ASSERT_NE(nullptr, d) << dir;
+        while (dirent *e = readdir(d)) {
+            if (e->d_name[0] == '.')
+                continue;
+            std::ifstream stat(dir + "/" + e->d_name + "/stat");
+            std::string line;
+            std::getline(stat, line);
+            const size_t paren = line.rfind(')');
+            if (paren == std::string::npos || paren + 2 >= line.size())
+                continue; // the thread just exited
+            if (line[paren + 2] != 'T' && line[paren + 2] != 't')
+                all_stopped = false;
+        }
+        closedir(d);
+        if (all_stopped)
+            return;
+        sched_yield();
+    }
+}
+
+bool same_host() {
+    std::array<char, 256> host{};
+    gethostname(host.data(), host.size() - 1);
+    for (const auto &h : job().allgather_pod(host))
+        if (h != host)
+            return false;
+    return true;
+}
+
+// The TCP connection this process opened to `to` (the one whose far end is `to`'s listening port,
+// PORTICO_TCP_PORT_BASE + pid, see tcp_transport.hpp), or -1.
+int tcp_connection_to(const ptl_process_t &to) {
+    const char *b = std::getenv("PORTICO_TCP_PORT_BASE");
+    const unsigned long port = (b && *b ? std::strtoul(b, nullptr, 10) : 16384ul) + to.phys.pid;
+    int found = -1;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (dirent *e = readdir(d)) {
+        if (e->d_name[0] == '.')
+            continue;
+        const int fd = std::atoi(e->d_name);
+        sockaddr_in a{};
+        socklen_t len = sizeof a;
+        if (getpeername(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0 && a.sin_family == AF_INET &&
+            ntohl(a.sin_addr.s_addr) == to.phys.nid && ntohs(a.sin_port) == port)
+            found = fd;
+    }
+    closedir(d);
+    return found;
+}
+
+// Set by rank 1's SIGCONT handler in TwoConnectionsAcksOutliveTheEndOfOne.
+std::atomic<int> g_continued{0};
+void on_continue(int) { g_continued.store(1); }
 
 // Item 47 (§3.16): a trigger fires when the counter's success field reaches the threshold;
 // failures never count (success 1 + failure 1 does not reach threshold 2), and the buffer is read
@@ -530,6 +605,122 @@ TEST_F(Triggered, FullTableFiredBothWaysHasNoFailures) {
         EXPECT_EQ((Ct{1, 0}), ct_get(trig));
         barrier(); // nothing is in flight when the NI closes
         close_ni_desired(ni);
+    }
+}
+
+// The reported race ("a full table of triggered puts fired over TCP: one run in four saw a failure
+// on the ack counter"): two processes that start sending to each other at the same moment open a
+// TCP connection each, and each answers on the connection it opened; a rank that exits right after
+// its last ack closes both, and whichever end the initiator read first decided: the end of the
+// connection that carried its puts failed every put still waiting for its ACK (PTL_NI_UNDELIVERABLE)
+// while the ACKs sat unread in the other. Made deterministic here: the two connections are opened
+// in a fixed order (rank 2 conducts, with SIGSTOP/SIGCONT), rank 0 fills its table with puts to
+// rank 1 and fires them while rank 1 is stopped, then ends the connection its puts took (its read
+// side, as the peer's close would) and waits until its transport has dropped it; only then does
+// rank 1 run and answer on its own connection. Every put must be acknowledged, none failed.
+TEST_F(Triggered, TwoConnectionsAcksOutliveTheEndOfOne) {
+    REQUIRE_RANKS(3);
+    const char *transport = std::getenv("PORTICO_TRANSPORT");
+    if (!transport || std::string(transport) != "tcp")
+        GTEST_SKIP() << "needs PORTICO_TRANSPORT=tcp (a connection per direction and handshakes)";
+    if (!same_host())
+        GTEST_SKIP() << "needs all ranks on one host (SIGSTOP)";
+    constexpr int kOps = 64;
+    ptl_ni_limits_t want = generous_limits();
+    want.max_triggered_ops = kOps;
+    Ni ni = open_ni_desired(kMatchingPhysical, want);
+    ASSERT_EQ(kOps, ni.limits.max_triggered_ops);
+    const std::vector<pid_t> pids = job().allgather_pod(getpid());
+    std::optional<Log> log;
+    Buf src(8 * (kOps + 1));
+    ptl_handle_ct_t acks = PTL_INVALID_HANDLE, trig = PTL_INVALID_HANDLE;
+    ptl_handle_md_t md = PTL_INVALID_HANDLE;
+    struct sigaction old_cont{};
+    if (rank() < 2) {
+        log.emplace(ni, 8 * (kOps + 1), 0, kOps + 16);
+        for (int i = 0; i <= kOps; ++i)
+            src.as<uint64_t>()[i] = 1000u * static_cast<unsigned>(rank()) + static_cast<unsigned>(i);
+        acks = make_ct(ni);
+        trig = make_ct(ni);
+        md = bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, acks, PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK);
+    }
+    if (rank() == 1) {
+        struct sigaction sa{};
+        sa.sa_handler = on_continue;
+        sigemptyset(&sa.sa_mask);
+        ASSERT_EQ(0, sigaction(SIGCONT, &sa, &old_cont));
+    }
+    g_continued = 0;
+    barrier();
+    // Each rank opens its own connection before it hears the other's handshake to the end (the
+    // other is stopped meanwhile), so each answers on its own: rank 0's puts go one way, rank 1's
+    // acks the other.
+    const ptl_size_t first = 8 * kOps; // the slot of each rank's connection-opening put
+    if (rank() == 0) {
+        ASSERT_EQ(0, kill(pids[1], SIGSTOP));
+        wait_until_stopped(pids[1]);
+        ASSERT_PTL(PtlPut(md, first, 8, PTL_CT_ACK_REQ, ni.id_of(1), kPt, 0, first, nullptr, kOps));
+        ASSERT_EQ(0, kill(getpid(), SIGSTOP)); // rank 1 resumes us once it has connected
+    } else if (rank() == 1) {
+        while (!g_continued.load())
+            sched_yield(); // stopped by rank 0 in here; rank 2 continues us
+        ASSERT_PTL(PtlPut(md, first, 8, PTL_CT_ACK_REQ, ni.id_of(0), kPt, 0, first, nullptr, kOps));
+        ASSERT_EQ(0, kill(pids[0], SIGCONT));
+    } else {
+        wait_until_stopped(pids[0]); // rank 0 stops itself after rank 1 and after its put
+        ASSERT_EQ(0, kill(pids[1], SIGCONT));
+    }
+    if (rank() < 2) {
+        EXPECT_EQ((Ct{2, 0}), ct_reach(acks, Ct{2, 0})) << "the connection-opening put: SEND and ACK";
+        EXPECT_EQ(static_cast<ptl_hdr_data_t>(kOps), log->next());
+    }
+    if (rank() == 1) {
+        ASSERT_EQ(0, sigaction(SIGCONT, &old_cont, nullptr));
+    }
+    barrier();
+
+    if (rank() == 0) {
+        const int fd = tcp_connection_to(ni.id_of(1));
+        ASSERT_GE(fd, 0) << "rank 0's own connection to rank 1";
+        struct stat st{};
+        ASSERT_EQ(0, fstat(fd, &st));
+        const ino_t conn = st.st_ino;
+        for (int i = 0; i < kOps; ++i)
+            ASSERT_PTL(PtlTriggeredPut(md, 8 * static_cast<ptl_size_t>(i), 8, PTL_CT_ACK_REQ, ni.id_of(1), kPt, 0,
+                                       8 * static_cast<ptl_size_t>(i), nullptr, static_cast<ptl_hdr_data_t>(i), trig, 1))
+                << "triggered put " << i;
+        EXPECT_RC(PTL_NO_SPACE, PtlTriggeredPut(md, 0, 8, PTL_CT_ACK_REQ, ni.id_of(1), kPt, 0, 0, nullptr, 0, trig, 1));
+        ASSERT_EQ(0, kill(pids[1], SIGSTOP));
+        wait_until_stopped(pids[1]);
+        ASSERT_PTL(PtlCTInc(trig, ctv(1)));
+        // Every put has left (a SEND each; rank 1 is stopped, so no ACK yet).
+        EXPECT_EQ((Ct{2 + kOps, 0}), ct_reach(acks, Ct{2 + kOps, 0}));
+        // That connection ends; the transport notices (and closes it) while we poll.
+        ASSERT_EQ(0, shutdown(fd, SHUT_RD));
+        for (;;) {
+            const Ct now = ct_get(acks);
+            if (fstat(fd, &st) != 0 || st.st_ino != conn)
+                break;
+            if (now.failure != 0)
+                break; // the bug: no need to wait for the close to see it
+            sched_yield();
+        }
+        EXPECT_EQ((Ct{2 + kOps, 0}), ct_get(acks))
+            << "the end of one connection failed puts whose ACKs come on the other";
+        ASSERT_EQ(0, kill(pids[1], SIGCONT));
+        EXPECT_EQ((Ct{2 + 2 * kOps, 0}), ct_reach(acks, Ct{2 + 2 * kOps, 0}))
+            << "every fired put acknowledged, none failed";
+        EXPECT_EQ((Ct{1, 0}), ct_get(trig));
+    } else if (rank() == 1) {
+        std::vector<bool> got(kOps, false);
+        for (int i = 0; i < kOps; ++i) {
+            const ptl_hdr_data_t id = log->next();
+            ASSERT_LT(id, static_cast<ptl_hdr_data_t>(kOps));
+            EXPECT_FALSE(got[id]) << "message " << id << " twice";
+            got[id] = true;
+            EXPECT_EQ(id, log->buf.as<uint64_t>()[id]);
+        }
+        expect_eq_empty(log->eq);
     }
 }
 

@@ -259,6 +259,9 @@ TEST_F(NiTest, DesiredLimitsAreHonouredAndEnforced) {
     ASSERT_PTL(PtlGetPhysId(ni, &self));
     EXPECT_RC(PTL_ARG_INVALID, PtlPut(md2, 0, 1001, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0));
     EXPECT_RC(PTL_ARG_INVALID, PtlGet(md2, 0, 1001, self, 200, 0, 0, nullptr));
+    // The triggered forms alike, when posted: once fired, nobody would see the error.
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredPut(md2, 0, 1001, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0, ct, 100));
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredGet(md2, 0, 1001, self, 200, 0, 0, nullptr, ct, 100));
     // Atomics: max_atomic_size 32, max_fetch_atomic_size 40; the triggered forms alike.
     EXPECT_RC(PTL_ARG_INVALID,
               PtlAtomic(md2, 0, 40, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0, PTL_SUM, PTL_INT64_T));

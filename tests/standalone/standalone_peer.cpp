@@ -8,6 +8,8 @@
 //   standalone_peer intruder        put to the peer; expect the put to fail (not let in)
 //   standalone_peer atexit          a put to itself from an atexit handler (the engine must still
 //                                   work while the process exits)
+//   standalone_peer lostrank        a triggered put whose target rank leaves the map (PtlSetMap)
+//                                   before it fires ends with failure events, not silently
 #include <portals4.h>
 
 #include <cinttypes>
@@ -264,6 +266,77 @@ int at_exit() {
 
 } // namespace
 
+// No launcher, so the logical NI's map is ours to set (and to replace). A triggered put to rank 1
+// is posted while rank 1 is in the map, then the map shrinks to rank 0 alone and the put fires:
+// it cannot start, and must end like a put to an unreachable peer (SEND and ACK with
+// PTL_NI_UNDELIVERABLE, one failure each on the MD's counter). A witness put to rank 0, posted
+// after it on the same counter and threshold, fires after it (posting order, Note 16): its ACK
+// is the point by which the failure events are due. No PEER line: only this process is involved.
+int lost_rank() {
+    CHECK(PtlInit());
+    ptl_handle_ni_t ni;
+    CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, nullptr, &ni));
+    ptl_process_t me;
+    CHECK(PtlGetPhysId(ni, &me));
+    ptl_process_t two[2] = {me, me};
+    CHECK(PtlSetMap(ni, 2, two));
+    ptl_handle_eq_t teq, meq;
+    CHECK(PtlEQAlloc(ni, 64, &teq));
+    CHECK(PtlEQAlloc(ni, 64, &meq));
+    ptl_pt_index_t pt;
+    CHECK(PtlPTAlloc(ni, 0, teq, kPt, &pt));
+    static char inbox[64], src[16] = "witness";
+    ptl_me_t me_desc{};
+    me_desc.start = inbox;
+    me_desc.length = sizeof inbox;
+    me_desc.ct_handle = PTL_CT_NONE;
+    me_desc.uid = PTL_UID_ANY;
+    me_desc.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE;
+    me_desc.match_id.rank = PTL_RANK_ANY;
+    ptl_handle_me_t meh;
+    CHECK(PtlMEAppend(ni, kPt, &me_desc, PTL_PRIORITY_LIST, nullptr, &meh));
+    ptl_handle_ct_t trig, count;
+    CHECK(PtlCTAlloc(ni, &trig));
+    CHECK(PtlCTAlloc(ni, &count));
+    ptl_md_t d{src, sizeof src, PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK, meq, count};
+    ptl_handle_md_t md;
+    CHECK(PtlMDBind(ni, &d, &md));
+    ptl_process_t lost{}, self{};
+    lost.rank = 1;
+    self.rank = 0;
+    auto *kLost = reinterpret_cast<void *>(uintptr_t{1});
+    auto *kWitness = reinterpret_cast<void *>(uintptr_t{2});
+    CHECK(PtlTriggeredPut(md, 0, 8, PTL_ACK_REQ, lost, kPt, 0, 0, kLost, 0, trig, 1));
+    CHECK(PtlTriggeredPut(md, 0, 8, PTL_ACK_REQ, self, kPt, 0, 0, kWitness, 0, trig, 1));
+    CHECK(PtlSetMap(ni, 1, two));
+    CHECK(PtlCTInc(trig, ptl_ct_event_t{1, 0}));
+    bool lost_send = false, lost_ack = false;
+    for (;;) {
+        ptl_event_t ev;
+        CHECK(PtlEQWait(meq, &ev));
+        if (ev.user_ptr == kLost) {
+            EXPECT(ev.ni_fail_type == PTL_NI_UNDELIVERABLE);
+            EXPECT(ev.type == PTL_EVENT_SEND || ev.type == PTL_EVENT_ACK);
+            (ev.type == PTL_EVENT_SEND ? lost_send : lost_ack) = true;
+            continue;
+        }
+        EXPECT(ev.user_ptr == kWitness);
+        EXPECT(ev.ni_fail_type == PTL_NI_OK);
+        if (ev.type == PTL_EVENT_ACK) break;
+    }
+    EXPECT(lost_send && lost_ack);
+    ptl_ct_event_t c;
+    CHECK(PtlCTGet(count, &c));
+    EXPECT(c.success == 2 && c.failure == 2);
+    ptl_event_t ev;
+    EXPECT(PtlEQGet(meq, &ev) == PTL_EQ_EMPTY);
+    CHECK(PtlMDRelease(md)); // nothing left pending on it
+    say("OK");
+    CHECK(PtlNIFini(ni));
+    PtlFini();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && std::string(argv[1]) == "pingpong") return pingpong(std::atoi(argv[2]));
     if (argc >= 2 && std::string(argv[1]) == "victim") return victim();
@@ -271,6 +344,7 @@ int main(int argc, char **argv) {
     if (argc >= 4 && std::string(argv[1]) == "guard") return guard(std::atol(argv[2]), std::atol(argv[3]));
     if (argc >= 2 && std::string(argv[1]) == "intruder") return intruder();
     if (argc >= 2 && std::string(argv[1]) == "atexit") return at_exit();
-    std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder\n", argv[0]);
+    if (argc >= 2 && std::string(argv[1]) == "lostrank") return lost_rank();
+    std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder | atexit | lostrank\n", argv[0]);
     return 2;
 }

@@ -150,6 +150,12 @@ TEST(Standalone, DeadPeerBecomesFailureEventsNotAHang) {
     EXPECT_EQ(0, survivor.wait_exit());
 }
 
+TEST(Standalone, FiredPutWhoseTargetLeftTheMapEndsWithFailureEvents) {
+    Child c({"lostrank"});
+    EXPECT_EQ("OK", c.line());
+    EXPECT_EQ(0, c.wait_exit());
+}
+
 TEST(Standalone, PortalsWorksFromAnAtexitHandler) {
     Child c({"atexit"});
     std::string id = c.line();

@@ -594,14 +594,23 @@ void ShmTransport::fail_link(ShmLink &l, Receiver &r) {
         if (!l.backlog.empty()) backlogged_.fetch_sub(1);
         abandoned.swap(l.backlog);
     }
+    bool last = true;
     {
         std::lock_guard g(links_mutex_);
         auto it = send_links_.find(l.peer.key());
         if (it != send_links_.end() && it->second == &l) send_links_.erase(it);
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.sock, nullptr);
+        // The peer's answers may still be in the ring of another link with it (each side answers
+        // on the link it opened; a peer that exits hangs them all up, seen here in any order).
+        // A link to another process that has since taken the peer's id does not count.
+        const size_t n = nlinks_.load(std::memory_order_acquire);
+        for (size_t i = 0; i < n; ++i) {
+            const ShmLink *o = links_[i];
+            if (o != &l && o->peer == l.peer && o->os_pid == l.os_pid && !o->reported) last = false;
+        }
     }
     for (OutMessage &m : abandoned) r.on_send_complete(m.token, false, m.cur.fault);
-    r.on_link_failed(l);
+    r.on_link_failed(l, last);
 }
 
 void ShmTransport::service_events(const void *events, int count, Receiver &r) {

@@ -697,6 +697,7 @@ void TcpTransport::fail_link(TcpLink &l, Receiver &r, bool refused) {
         l.fd = -1;
     }
     bool was_send_link = false;
+    bool last = true;
     {
         std::lock_guard g(links_mutex_);
         auto it = send_links_.find(l.peer.key());
@@ -705,6 +706,11 @@ void TcpTransport::fail_link(TcpLink &l, Receiver &r, bool refused) {
             was_send_link = true;
         }
         if (was_pending_accept) --pending_accepts_;
+        // Another authenticated connection with the peer may still bring its answers (each side
+        // answers on the connection it opened, and a peer that exits closes them all). One still
+        // in its handshake does not count: it may lead to a new process that took the peer's id.
+        for (const auto &o : owned_)
+            if (o.get() != &l && o->peer == l.peer && o->ever_up && !o->reported) last = false;
     }
     if (was_handshaking) handshaking_.fetch_sub(1);
     live_links_.fetch_sub(1);
@@ -712,7 +718,7 @@ void TcpTransport::fail_link(TcpLink &l, Receiver &r, bool refused) {
     for (TcpOutMessage &m : abandoned) r.on_send_complete(m.token, false, m.fault_from != UINT64_MAX);
     // A connection that never authenticated speaks for nobody: its claimed id must not fail the
     // operations of a real peer.
-    if (l.ever_up || was_send_link) r.on_link_failed(l);
+    if (l.ever_up || was_send_link) r.on_link_failed(l, last);
 }
 
 void TcpTransport::expire_handshakes(Receiver &r) {

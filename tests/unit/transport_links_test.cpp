@@ -1,0 +1,110 @@
+// The transports' promise about failed links (transport.hpp, Receiver::on_link_failed): two
+// endpoints that send to each other before either has heard from the other open a link each, and
+// each sends on its own. When one of them goes away, the end of the first link is reported with
+// last = false, every frame the peer sent on the other link is delivered, and only then comes the
+// report with last = true (the engine fails the peer's pending operations on that one alone).
+// Both endpoints live in this process and are polled by hand, so the order of events is fixed.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "transport/shm/shm_transport.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace {
+
+using namespace portico;
+using namespace portico::transport;
+
+constexpr uint32_t kLoopback = 0x7f000001; // 127.0.0.1: every TCP endpoint here listens on it
+
+struct Recorder final : Receiver {
+    std::vector<std::string> seen; // "frame <cookie>", "end", "end, last"
+    void on_frame(Link &, const wire::Header &h, const std::byte *) override {
+        seen.push_back("frame " + std::to_string(h.cookie));
+    }
+    void on_link_failed(Link &, bool last) override { seen.push_back(last ? "end, last" : "end"); }
+    void on_send_complete(uint64_t, bool, bool) override {}
+    bool has(const std::string &s) const { return std::find(seen.begin(), seen.end(), s) != seen.end(); }
+};
+
+// Opens an endpoint on the first free pid from a per-process starting point (tests of other
+// processes may run at the same time).
+std::unique_ptr<Transport> open_free(const std::function<std::unique_ptr<Transport>(uint32_t)> &make) {
+    static uint32_t next = 2000 + static_cast<uint32_t>(getpid()) % 10000;
+    for (int tries = 0; tries < 1000; ++tries) {
+        try {
+            return make(next++);
+        } catch (const std::system_error &e) {
+            if (e.code().value() != EADDRINUSE) throw;
+        }
+    }
+    return nullptr;
+}
+
+wire::Header message(uint64_t cookie) {
+    wire::Header h{};
+    h.kind = wire::Kind::Put;
+    h.cookie = cookie;
+    return h;
+}
+
+// Polls until pred() holds; false if it never does within a generous number of turns.
+bool poll_until(const std::function<bool()> &pred, const std::function<void()> &turn) {
+    for (long i = 0; i < 50'000'000; ++i) {
+        if (pred()) return true;
+        turn();
+    }
+    return pred();
+}
+
+void two_links_then_peer_exits(const std::function<std::unique_ptr<Transport>(uint32_t)> &make) {
+    std::unique_ptr<Transport> a = open_free(make), b = open_free(make);
+    ASSERT_TRUE(a && b);
+    Recorder ra, rb;
+    // Both send before either polls: each opens its own link to the other.
+    ASSERT_NE(SendStatus::Unreachable, a->send(b->self(), message(1), {}, 0, true));
+    ASSERT_NE(SendStatus::Unreachable, b->send(a->self(), message(2), {}, 0, true));
+    ASSERT_TRUE(poll_until([&] { return ra.has("frame 2") && rb.has("frame 1"); },
+                           [&] {
+                               a->poll(ra);
+                               b->poll(rb);
+                           }));
+    // b's answer goes on the link b opened; then b goes away, closing both.
+    ASSERT_EQ(SendStatus::Sent, b->send(a->self(), message(3), {}, 0, true));
+    b.reset();
+    ASSERT_TRUE(poll_until([&] { return ra.has("end, last"); }, [&] { a->poll(ra); }))
+        << "a never saw the end of its last link to b";
+    const std::vector<std::string> want_a = {"frame 2", "frame 3", "end", "end, last"};
+    std::vector<std::string> got = ra.seen;
+    // The two links end in whichever order a looks at them; b's frame 3 always before the last.
+    const auto last = std::find(got.begin(), got.end(), "end, last");
+    EXPECT_EQ(got.end() - 1, last) << "nothing after the last link's end";
+    EXPECT_TRUE(std::find(got.begin(), last, "frame 3") != last) << "frame 3 came after the last link's end";
+    EXPECT_EQ(1, std::count(got.begin(), got.end(), "end")) << "the first link's end is not the last";
+    std::sort(got.begin(), got.end());
+    std::vector<std::string> want = want_a;
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(want, got);
+}
+
+TEST(TransportLinks, TcpPeerAnswersOnItsOwnLinkUntilItsLastEnds) {
+    tcp::TcpConfig cfg;
+    cfg.secret = "transport-links-test";
+    two_links_then_peer_exits([&](uint32_t pid) { return std::make_unique<tcp::TcpTransport>(kLoopback, pid, cfg); });
+}
+
+TEST(TransportLinks, ShmPeerAnswersOnItsOwnLinkUntilItsLastEnds) {
+    shm::ShmConfig cfg;
+    cfg.single_copy = false;
+    two_links_then_peer_exits([&](uint32_t pid) { return std::make_unique<shm::ShmTransport>(kLoopback, pid, cfg); });
+}
+
+} // namespace
