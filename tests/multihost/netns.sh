@@ -96,7 +96,14 @@ delete_ns() {
 }
 
 # Deletes set $1 (ptlK): hosts, switch (which takes ptlK-gw with it), state file.
+# Claiming a set and deleting one (its owner's cleanup, or another run's garbage collection) hold
+# $STATE/.lock: without it a collection could read a dead owner's file while a new run reuses
+# that number, and delete the new run's namespaces under it (seen under a loaded parallel ctest).
 delete_set() {
+    mkdir -p "$STATE" && (flock 9 && delete_set_locked "$1") 9>"$STATE/.lock"
+}
+
+delete_set_locked() {
     set_name=$1
     k=${set_name#ptl}
     for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$set_name-[0-9sw]*\$"); do
@@ -116,7 +123,7 @@ collect_garbage() {
         case $owner in
             '' | *[!0-9]*) continue ;; # made by `up`: only `down` removes it
         esac
-        kill -0 "$owner" 2>/dev/null || delete_set "ptl${f##*/}"
+        kill -0 "$owner" 2>/dev/null || delete_set_locked "ptl${f##*/}"
     done
 }
 
@@ -138,6 +145,8 @@ setup() {
     [ "$n" -ge 1 ] && [ "$n" -le 250 ] || die 2 "number of hosts must be 1..250, got $n"
     probe
     mkdir -p "$STATE" || die 1 "cannot create $STATE"
+    exec 9>"$STATE/.lock"
+    flock 9
     collect_garbage
     # Claim a free K: `ip netns add` of the switch fails if another invocation holds it.
     start=$(( ($$ % 254) + 1 ))
@@ -154,6 +163,8 @@ setup() {
     done
     [ -n "$K" ] || die 1 "no free set number (ptl1..ptl254 all exist?)"
     echo "${owner:-up}" >"$STATE/$K"
+    flock -u 9
+    exec 9>&-
     sw=ptl$K-sw
     IFACE=ptl$K-gw
     GATEWAY=$NET.$K.254
