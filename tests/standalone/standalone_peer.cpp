@@ -10,6 +10,8 @@
 //                                   work while the process exits)
 //   standalone_peer lostrank        a triggered put whose target rank leaves the map (PtlSetMap)
 //                                   before it fires ends with failure events, not silently
+//   standalone_peer rounds ROLE N   N put round trips with every event checked; then, told
+//                                   "REFUSED k", waits until k connections have been refused
 #include <portals4.h>
 
 #include <cinttypes>
@@ -136,6 +138,68 @@ int pingpong(int role) {
     }
     say("DONE");
     EXPECT(hear() == "BYE"); // stay until the peer no longer needs us
+    PtlFini();
+    return 0;
+}
+
+ptl_sr_value_t status(ptl_handle_ni_t ni, ptl_sr_index_t reg);
+
+int rounds(int role, long n_rounds) {
+    Node n;
+    n.open(true);
+    say("READY");
+    EXPECT(hear() == "GO");
+    std::vector<char> out(8);
+    ptl_md_t md{out.data(), out.size(), 0, n.eq, PTL_CT_NONE};
+    ptl_handle_md_t mdh;
+    CHECK(PtlMDBind(n.ni, &md, &mdh));
+    long sends = 0, acks = 0, puts = 0;
+    auto put = [&](long r) {
+        std::memcpy(out.data(), &r, sizeof r);
+        CHECK(PtlPut(mdh, 0, sizeof r, PTL_ACK_REQ, n.peer, kPt, kBits, 0, nullptr, static_cast<ptl_hdr_data_t>(r)));
+    };
+    // Every event is counted and checked; the PUT of round r must carry r.
+    auto next_put = [&](long r) {
+        for (;;) {
+            ptl_event_t ev;
+            CHECK(PtlEQWait(n.eq, &ev));
+            EXPECT(ev.ni_fail_type == PTL_NI_OK);
+            if (ev.type == PTL_EVENT_SEND) {
+                ++sends;
+            } else if (ev.type == PTL_EVENT_ACK) {
+                EXPECT(ev.mlength == sizeof r);
+                ++acks;
+            } else {
+                EXPECT(ev.type == PTL_EVENT_PUT);
+                long got;
+                std::memcpy(&got, n.inbox.data(), sizeof got);
+                EXPECT(ev.hdr_data == static_cast<ptl_hdr_data_t>(r) && got == r);
+                ++puts;
+                return;
+            }
+        }
+    };
+    for (long r = 0; r < n_rounds; ++r) {
+        if (role == 0) put(r);
+        next_put(r);
+        if (role == 1) put(r);
+    }
+    while (sends < n_rounds || acks < n_rounds) {
+        ptl_event_t ev;
+        CHECK(PtlEQWait(n.eq, &ev));
+        EXPECT(ev.ni_fail_type == PTL_NI_OK && (ev.type == PTL_EVENT_SEND || ev.type == PTL_EVENT_ACK));
+        ++(ev.type == PTL_EVENT_SEND ? sends : acks);
+    }
+    EXPECT(sends == n_rounds && acks == n_rounds && puts == n_rounds);
+    ptl_event_t ev;
+    EXPECT(PtlEQGet(n.eq, &ev) == PTL_EQ_EMPTY);
+    say("DONE");
+    long refused = -1;
+    if (std::sscanf(hear().c_str(), "REFUSED %ld", &refused) != 1) die("bad REFUSED line", -1);
+    // The test's deadline on our output bounds this loop.
+    while (status(n.ni, PTL_SR_REFUSED_CONNECTIONS) < refused) sched_yield();
+    say("OK");
+    EXPECT(hear() == "BYE");
     PtlFini();
     return 0;
 }
@@ -345,6 +409,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && std::string(argv[1]) == "intruder") return intruder();
     if (argc >= 2 && std::string(argv[1]) == "atexit") return at_exit();
     if (argc >= 2 && std::string(argv[1]) == "lostrank") return lost_rank();
+    if (argc >= 4 && std::string(argv[1]) == "rounds") return rounds(std::atoi(argv[2]), std::atol(argv[3]));
     std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder | atexit | lostrank\n", argv[0]);
     return 2;
 }

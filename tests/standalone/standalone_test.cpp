@@ -2,20 +2,26 @@
 // physical ids they print, as existing Portals clients do it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <string>
+#include <utility>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include "transport/tcp/handshake.hpp"
 #include "wire/protocol.hpp"
@@ -112,13 +118,31 @@ private:
     std::string buf_;
 };
 
-// Reads each child's "ID nid pid" and tells it the other's.
-void introduce(Child &a, Child &b) {
+// Reads each child's "ID nid pid" and tells it the other's; returns the two ids.
+std::pair<std::string, std::string> introduce(Child &a, Child &b) {
     std::string ia = a.line(), ib = b.line();
-    ASSERT_EQ(0u, ia.rfind("ID ", 0)) << ia;
-    ASSERT_EQ(0u, ib.rfind("ID ", 0)) << ib;
+    EXPECT_EQ(0u, ia.rfind("ID ", 0)) << ia;
+    EXPECT_EQ(0u, ib.rfind("ID ", 0)) << ib;
     a.send("PEER " + ib.substr(3));
     b.send("PEER " + ia.substr(3));
+    return {ia.substr(3), ib.substr(3)};
+}
+
+// A connection to a shared-memory endpoint ("nid pid") that says nothing; -1 if the endpoint's
+// backlog is full (non-blocking: the test itself must never wait for the endpoint).
+int silent_shm_connection(const std::string &id) {
+    unsigned nid = 0, pid = 0;
+    if (std::sscanf(id.c_str(), "%u %u", &nid, &pid) != 2) return -1;
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    const int n = std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "portico/%08x/%u", nid, pid);
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (connect(fd, reinterpret_cast<sockaddr *>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 } // namespace
@@ -132,6 +156,47 @@ TEST(Standalone, TwoIndependentProcessesExchangePuts) {
     b.send("GO");
     EXPECT_EQ("DONE", a.line());
     EXPECT_EQ("DONE", b.line());
+    a.send("BYE");
+    b.send("BYE");
+    EXPECT_EQ(0, a.wait_exit());
+    EXPECT_EQ(0, b.wait_exit());
+}
+
+// A local process that connects to an endpoint's socket and says nothing, or a storm of such
+// connections, must not stall the endpoint's progress (the hello is read without waiting) nor
+// lose anything: a ping-pong under both completes with every event, and each silent connection
+// is refused and counted (PTL_SR_REFUSED_CONNECTIONS) once it hangs up or times out.
+TEST(Standalone, SilentConnectionsAndAStormNeitherStallNorLoseTraffic) {
+    rlimit fds{};
+    getrlimit(RLIMIT_NOFILE, &fds);
+    fds.rlim_cur = fds.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &fds);
+    const long storm = std::min<long>(2000, static_cast<long>(fds.rlim_cur) - 64);
+    Child a({"rounds", "0", "3000"}), b({"rounds", "1", "3000"});
+    const auto [ida, idb] = introduce(a, b);
+    ASSERT_EQ("READY", a.line());
+    ASSERT_EQ("READY", b.line());
+    std::vector<int> held;
+    long made[2] = {0, 0};
+    auto connect_once = [&](int which) {
+        const int fd = silent_shm_connection(which == 0 ? ida : idb);
+        if (fd < 0) return;
+        held.push_back(fd);
+        ++made[which];
+    };
+    // The storm: connections kept open, none of them says a word; half of it waits in the
+    // endpoints' backlogs when the ping-pong starts, half comes during it.
+    for (long i = 0; i < storm / 2; ++i) connect_once(static_cast<int>(i & 1));
+    a.send("GO");
+    b.send("GO");
+    for (long i = storm / 2; i < storm; ++i) connect_once(static_cast<int>(i & 1));
+    EXPECT_EQ("DONE", a.line());
+    EXPECT_EQ("DONE", b.line());
+    for (int fd : held) close(fd);
+    a.send("REFUSED " + std::to_string(made[0]));
+    b.send("REFUSED " + std::to_string(made[1]));
+    EXPECT_EQ("OK", a.line()) << made[0] << " silent connections to be refused";
+    EXPECT_EQ("OK", b.line()) << made[1] << " silent connections to be refused";
     a.send("BYE");
     b.send("BYE");
     EXPECT_EQ(0, a.wait_exit());

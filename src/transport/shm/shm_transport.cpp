@@ -17,6 +17,7 @@
 
 #include "common/fence.hpp"
 #include "common/guarded_copy.hpp"
+#include "common/futex.hpp"
 #include "common/log.hpp"
 
 namespace portico::transport::shm {
@@ -69,6 +70,8 @@ socklen_t abstract_address(PeerId id, sockaddr_un *addr) {
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
 char g_listen_marker, g_wake_marker;
+// Marks a pending accept's epoll data (links and markers are at least 2-byte aligned).
+constexpr uint64_t kPendingTag = 1;
 
 // Copies n bytes starting at logical offset off of a gather list. Returns false on a fault.
 bool gather_copy(std::byte *dst, const iovec *iov, int iovcnt, size_t off, size_t n) {
@@ -174,6 +177,7 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
 }
 
 ShmTransport::~ShmTransport() {
+    for (auto &p : pending_accepts_) ::close(p->fd);
     owned_.clear(); // closes the sockets: peers see the hang-up
     if (listen_fd_ >= 0) ::close(listen_fd_);
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
@@ -279,71 +283,125 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
 }
 
 void ShmTransport::accept_one(Receiver &) {
+    // Caller holds poll_mutex_. Nothing here waits for a connector: one that has not sent its
+    // hello yet is kept pending and finished when its socket becomes readable (a silent or hostile
+    // local process must never stall this endpoint's progress).
     for (;;) {
-        int s = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        int s = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (s < 0) return;
         ucred cr{};
         socklen_t crl = sizeof cr;
         if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != getuid()) {
-            refused_.fetch_add(1);
-            log_error("shm: refused a connection from uid %u", cr.uid);
+            refuse("a connection from another user (uid " + std::to_string(cr.uid) + ")");
             ::close(s);
             continue;
         }
-        // The connector sends its hello right after connect(); a peer that does not is dropped
-        // after a bounded wait instead of stalling progress.
-        timeval tv{1, 0};
-        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        Hello hello{};
-        iovec iov{&hello, sizeof hello};
-        alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = ctrl;
-        msg.msg_controllen = sizeof ctrl;
-        ssize_t n = ::recvmsg(s, &msg, MSG_CMSG_CLOEXEC);
-        int mfd = -1;
-        for (cmsghdr *c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c))
-            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-                std::memcpy(&mfd, CMSG_DATA(c), sizeof(int));
-        const bool ring_ok = hello.ring_bytes >= 16 * 1024 && hello.ring_bytes <= (1ull << 30) &&
-                             (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
-        struct stat st{};
-        void *seg = MAP_FAILED;
-        size_t bytes = ring_ok ? segment_bytes(hello.ring_bytes) : 0;
-        if (n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic && hello.version == kSegmentVersion &&
-            ring_ok && mfd >= 0 && fstat(mfd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes)
-            seg = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-        if (mfd >= 0) ::close(mfd);
-        if (seg == MAP_FAILED) {
-            refused_.fetch_add(1);
-            log_error("shm: dropped a connection with a malformed hello");
-            ::close(s);
-            continue;
+        if (try_hello(s, cr.pid)) continue;
+        if (pending_accepts_.size() >= kMaxPendingAccepts) { // the oldest has waited longest: it goes
+            refuse("a connection that sent no hello (too many waiting)");
+            drop_pending(pending_accepts_.front().get());
         }
-        set_nonblocking(s);
-        auto l = std::make_unique<ShmLink>();
-        l->peer = {hello.nid, hello.pid};
-        l->sock = s;
-        l->seg = seg;
-        l->seg_bytes = bytes;
-        l->os_pid = cr.pid;
-        l->tx = ring_at(seg, hello.ring_bytes, 1);
-        l->rx = ring_at(seg, hello.ring_bytes, 0);
-        l->side = 1;
-        if (cfg_.single_copy) {
-            l->header()->probe_addr[1].store(reinterpret_cast<uint64_t>(&g_probe_word));
-            probe_peer(*l);
-        }
-        std::lock_guard g(links_mutex_);
-        if (nlinks_.load() >= cfg_.max_links) {
-            log_error("shm: link table full; refusing a connection");
-            continue; // l's destructor closes and unmaps
-        }
-        bool use = send_links_.find(l->peer.key()) == send_links_.end();
-        add_link(std::move(l), use);
+        auto p = std::make_unique<PendingAccept>(PendingAccept{s, cr.pid, monotonic_ns() + kHelloTimeoutNs});
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLRDHUP;
+        ev.data.u64 = reinterpret_cast<uintptr_t>(p.get()) | kPendingTag;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, s, &ev);
+        pending_accepts_.push_back(std::move(p));
     }
+}
+
+void ShmTransport::refuse(const std::string &what) {
+    // Counted always, logged at 1, 2, 4, 8, ... refusals: a storm of connections must not turn
+    // into a storm of log lines.
+    const uint64_t n = refused_.fetch_add(1) + 1;
+    if ((n & (n - 1)) == 0)
+        log_error("shm: refused %s (%llu refused so far)", what.c_str(), static_cast<unsigned long long>(n));
+}
+
+void ShmTransport::drop_pending(PendingAccept *p) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p->fd, nullptr);
+    ::close(p->fd);
+    std::erase_if(pending_accepts_, [p](const std::unique_ptr<PendingAccept> &q) { return q.get() == p; });
+}
+
+void ShmTransport::service_pending(PendingAccept *p) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p->fd, nullptr);
+    const int fd = p->fd;
+    const pid_t pid = p->os_pid;
+    std::erase_if(pending_accepts_, [p](const std::unique_ptr<PendingAccept> &q) { return q.get() == p; });
+    if (!try_hello(fd, pid)) {
+        // Readable (or hung up) yet no whole hello: a connector sends it in one message.
+        refuse("a connection with a malformed hello");
+        ::close(fd);
+    }
+}
+
+void ShmTransport::expire_pending() {
+    const uint64_t now = monotonic_ns();
+    while (!pending_accepts_.empty() && pending_accepts_.front()->deadline_ns <= now) {
+        refuse("a connection that sent no hello in time");
+        drop_pending(pending_accepts_.front().get());
+    }
+}
+
+PendingAccept *ShmTransport::pending_of(void *tag) const {
+    for (const auto &p : pending_accepts_)
+        if (p.get() == tag) return p.get();
+    return nullptr;
+}
+
+bool ShmTransport::try_hello(int s, pid_t os_pid) {
+    // False if nothing has arrived yet; true if the connection is settled (a link, or refused and
+    // closed).
+    Hello hello{};
+    iovec iov{&hello, sizeof hello};
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctrl;
+    msg.msg_controllen = sizeof ctrl;
+    const ssize_t n = ::recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    int mfd = -1;
+    for (cmsghdr *c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+            std::memcpy(&mfd, CMSG_DATA(c), sizeof(int));
+    const bool ring_ok = hello.ring_bytes >= 16 * 1024 && hello.ring_bytes <= (1ull << 30) &&
+                         (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
+    struct stat st{};
+    void *seg = MAP_FAILED;
+    size_t bytes = ring_ok ? segment_bytes(hello.ring_bytes) : 0;
+    if (n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic && hello.version == kSegmentVersion &&
+        ring_ok && mfd >= 0 && fstat(mfd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes)
+        seg = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    if (mfd >= 0) ::close(mfd);
+    if (seg == MAP_FAILED) {
+        refuse(n == 0 ? "a connection closed before its hello" : "a connection with a malformed hello");
+        ::close(s);
+        return true;
+    }
+    auto l = std::make_unique<ShmLink>();
+    l->peer = {hello.nid, hello.pid};
+    l->sock = s;
+    l->seg = seg;
+    l->seg_bytes = bytes;
+    l->os_pid = os_pid;
+    l->tx = ring_at(seg, hello.ring_bytes, 1);
+    l->rx = ring_at(seg, hello.ring_bytes, 0);
+    l->side = 1;
+    if (cfg_.single_copy) {
+        l->header()->probe_addr[1].store(reinterpret_cast<uint64_t>(&g_probe_word));
+        probe_peer(*l);
+    }
+    std::lock_guard g(links_mutex_);
+    if (nlinks_.load() >= cfg_.max_links) {
+        log_error("shm: link table full; refusing a connection");
+        return true; // l's destructor closes and unmaps
+    }
+    bool use = send_links_.find(l->peer.key()) == send_links_.end();
+    add_link(std::move(l), use);
+    return true;
 }
 
 ShmLink *ShmTransport::link_for(PeerId to) {
@@ -615,11 +673,16 @@ void ShmTransport::fail_link(ShmLink &l, Receiver &r) {
 
 void ShmTransport::service_events(const void *events, int count, Receiver &r) {
     // Caller holds poll_mutex_.
+    if (!pending_accepts_.empty()) expire_pending();
     const auto *evs = static_cast<const epoll_event *>(events);
     for (int i = 0; i < count; ++i) {
         void *p = evs[i].data.ptr;
         if (p == &g_listen_marker) {
             accept_one(r);
+        } else if (evs[i].data.u64 & kPendingTag) {
+            // Looked up, not trusted: an earlier event of this batch may have dropped it.
+            if (PendingAccept *pa = pending_of(reinterpret_cast<void *>(evs[i].data.u64 & ~kPendingTag)))
+                service_pending(pa);
         } else if (p == &g_wake_marker) {
             uint64_t v;
             [[maybe_unused]] ssize_t rd = ::read(wake_fd_, &v, sizeof v);

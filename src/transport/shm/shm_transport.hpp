@@ -13,6 +13,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <sys/types.h>
 #include <unordered_map>
 #include <vector>
 
@@ -28,6 +30,13 @@ struct ShmConfig {
 };
 
 class ShmLink;
+
+// An accepted connection whose hello has not arrived yet (see ShmTransport::accept_one).
+struct PendingAccept {
+    int fd;
+    pid_t os_pid;
+    uint64_t deadline_ns;
+};
 
 class ShmTransport final : public Transport {
 public:
@@ -62,6 +71,12 @@ private:
     ShmLink *link_for(PeerId to);
     ShmLink *connect_to(PeerId to);
     void accept_one(Receiver &r);
+    bool try_hello(int fd, pid_t os_pid);
+    void service_pending(PendingAccept *p);
+    void drop_pending(PendingAccept *p);
+    void expire_pending();
+    PendingAccept *pending_of(void *tag) const;
+    void refuse(const std::string &what);
     void add_link(std::unique_ptr<ShmLink> l, bool use_for_send);
     void fail_link(ShmLink &l, Receiver &r);
     int drain_link(ShmLink &l, Receiver &r, int budget);
@@ -94,6 +109,12 @@ private:
     std::atomic<bool> have_deferred_{false};
     std::atomic<uint64_t> malformed_{0};
     std::atomic<uint64_t> refused_{0};
+    // Connections still owing their hello, oldest first (poll lock held). A connector sends its
+    // hello right after connect(), so these are few; the bounds keep a hostile process from
+    // holding file descriptors or memory here.
+    static constexpr size_t kMaxPendingAccepts = 64;
+    static constexpr uint64_t kHelloTimeoutNs = 2'000'000'000;
+    std::vector<std::unique_ptr<PendingAccept>> pending_accepts_;
 };
 
 } // namespace portico::transport::shm
