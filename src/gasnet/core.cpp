@@ -360,7 +360,7 @@ ptl_handle_md_t bind_md(unsigned options, ptl_handle_eq_t eq, ptl_handle_ct_t ct
 
 // How long a waiting thread polls the network before it sleeps (the engine's
 // PORTICO_WAIT_SPIN_US, read when Portals starts). Sleeping costs two thread wake-ups on the next
-// message, which keeps both sides of an exchange above the engine's default 20 us spin once a
+// message, which keeps both sides of an exchange above the engine's default spin (100 us) once a
 // hiccup pushed them there (docs/GASNET.md, "Engine findings"); so when this host's processes
 // fit on its CPUs, GASNet waits spin 200 us. With more processes than CPUs the default stays:
 // spinning then takes the CPU from the process being waited for. GASNET_WAIT_MODE=SPIN spins
