@@ -74,41 +74,6 @@ std::vector<int> drain_send_ack(ptl_handle_eq_t eq, size_t n, size_t max_tag,
 
 // ---- processes and connections (the test of two connections per pair, TCP only) ---------------
 
-// Returns once every thread of `pid` is stopped: SIGSTOP is asynchronous.
-void wait_until_stopped(pid_t pid) {
-    const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-    for (;;) {
-        bool all_stopped = true;
-        DIR *d = opendir(dir.c_str());
-        ASSERT_NE(nullptr, d) << dir;
-        while (dirent *e = readdir(d)) {
-            if (e->d_name[0] == '.')
-                continue;
-            std::ifstream stat(dir + "/" + e->d_name + "/stat");
-            std::string line;
-            std::getline(stat, line);
-            const size_t paren = line.rfind(')');
-            if (paren == std::string::npos || paren + 2 >= line.size())
-                continue; // the thread just exited
-            if (line[paren + 2] != 'T' && line[paren + 2] != 't')
-                all_stopped = false;
-        }
-        closedir(d);
-        if (all_stopped)
-            return;
-        sched_yield();
-    }
-}
-
-bool same_host() {
-    std::array<char, 256> host{};
-    gethostname(host.data(), host.size() - 1);
-    for (const auto &h : job().allgather_pod(host))
-        if (h != host)
-            return false;
-    return true;
-}
-
 // The TCP connection this process opened to `to` (the one whose far end is `to`'s listening port,
 // PORTICO_TCP_PORT_BASE + pid, see tcp_transport.hpp), or -1.
 int tcp_connection_to(const ptl_process_t &to) {

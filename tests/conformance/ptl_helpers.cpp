@@ -1,8 +1,12 @@
 #include "common/ptl_names.hpp"
 #include "ptl_helpers.hpp"
 
+#include <dirent.h>
 #include <sched.h>
 #include <unistd.h>
+
+#include <array>
+#include <fstream>
 
 #include <cstdio>
 #include <cstring>
@@ -427,6 +431,41 @@ void PtlTest::TearDown() {
         g_open_nis.pop_back();
     }
     PtlFini();
+}
+
+void wait_until_stopped(pid_t pid) {
+    const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+    for (;;) {
+        bool all_stopped = true;
+        DIR *d = opendir(dir.c_str());
+        ASSERT_NE(nullptr, d) << dir;
+        while (dirent *e = readdir(d)) {
+            if (e->d_name[0] == '.')
+                continue;
+            std::ifstream stat(dir + "/" + e->d_name + "/stat");
+            std::string line;
+            std::getline(stat, line);
+            const size_t paren = line.rfind(')');
+            if (paren == std::string::npos || paren + 2 >= line.size())
+                continue; // the thread just exited
+            const char state = line[paren + 2];
+            if (state != 'T' && state != 't')
+                all_stopped = false;
+        }
+        closedir(d);
+        if (all_stopped)
+            return;
+        sched_yield();
+    }
+}
+
+bool same_host() {
+    std::array<char, 256> host{};
+    gethostname(host.data(), host.size() - 1);
+    for (const auto &h : job().allgather_pod(host))
+        if (h != host)
+            return false;
+    return true;
 }
 
 } // namespace ptltest

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "mpjob.hpp"
 
 namespace ptltest {
@@ -229,6 +231,13 @@ long check_pattern(const void *buf, size_t n, uint32_t seed, uint64_t first_inde
 long check_fill(const void *buf, size_t n, uint8_t value);
 
 inline void *tag(uintptr_t v) { return reinterpret_cast<void *>(v); }
+
+// ---- processes ---------------------------------------------------------------------------------
+// Returns once every thread of `pid` is in the stopped state: SIGSTOP is asynchronous, and a
+// thread running on another CPU may still process messages after kill() returned.
+void wait_until_stopped(pid_t pid);
+// True when every rank of the job runs on this host (collective).
+bool same_host();
 
 // ---- fixture -----------------------------------------------------------------------------------
 class PtlTest : public ::testing::Test {

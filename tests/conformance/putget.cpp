@@ -489,46 +489,6 @@ TEST_F(PutGetMd, NoAckReqAndMdWithoutEqOrCt) {
     }
 }
 
-// Waits until every thread of `pid` is in the stopped state: SIGSTOP is asynchronous, and a thread
-// running on another CPU may still process messages after kill() returned.
-void wait_until_stopped(pid_t pid) {
-    const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-    for (;;) {
-        bool all_stopped = true;
-        DIR *d = opendir(dir.c_str());
-        ASSERT_NE(nullptr, d) << dir;
-        while (dirent *e = readdir(d)) {
-            if (e->d_name[0] == '.')
-                continue;
-            std::ifstream stat(dir + "/" + e->d_name + "/stat");
-            std::string line;
-            std::getline(stat, line);
-            const size_t paren = line.rfind(')');
-            if (paren == std::string::npos || paren + 2 >= line.size())
-                continue; // the thread just exited
-            const char state = line[paren + 2];
-            if (state != 'T' && state != 't')
-                all_stopped = false;
-        }
-        closedir(d);
-        if (all_stopped)
-            return;
-        sched_yield();
-    }
-}
-
-bool same_host() {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    std::array<char, 256> h{};
-    std::memcpy(h.data(), host, sizeof host);
-    std::vector<std::array<char, 256>> all = job().allgather_pod(h);
-    for (const auto &x : all)
-        if (x != all[0])
-            return false;
-    return true;
-}
-
 // Item 62 and Portico's decision on §3.10.4: PtlMDRelease is refused with PTL_IN_USE while a get
 // awaits its REPLY; it is allowed once a put's SEND has arrived, and the late ACK is then discarded
 // (DROP_COUNT + 1 at the initiator, no event). The target is held with SIGSTOP so that the REPLY

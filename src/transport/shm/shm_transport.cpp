@@ -36,6 +36,23 @@ struct Hello {
     uint64_t ring_bytes;
 };
 
+// A hello and room for the segment's descriptor (SCM_RIGHTS), as sendmsg and recvmsg take it.
+struct HelloMessage {
+    Hello hello{};
+    iovec iov{};
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))]{};
+    msghdr msg{};
+    HelloMessage() {
+        iov = {&hello, sizeof hello};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctrl;
+        msg.msg_controllen = sizeof ctrl;
+    }
+    HelloMessage(const HelloMessage &) = delete; // msg points into itself
+    HelloMessage &operator=(const HelloMessage &) = delete;
+};
+
 struct alignas(kCacheLine) SegmentHeader {
     uint32_t magic;
     uint32_t version;
@@ -246,22 +263,16 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
         ctl->producer_waiting.store(0);
     }
 
-    Hello hello{kHelloMagic, kSegmentVersion, self_.nid, self_.pid, cfg_.ring_bytes};
-    iovec iov{&hello, sizeof hello};
-    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctrl;
-    msg.msg_controllen = sizeof ctrl;
-    cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    HelloMessage m;
+    m.hello = Hello{kHelloMagic, kSegmentVersion, self_.nid, self_.pid, cfg_.ring_bytes};
+    cmsghdr *c = CMSG_FIRSTHDR(&m.msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &mfd, sizeof(int));
-    ssize_t sent = ::sendmsg(s, &msg, MSG_NOSIGNAL);
+    ssize_t sent = ::sendmsg(s, &m.msg, MSG_NOSIGNAL);
     ::close(mfd);
-    if (sent != static_cast<ssize_t>(sizeof hello)) {
+    if (sent != static_cast<ssize_t>(sizeof m.hello)) {
         munmap(seg, bytes);
         ::close(s);
         return nullptr;
@@ -353,14 +364,9 @@ PendingAccept *ShmTransport::pending_of(void *tag) const {
 bool ShmTransport::try_hello(int s, pid_t os_pid) {
     // False if nothing has arrived yet; true if the connection is settled (a link, or refused and
     // closed).
-    Hello hello{};
-    iovec iov{&hello, sizeof hello};
-    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctrl;
-    msg.msg_controllen = sizeof ctrl;
+    HelloMessage m;
+    const Hello &hello = m.hello;
+    msghdr &msg = m.msg;
     const ssize_t n = ::recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     int mfd = -1;
