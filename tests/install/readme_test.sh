@@ -1,0 +1,132 @@
+#!/bin/bash
+# readme_test.sh BUILD_DIR SOURCE_DIR
+# The README's install instructions, run as written (test install.readme): `cmake --install` of
+# the finished build into a temporary prefix, then the commands of README's "Using it" and "GASNet"
+# sections, taken from README.md itself (only the placeholders /opt/portico, P and the build
+# directory are replaced, so the README cannot drift from what works), with LD_LIBRARY_PATH unset;
+# then every installed program from the prefix, and the same after moving the prefix.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+readme=$src/README.md
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+unset LD_LIBRARY_PATH # the point: nothing but the install's own paths finds the libraries
+prefix=$tmp/portico
+fail() { echo "FAIL: $*"; exit 1; }
+# A bounded command: a hung rank must fail the test, not stall ctest until its timeout.
+t() { timeout -k 5 30 "$@"; }
+
+# The first indented block after the heading "## $1", the four leading spaces removed.
+block() {
+    awk -v h="## $1" '
+        $0 == h { on = 1; next }
+        on && /^## / { exit }
+        on && /^    / { sub(/^    /, ""); print; got = 1; next }
+        on && got && !/^$/ { exit }
+        on && got && /^$/ { exit }
+    ' "$readme"
+}
+# Runs one README line in DIR after replacing FROM by TO (which must occur: a README that changed
+# its placeholders needs this test changed too).
+run_line() {
+    local dir=$1 line=$2 from=$3 to=$4
+    [[ $line == *"$from"* ]] || fail "README line '$line' no longer contains '$from'"
+    line=${line//"$from"/"$to"}
+    echo "+ $line"
+    (cd "$dir" && eval "timeout -k 5 60 bash -c $(printf '%q' "$line")")
+}
+
+# --- "Using it" ---------------------------------------------------------------------------------
+mapfile -t using < <(block "Using it")
+[ ${#using[@]} -eq 4 ] || fail "README 'Using it' should have 4 commands, found ${#using[@]}: ${using[*]}"
+[[ ${using[0]} == "cmake -S . -B build "* ]] || fail "unexpected first command '${using[0]}'"
+# using[0] configures and builds: that is the build under test.
+run_line "$src" "${using[1]}" "cmake --install build --prefix /opt/portico" \
+         "cmake --install $(printf '%q' "$build") --prefix $(printf '%q' "$prefix")" > "$tmp/install.log"
+mkdir "$tmp/portals" "$tmp/gasnet"
+cp "$src/examples/portals_demo.c" "$tmp/portals/prog.c"
+run_line "$tmp/portals" "${using[2]}" /opt/portico "$prefix"
+run_line "$tmp/portals" "${using[3]}" /opt/portico "$prefix" > "$tmp/portals.out"
+np=$(sed -n 's/.*portico-run -n \([0-9]*\).*/\1/p' <<< "${using[3]}")
+ok=$(grep -c "done; 0 messages dropped" "$tmp/portals.out" || true)
+[ "$ok" = "$np" ] || { cat "$tmp/portals.out"; fail "the Portals program: $ok of $np ranks finished"; }
+echo "Portals program: $np ranks ok"
+
+# --- "GASNet" -----------------------------------------------------------------------------------
+mapfile -t gas < <(block "GASNet")
+[ ${#gas[@]} -eq 3 ] || fail "README 'GASNet' should have 3 commands, found ${#gas[@]}: ${gas[*]}"
+cp "$src/tests/install/gasnet_prog.c" "$tmp/gasnet/prog.c"
+# The block's first line is an export: its effect must reach the next lines, so the three run in
+# one shell.
+[[ ${gas[0]} == "export PKG_CONFIG_PATH=P/"* && ${gas[2]} == "P/bin/portico-run "* ]] \
+    || fail "README's GASNet commands no longer use the prefix placeholder P: ${gas[*]}"
+g=""
+for l in "${gas[@]}"; do
+    g+="${l//P\//$prefix/}"$'\n'
+done
+echo "+ $g"
+(cd "$tmp/gasnet" && timeout -k 5 60 bash -euc "$g") > "$tmp/gasnet.out"
+np=$(sed -n 's/.*portico-run -n \([0-9]*\).*/\1/p' <<< "${gas[2]}")
+ok=$(grep -c "gasnet ok" "$tmp/gasnet.out" || true)
+[ "$ok" = "$np" ] || { cat "$tmp/gasnet.out"; fail "the GASNet program: $ok of $np nodes ok"; }
+echo "GASNet program: $np nodes ok"
+
+# --- what the install holds, and every installed program ----------------------------------------
+for f in include/portals4.h include/portals.h include/portico_runtime.h include/gasnet.h \
+         include/gasnet_tools.h lib/libportals.so lib/libportals.so.4 lib/libportals.so.4.3.0 \
+         lib/libgasnet-portico.so lib/libgasnet-portico.so.1 lib/pkgconfig/portals4.pc \
+         lib/pkgconfig/gasnet-seq.pc lib/pkgconfig/gasnet-parsync.pc lib/pkgconfig/gasnet-par.pc \
+         bin/portico-run bin/portico-info bin/portico-bench bin/portals_demo bin/triggered_collectives \
+         bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench; do
+    [ -e "$prefix/$f" ] || fail "the install lacks $f"
+done
+
+# expect COUNT PATTERN CMD...: CMD succeeds and prints COUNT lines matching PATTERN ("+": at least
+# one). The whole output is read first: a reader that stops early would kill CMD with SIGPIPE.
+expect() {
+    local count=$1 pattern=$2 out
+    shift 2
+    out=$(t "$@") || { echo "$out"; fail "'$*' exited with $?"; }
+    local n
+    n=$(grep -c -- "$pattern" <<< "$out" || true)
+    [ "$n" = "$count" ] || { [ "$count" = + ] && [ "$n" -gt 0 ]; } \
+        || { echo "$out"; fail "'$*' printed no $count lines matching '$pattern'"; }
+}
+
+tools() {
+    local p=$1 user=$2 run=$1/bin/portico-run
+    expect + "max_pt_index" "$p/bin/portico-info"
+    expect 1 '"max_pt_index":[0-9]' "$p/bin/portico-info" --json
+    expect 1 "^usage: portico-run" "$p/bin/portico-bench" --help
+    expect + '"test":"put_lat"' "$run" -n 2 "$p/bin/portico-bench" put_lat --short --json --iters 100 --reps 1
+    expect 2 "done; 0 messages dropped" "$run" -n 2 "$p/bin/portals_demo"
+    expect 1 "^triggered collectives over 2 ranks" "$run" -n 2 "$p/bin/triggered_collectives"
+    expect 1 "AM Short round trip" "$run" -n 2 "$p/bin/gasnet_pingpong" 100
+    expect 1 "total correct" "$run" -n 2 "$p/bin/gasnet_histogram"
+    expect + '"test":"put_lat"' "$run" -n 2 "$p/bin/gasnet_bench" put_lat --short --json --iters 100 --reps 1
+    # The libraries come from this prefix, not from the build tree (whose paths the programs must
+    # no longer carry).
+    for b in "$p"/bin/* "$user"; do
+        if ldd "$b" | grep -q "not found"; then ldd "$b"; fail "$b: a library is not found"; fi
+        if ldd "$b" | grep -F "$build/" ; then fail "$b loads a library from the build tree"; fi
+    done
+    for b in portico-info gasnet_pingpong; do
+        lib=$(ldd "$p/bin/$b" | awk '$1 == "libportals.so.4" { print $3 }')
+        [[ $(readlink -f "$lib") == "$(readlink -f "$p/lib")"/* ]] \
+            || fail "$b loads libportals.so.4 from '$lib', not from $p/lib"
+    done
+}
+tools "$prefix" "$tmp/portals/a.out"
+echo "installed programs ok"
+
+# A moved prefix keeps working: the programs' RUNPATH is $ORIGIN-relative and the .pc files find
+# the prefix from their own location.
+mv "$prefix" "$tmp/moved"
+tools "$tmp/moved" "$tmp/moved/bin/portico-run"
+cd "$tmp/portals"
+# shellcheck disable=SC2046
+cc prog.c $(PKG_CONFIG_PATH="$tmp/moved/lib/pkgconfig" pkg-config --cflags --libs portals4) -o moved.out
+expect 2 "done; 0 messages dropped" "$tmp/moved/bin/portico-run" -n 2 ./moved.out
+echo "moved prefix ok"
+echo "PASS"
