@@ -7,6 +7,8 @@
 // exit statuses go, as with ssh) and the ranks reach the PMI server over TCP (see tcp.hpp).
 #include "job.hpp"
 
+#include "common/common_settings.hpp"
+
 #include "pmi_server.hpp"
 #include "remote.hpp"
 #include "tcp.hpp"
@@ -391,11 +393,11 @@ bool Job::setup_remote() {
     const RemoteOptions &ro = *opt_.remote;
     rsh_name_ = base_name(ro.rsh.front());
     cwd_ = current_dir();
-    const char *iface = std::getenv("PORTICO_IFACE");
+    const std::string iface = settings::kIface.get();
     std::vector<std::string> warnings;
     try {
         int backlog = std::min(opt_.nprocs + 16, SOMAXCONN);
-        listener_ = open_pmi_listener(ro.pmi_addr, iface != nullptr ? iface : "", backlog,
+        listener_ = open_pmi_listener(ro.pmi_addr, iface, backlog,
                                       warnings);
     } catch (const NetError &e) {
         say(std::string("cannot open the PMI port for remote ranks: ") + e.what());
