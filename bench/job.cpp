@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "bench.hpp"
+#include "bootstrap/bootstrap_settings.hpp"
 #include "bootstrap/pmi_client.hpp"
 
 namespace portico::bench {
@@ -28,8 +29,8 @@ Job::Job() {
     if (pmi_) {
         rank_ = pmi_->rank();
         size_ = pmi_->size();
-        const char *jid = std::getenv("PORTICO_JOB_ID");
-        id_ = token_of(jid && *jid ? std::string(jid) : pmi_->kvsname());
+        const char *jid = settings::kJobId.raw();
+        id_ = token_of(jid ? std::string(jid) : pmi_->kvsname());
     }
     if (id_.empty()) id_ = "pid" + std::to_string(getpid());
 }

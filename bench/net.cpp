@@ -7,7 +7,8 @@
 #include <netinet/in.h>
 
 #include "bench.hpp"
-#include "common/env.hpp"
+#include "common/common_settings.hpp"
+#include "engine/engine_settings.hpp"
 #include "common/netif.hpp"
 #include "job.hpp"
 
@@ -15,16 +16,16 @@ namespace portico::bench {
 
 std::string listen_address() {
     in_addr a{};
-    a.s_addr = htonl(interface_ipv4(env_str("PORTICO_IFACE")));
+    a.s_addr = htonl(interface_ipv4(settings::kIface.get()));
     char buf[INET_ADDRSTRLEN] = "127.0.0.1";
     inet_ntop(AF_INET, &a, buf, sizeof buf);
     return buf;
 }
 
 std::string detect_transport(Job &job) {
-    const std::string want = env_str("PORTICO_TRANSPORT", "auto");
-    if (want != "auto" && want != "shm" && want != "tcp")
-        throw Error("PORTICO_TRANSPORT must be auto, shm or tcp, not '" + want + "'");
+    const auto setting = settings::kTransport.resolve();
+    if (!setting.ok()) throw Error(setting.error);
+    const std::string &want = setting.value;
     // Every rank takes part in the collective, whatever the setting, so that all agree.
     const auto nids = job.allgather(std::to_string(local_nid()));
     if (want != "auto") return want;

@@ -3,6 +3,10 @@
 #include <cstdlib>
 
 #include "bench.hpp"
+#include "bench_settings.hpp"
+#include "common/common_settings.hpp"
+#include "engine/engine_settings.hpp"
+#include "transport/shm/shm_settings.hpp"
 
 namespace portico::bench {
 
@@ -55,12 +59,12 @@ std::vector<size_t> sizes_of(const Options &o, const std::vector<size_t> &full, 
 
 std::string env_note() {
     std::string s;
-    for (const char *name : {"PORTICO_TRANSPORT", "PORTICO_WAIT_SPIN_US", "PORTICO_PROGRESS_SPIN_US",
-                             "PORTICO_SHM_RING_BYTES", "PORTICO_SHM_SINGLE_COPY", "PORTICO_SHM_SINGLE_COPY_BYTES",
-                             "PORTICO_IFACE", "PORTICO_NID", "PORTICO_BENCH_TCP_RECV"}) {
-        const char *v = std::getenv(name);
-        if (v && *v) s += std::string(s.empty() ? "" : " ") + name + "=" + v;
-    }
+    using namespace settings;
+    const Setting *const noted[] = {&kTransport,     &kWaitSpinUs,         &kProgressSpinUs,
+                                    &kShmRingBytes,  &kShmSingleCopy,      &kShmSingleCopyBytes,
+                                    &kIface,         &kNid,                &kBenchTcpRecv};
+    for (const Setting *x : noted)
+        if (const char *v = x->raw()) s += std::string(s.empty() ? "" : " ") + x->name + "=" + v;
     return s;
 }
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "bench.hpp"
-#include "common/env.hpp"
+#include "bench_settings.hpp"
 #include "job.hpp"
 #include "net.hpp"
 #include "timing.hpp"
@@ -179,7 +179,7 @@ void TcpLink::recv_exact(void *p, size_t n, bool busy_poll) {
     }
 }
 
-TcpPingPong::TcpPingPong(Job &job) : link_(job), busy_(env_str("PORTICO_BENCH_TCP_RECV", "busy") != "block") {}
+TcpPingPong::TcpPingPong(Job &job) : link_(job), busy_(settings::kBenchTcpRecv.get() != "block") {}
 
 std::string TcpPingPong::description() const {
     return std::string("raw TCP socket ping-pong (TCP_NODELAY, 8-byte messages, ") +
@@ -215,7 +215,7 @@ double TcpPingPong::run(uint64_t iters) {
 }
 
 TcpStream::TcpStream(Job &job)
-    : link_(job), busy_(env_str("PORTICO_BENCH_TCP_RECV", "busy") != "block"), buf_(link_.rank() < 2 ? kChunk : 0, 0x5a) {}
+    : link_(job), busy_(settings::kBenchTcpRecv.get() != "block"), buf_(link_.rank() < 2 ? kChunk : 0, 0x5a) {}
 
 double TcpStream::run(uint64_t bytes) {
     if (link_.rank() >= 2) return 0;

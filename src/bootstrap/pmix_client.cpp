@@ -36,6 +36,7 @@
 // max_value_length() 1023), so that a program tested under one launcher works under the others.
 #include "bootstrap/pmi_client.hpp"
 #include "bootstrap/pmi_internal.hpp"
+#include "bootstrap/bootstrap_settings.hpp"
 
 #include <atomic>
 #include <climits>
@@ -144,8 +145,7 @@ std::shared_ptr<Session> open_session() {
                        std::to_string(s->me.rank) + " of namespace '" + s->nspace + "'");
     }
     s->size = static_cast<int>(size);
-    const char *watch = std::getenv("PORTICO_LAUNCHER_WATCH");
-    if (watch == nullptr || std::strcmp(watch, "0") != 0) {
+    if (settings::kLauncherWatch.get()) {
         pmix_status_t code = PMIX_ERR_LOST_CONNECTION;
         // Blocking registration (no callback); a failure only loses the watch.
         rc = PMIx_Register_event_handler(&code, 1, nullptr, 0, on_lost_connection, nullptr,

@@ -1,5 +1,6 @@
-// The C ABI of portico_runtime.h.
+// The C ABI of portico_runtime.h and portico_ext.h.
 #include <portals4.h>
+#include <portico_ext.h>
 #include <portico_runtime.h>
 
 #include "engine/engine.hpp"
@@ -22,3 +23,6 @@ PORTICO_API int portico_runtime_barrier(void) {
     if (!Engine::instance().initialized()) return PTL_NO_INIT;
     return Engine::instance().runtime_barrier();
 }
+
+// portico_ext.h
+PORTICO_API int portico_set_wait_spin_us(unsigned us) { return portico::engine::Tunables::set_wait_spin_us(us); }

@@ -1,5 +1,7 @@
 #include "common/log.hpp"
 
+#include "common/common_settings.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -22,10 +24,7 @@ void vlog(const char *level, const char *fmt, va_list ap) {
 } // namespace
 
 bool debug_enabled() {
-    static const bool on = [] {
-        const char *v = std::getenv("PORTICO_DEBUG");
-        return v && *v && *v != '0';
-    }();
+    static const bool on = settings::kDebug.get();
     return on;
 }
 

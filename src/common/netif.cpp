@@ -6,7 +6,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
-#include "common/env.hpp"
+#include "common/common_settings.hpp"
 
 namespace portico {
 
@@ -27,9 +27,9 @@ uint32_t interface_ipv4(const std::string &iface) {
 uint32_t local_nid() {
     // The nid names the machine, so that peers on other machines (TCP) and on this one (shared
     // memory) are told apart by nid alone.
-    const std::string forced = env_str("PORTICO_NID");
+    const std::string forced = settings::kNid.get();
     if (!forced.empty()) return static_cast<uint32_t>(std::strtoul(forced.c_str(), nullptr, 0));
-    return interface_ipv4(env_str("PORTICO_IFACE"));
+    return interface_ipv4(settings::kIface.get());
 }
 
 } // namespace portico

@@ -9,55 +9,78 @@
 #include <unistd.h>
 
 #include "bootstrap/pmi_client.hpp"
-#include "common/env.hpp"
+#include "bootstrap/bootstrap_settings.hpp"
 #include "common/fence.hpp"
 #include "common/futex.hpp"
 #include "common/log.hpp"
+#include "engine/engine_settings.hpp"
+#include "transport/shm/shm_settings.hpp"
 #include "transport/tcp/handshake.hpp"
 
 namespace portico::engine {
 
+namespace {
+// The microsecond settings have no upper bound; a huge one means "for ever" (centuries), not a
+// wrapped product, and leaves room for the "now + spin" deadlines not to wrap either.
+uint64_t us_to_ns(uint64_t us) {
+    constexpr uint64_t kForever = UINT64_MAX / 4;
+    return us > kForever / 1000 ? kForever : us * 1000;
+}
+} // namespace
+
 const Tunables &Tunables::get() {
     static const Tunables t = [] {
         Tunables v;
-        v.wait_spin_ns = env_u64("PORTICO_WAIT_SPIN_US", 100) * 1000;
-        v.wait_pause_ns = env_u64("PORTICO_WAIT_PAUSE_US", 5) * 1000;
-        v.progress_spin_ns = env_u64("PORTICO_PROGRESS_SPIN_US", 10) * 1000;
-        v.progress_park_ns = std::max<uint64_t>(env_u64("PORTICO_PROGRESS_PARK_US", 250), 1) * 1000;
-        v.shm_ring_bytes = env_u64("PORTICO_SHM_RING_BYTES", 256 * 1024);
-        v.rendezvous_bytes = env_u64("PORTICO_SHM_SINGLE_COPY_BYTES", 32 * 1024);
+        v.wait_pause_ns = us_to_ns(settings::kWaitPauseUs.get());
+        v.progress_spin_ns = us_to_ns(settings::kProgressSpinUs.get());
+        v.progress_park_ns = us_to_ns(settings::kProgressParkUs.get());
+        v.shm_ring_bytes = settings::kShmRingBytes.get();
+        v.rendezvous_bytes = settings::kShmSingleCopyBytes.get();
         return v;
     }();
     return t;
 }
 
 namespace {
-// An integer limit from the environment, kept within [lo, hi] (a typo never wraps or disables).
-int env_limit(const char *name, int fallback, int lo, int hi) {
-    const uint64_t v = env_u64(name, static_cast<uint64_t>(fallback));
-    return static_cast<int>(std::clamp<uint64_t>(v, static_cast<uint64_t>(lo), static_cast<uint64_t>(hi)));
+// portico_set_wait_spin_us may change the spin at any time, so it is not part of the constant
+// Tunables; the environment's value is read once and then always wins.
+std::atomic<uint64_t> &wait_spin_store() {
+    static std::atomic<uint64_t> ns{us_to_ns(settings::kWaitSpinUs.get())};
+    return ns;
 }
+} // namespace
+
+uint64_t Tunables::wait_spin_ns() { return wait_spin_store().load(std::memory_order_relaxed); }
+
+int Tunables::set_wait_spin_us(uint64_t us) {
+    if (settings::kWaitSpinUs.is_set()) return PTL_IGNORED;
+    wait_spin_store().store(us_to_ns(us), std::memory_order_relaxed);
+    return PTL_OK;
+}
+
+namespace {
+int limit(const settings::Number &s) { return static_cast<int>(s.get()); } // the ranges end at INT_MAX
 } // namespace
 
 ptl_ni_limits_t default_limits() {
     ptl_ni_limits_t l{};
-    l.max_entries = env_limit("PORTICO_MAX_ENTRIES", 1 << 20, 1, INT_MAX);
-    l.max_unexpected_headers = env_limit("PORTICO_MAX_UNEXPECTED_HEADERS", 1 << 20, 1, INT_MAX);
-    l.max_mds = env_limit("PORTICO_MAX_MDS", 1 << 20, 1, INT_MAX);
-    l.max_cts = env_limit("PORTICO_MAX_CTS", 1 << 16, 1, INT_MAX);
-    l.max_eqs = env_limit("PORTICO_MAX_EQS", 1 << 12, 1, INT_MAX);
-    l.max_pt_index = env_limit("PORTICO_MAX_PT_INDEX", 255, 249, 1 << 16); // the spec: at least 250 entries
-    l.max_iovecs = env_limit("PORTICO_MAX_IOVECS", 1 << 16, 1, INT_MAX);
-    l.max_list_size = env_limit("PORTICO_MAX_LIST_SIZE", 1 << 20, 1, INT_MAX);
-    l.max_triggered_ops = env_limit("PORTICO_MAX_TRIGGERED_OPS", 1 << 16, 1, INT_MAX);
+    l.max_entries = limit(settings::kMaxEntries);
+    l.max_unexpected_headers = limit(settings::kMaxUnexpectedHeaders);
+    l.max_mds = limit(settings::kMaxMds);
+    l.max_cts = limit(settings::kMaxCts);
+    l.max_eqs = limit(settings::kMaxEqs);
+    l.max_pt_index = limit(settings::kMaxPtIndex);
+    l.max_iovecs = limit(settings::kMaxIovecs);
+    l.max_list_size = limit(settings::kMaxListSize);
+    l.max_triggered_ops = limit(settings::kMaxTriggeredOps);
     l.max_msg_size = PTL_SIZE_MAX;
     // An atomic travels in one frame; ni_init lowers these to what the transport's frames hold.
-    l.max_atomic_size = env_u64("PORTICO_MAX_ATOMIC_SIZE", 32 * 1024);
-    l.max_fetch_atomic_size = env_u64("PORTICO_MAX_FETCH_ATOMIC_SIZE", 32 * 1024);
+    l.max_atomic_size = settings::kMaxAtomicSize.get();
+    l.max_fetch_atomic_size = settings::kMaxFetchAtomicSize.get();
     // Messages are applied whole and in order per link, so any size keeps write-after-write order.
     l.max_waw_ordered_size = PTL_SIZE_MAX;
     l.max_war_ordered_size = PTL_SIZE_MAX;
-    l.max_volatile_size = env_u64("PORTICO_MAX_VOLATILE_SIZE", 64 * 1024);
+    l.max_volatile_size = settings::kMaxVolatileSize.get();
     l.features = PTL_TARGET_BIND_INACCESSIBLE | PTL_TOTAL_DATA_ORDERING;
     return l;
 }
@@ -226,7 +249,7 @@ int Engine::ensure_pmi() {
         }
     }
     if (pmi_failed_) return PTL_FAIL;
-    if (pmi_ && !launcher_watch_.joinable() && env_u64("PORTICO_LAUNCHER_WATCH", 1) != 0) start_launcher_watch();
+    if (pmi_ && !launcher_watch_.joinable() && settings::kLauncherWatch.get()) start_launcher_watch();
     return pmi_ ? PTL_OK : PTL_IGNORED;
 }
 
@@ -301,7 +324,7 @@ int Engine::runtime_barrier() {
 std::string Engine::job_secret() {
     // Caller holds the engine lock. portico-run hands every rank the secret; under another
     // launcher the ranks agree on one through the PMI (the first PtlNIInit is then collective).
-    const std::string given = env_str("PORTICO_JOB_SECRET");
+    const std::string given = settings::kJobSecret.get();
     if (!given.empty()) return given;
     if (ensure_pmi() != PTL_OK) return {};
     try {

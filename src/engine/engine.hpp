@@ -521,13 +521,16 @@ private:
 
 // Tunables (see portico-info)
 struct Tunables {
-    uint64_t wait_spin_ns;
     uint64_t wait_pause_ns; // the first part of a wait's polling, with `pause`; sched_yield after it
     uint64_t progress_spin_ns;
     uint64_t progress_park_ns;
     size_t shm_ring_bytes;
     uint64_t rendezvous_bytes; // puts/gets at least this long go single copy where possible
     static const Tunables &get();
+    // How long a wait polls before it sleeps: PORTICO_WAIT_SPIN_US, else what
+    // portico_set_wait_spin_us (portico_ext.h) set last, else the default.
+    static uint64_t wait_spin_ns();
+    static int set_wait_spin_us(uint64_t us); // PTL_OK, or PTL_IGNORED when the environment sets it
 };
 
 ptl_ni_limits_t default_limits();

@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include "common/guarded_copy.hpp"
-#include "common/env.hpp"
 #include "common/netif.hpp"
 #include "common/log.hpp"
+#include "engine/engine_settings.hpp"
 #include "engine/wait.hpp"
 #include "transport/router.hpp"
+#include "transport/shm/shm_settings.hpp"
+#include "transport/tcp/tcp_settings.hpp"
 
 namespace portico::engine {
 
@@ -26,24 +28,21 @@ int Engine::endpoint_config(ptl_pid_t pid, transport::EndpointConfig *cfg) {
     // Caller holds the engine lock.
     cfg->nid = local_nid();
     cfg->pid = pid == PTL_PID_ANY ? UINT32_MAX : pid;
-    const std::string mode = env_str("PORTICO_TRANSPORT", "auto");
-    if (mode == "auto") {
-        cfg->mode = transport::TransportMode::Auto;
-    } else if (mode == "shm") {
-        cfg->mode = transport::TransportMode::Shm;
-    } else if (mode == "tcp") {
-        cfg->mode = transport::TransportMode::Tcp;
-    } else {
-        log_error("PORTICO_TRANSPORT=%s: expected auto, shm or tcp", mode.c_str());
+    const auto mode = settings::kTransport.resolve();
+    if (!mode.ok()) {
+        log_error("%s", mode.error.c_str());
         return PTL_ARG_INVALID;
     }
+    cfg->mode = mode.value == "shm"   ? transport::TransportMode::Shm
+                : mode.value == "tcp" ? transport::TransportMode::Tcp
+                                      : transport::TransportMode::Auto;
     cfg->shm.ring_bytes = Tunables::get().shm_ring_bytes;
-    cfg->shm.max_links = env_u64("PORTICO_SHM_MAX_LINKS", 4096);
-    cfg->shm.single_copy = env_u64("PORTICO_SHM_SINGLE_COPY", 1) != 0;
-    cfg->tcp.port_base = static_cast<uint32_t>(env_u64("PORTICO_TCP_PORT_BASE", 16384));
-    cfg->tcp.max_links = env_u64("PORTICO_TCP_MAX_LINKS", 4096);
-    cfg->tcp.connect_timeout_ms = static_cast<int>(std::clamp<uint64_t>(env_u64("PORTICO_TCP_CONNECT_TIMEOUT_MS", 30000), 100, 3600000));
-    cfg->tcp.keepalive_idle_s = static_cast<int>(std::clamp<uint64_t>(env_u64("PORTICO_TCP_KEEPALIVE_S", 10), 1, 86400));
+    cfg->shm.max_links = settings::kShmMaxLinks.get();
+    cfg->shm.single_copy = settings::kShmSingleCopy.get();
+    cfg->tcp.port_base = static_cast<uint32_t>(settings::kTcpPortBase.get());
+    cfg->tcp.max_links = settings::kTcpMaxLinks.get();
+    cfg->tcp.connect_timeout_ms = static_cast<int>(settings::kTcpConnectTimeoutMs.get());
+    cfg->tcp.keepalive_idle_s = static_cast<int>(settings::kTcpKeepaliveS.get());
     if (cfg->mode != transport::TransportMode::Shm) cfg->tcp.secret = job_secret();
     return PTL_OK;
 }

@@ -70,14 +70,15 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
     if (timeout_ms == 0) return aborted_.load(std::memory_order_acquire) ? PTL_ABORTED : timeout_rc;
 
     const Tunables &t = Tunables::get();
+    const uint64_t spin_ns = Tunables::wait_spin_ns();
     const uint64_t start = monotonic_ns();
     const bool forever = timeout_ms < 0;
     const uint64_t deadline = forever ? UINT64_MAX : start + static_cast<uint64_t>(timeout_ms) * 1000000ull;
     uint64_t pause_until = 0, spin_until = 0;
     bool polling = false, yielding = true;
     auto enter_polling = [&](uint64_t from) {
-        pause_until = from + std::min(t.wait_pause_ns, t.wait_spin_ns);
-        spin_until = from + t.wait_spin_ns;
+        pause_until = from + std::min(t.wait_pause_ns, spin_ns);
+        spin_until = from + spin_ns;
         polling = yielding = true;
         std::lock_guard g(ep->sleep_mutex);
         // An armed progress thread would be rung for every frame we are about to poll for

@@ -1,5 +1,6 @@
 // Job control (init, attach, exit), the job environment, errors, NIS and HSLs.
 #include <gasnet_tools.h>
+#include <portico_ext.h>
 #include <portico_runtime.h>
 
 #include <algorithm>
@@ -359,25 +360,26 @@ ptl_handle_md_t bind_md(unsigned options, ptl_handle_eq_t eq, ptl_handle_ct_t ct
 }
 
 // How long a waiting thread polls the network before it sleeps (the engine's
-// PORTICO_WAIT_SPIN_US, read when Portals starts). Sleeping costs two thread wake-ups on the next
+// PORTICO_WAIT_SPIN_US, set through portico_set_wait_spin_us: a setenv would leak into the
+// application's children). Sleeping costs two thread wake-ups on the next
 // message, which keeps both sides of an exchange above the engine's default spin (100 us) once a
 // hiccup pushed them there (docs/GASNET.md, "Engine findings"); so when this host's processes
 // fit on its CPUs, GASNet waits spin 200 us. With more processes than CPUs the default stays:
 // spinning then takes the CPU from the process being waited for. GASNET_WAIT_MODE=SPIN spins
-// 1 ms, BLOCK keeps the default; an explicit PORTICO_WAIT_SPIN_US always wins.
+// 1 ms, BLOCK keeps the default; an explicit PORTICO_WAIT_SPIN_US always wins (the engine
+// ignores the call then).
 int choose_wait_mode() {
     const char *m = getenv("GASNET_WAIT_MODE");
     int mode = GASNET_WAIT_SPINBLOCK;
     if (m && !strcasecmp(m, "SPIN")) mode = GASNET_WAIT_SPIN;
     else if (m && !strcasecmp(m, "BLOCK")) mode = GASNET_WAIT_BLOCK;
     else if (m && *m && strcasecmp(m, "SPINBLOCK")) report("GASNET_WAIT_MODE='%s' ignored (SPIN, BLOCK or SPINBLOCK)", m);
-    if (getenv("PORTICO_WAIT_SPIN_US")) return mode;
     uint64_t local = env_u64("PORTICO_LOCAL_SIZE", 0);
     if (!local) local = env_u64("MPI_LOCALNRANKS", 1);
-    const char *us = mode == GASNET_WAIT_SPIN                                       ? "1000"
-                     : mode == GASNET_WAIT_SPINBLOCK && local <= uint64_t(gasnett_cpu_count()) ? "200"
-                                                                                     : nullptr;
-    if (us) setenv("PORTICO_WAIT_SPIN_US", us, 0);
+    const unsigned us = mode == GASNET_WAIT_SPIN                                                    ? 1000
+                        : mode == GASNET_WAIT_SPINBLOCK && local <= uint64_t(gasnett_cpu_count()) ? 200
+                                                                                                  : 0;
+    if (us) portico_set_wait_spin_us(us);
     return mode;
 }
 

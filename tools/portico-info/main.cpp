@@ -1,20 +1,22 @@
 // portico-info: what this Portals implementation provides, as Appendix B of the Portals 4.3
 // specification asks an implementation to state: limits (and how desired limits are negotiated),
 // memory use as a function of the limits, status registers, interface ids, the portal table size,
-// alignment and atomics; plus the version, the transports, this process's id and every environment
-// variable the engine reads.
+// alignment and atomics; plus the version, the transports, this process's id and every PORTICO_*
+// environment variable (from their declarations, settings_catalog.hpp).
 //
-//   portico-info [--json]
+//   portico-info [--json | --markdown]
+//
+// --markdown prints only the settings table, which is the README's "Environment variables"
+// section (the settings.readme test keeps the two equal); it needs no NI.
 //
 // It uses the public API only (portals4.h): it opens a physical matching and a physical
 // non-matching NI on the default interface and reports what they answer. The facts it cannot ask
-// the API for (defaults, memory formulas) are stated here and must be kept in step with the
-// engine (src/engine/engine.cpp default_limits() and Tunables, src/engine/ni.cpp, engine.hpp).
+// the API for (memory formulas, sizes of the engine's objects) are stated here and must be kept in
+// step with the engine (engine.hpp, src/transport/shm); the settings come from the code itself.
 // Works without a launcher (logical NIs, which need one, are not opened).
 #include "common/ptl_names.hpp"
-#include "common/env.hpp"
+#include "settings_catalog.hpp"
 
-using portico::env_u64;
 #include <arpa/inet.h>
 #include <cinttypes>
 #include <cstdio>
@@ -37,57 +39,12 @@ using portico::info::JsonWriter;
 
 // ---- facts about the engine that the API does not expose ----------------------------------
 
+// Read by the engine for logical NIs (the job's rank map) and portico_runtime.h; set by a PMI-1 launcher.
 struct EnvVar {
     const char *name;
     const char *def;
     const char *meaning;
 };
-
-// Every variable the engine (libportals) reads, from getenv()/env_u64()/env_str() in src/.
-// Sizes accept K, M and G suffixes (powers of 1024).
-const EnvVar kEngineEnv[] = {
-    {"PORTICO_NID", "(unset)",
-     "force this machine's nid (a number, strtoul base 0: 0x prefix for hex; not dotted). Default: the IPv4 "
-     "address of PORTICO_IFACE"},
-    {"PORTICO_IFACE", "(unset)",
-     "network interface whose IPv4 address becomes the nid. Default: the first non-loopback interface "
-     "with an IPv4 address, else 127.0.0.1"},
-    {"PORTICO_WAIT_SPIN_US", "100",
-     "microseconds a thread in PtlEQWait/PtlEQPoll/PtlCTWait/PtlCTPoll polls the transport itself before "
-     "it sleeps (futex) and leaves progress to the progress thread"},
-    {"PORTICO_WAIT_PAUSE_US", "5",
-     "microseconds a waiting thread polls before it offers its core (sched_yield) on every turn; it stops "
-     "yielding once a yield comes back at once (nobody else wanted the core)"},
-    {"PORTICO_PROGRESS_SPIN_US", "10",
-     "microseconds the per-interface progress thread keeps polling after its last work before it parks "
-     "or sleeps (epoll on the doorbell sockets)"},
-    {"PORTICO_PROGRESS_PARK_US", "250",
-     "microseconds the progress thread stays parked (no doorbells) while the application polls by "
-     "itself; a park without any polling call ends in a sleep with doorbells"},
-    {"PORTICO_SHM_RING_BYTES", "262144",
-     "bytes of each of the two rings of a shared-memory link (power of two >= 16 KiB); also bounds the "
-     "frame size (min(64 KiB, ring/4) minus header)"},
-    {"PORTICO_SHM_MAX_LINKS", "4096", "most shared-memory links (peers) one interface keeps"},
-    {"PORTICO_SHM_SINGLE_COPY", "1",
-     "1: large contiguous puts/gets are copied once with process_vm_readv/writev when the kernel allows "
-     "it (the process calls prctl(PR_SET_PTRACER_ANY) for that); 0: always through the rings"},
-    {"PORTICO_SHM_SINGLE_COPY_BYTES", "32768", "smallest put/get that goes single copy"},
-    {"PORTICO_MAX_ENTRIES", "1048576", "limit max_entries (LEs/MEs per NI)"},
-    {"PORTICO_MAX_UNEXPECTED_HEADERS", "1048576", "limit max_unexpected_headers (checked per portal table entry)"},
-    {"PORTICO_MAX_MDS", "1048576", "limit max_mds"},
-    {"PORTICO_MAX_CTS", "65536", "limit max_cts"},
-    {"PORTICO_MAX_EQS", "4096", "limit max_eqs"},
-    {"PORTICO_MAX_PT_INDEX", "255", "limit max_pt_index (the portal table has max_pt_index+1 entries)"},
-    {"PORTICO_MAX_IOVECS", "65536", "limit max_iovecs"},
-    {"PORTICO_MAX_LIST_SIZE", "1048576", "limit max_list_size (entries per list of one portal table entry)"},
-    {"PORTICO_MAX_VOLATILE_SIZE", "65536", "limit max_volatile_size (PTL_MD_VOLATILE puts up to this are copied)"},
-    {"PORTICO_MAX_TRIGGERED_OPS", "65536", "limit max_triggered_ops (pending triggered operations per NI)"},
-    {"PORTICO_MAX_ATOMIC_SIZE", "32768", "limit max_atomic_size (at least 32, at most what one frame holds)"},
-    {"PORTICO_MAX_FETCH_ATOMIC_SIZE", "32768", "limit max_fetch_atomic_size (at least 32, at most one frame)"},
-    {"PORTICO_DEBUG", "(unset)", "set (and not 0): debug messages on stderr"},
-};
-
-// Read by the engine for logical NIs (the job's rank map) and portico_runtime.h; set by a PMI-1 launcher.
 const EnvVar kLauncherEnv[] = {
     {"PMI_FD", "(unset)",
      "PMI-1 connection to the launcher (portico-run, mpiexec/hydra); logical NIs and portico_runtime.h need it"},
@@ -313,6 +270,40 @@ void build_memory(Report &r) {
     };
 }
 
+using portico::settings::Setting;
+using portico::settings::layer_name;
+using portico::settings::type_name;
+
+template <typename F> void for_each_setting(F f) {
+    for (auto layer : portico::settings::kCatalog)
+        for (const Setting *x : layer) f(*x);
+}
+
+std::string markdown_cell(std::string s) {
+    // A '|' would end the cell (the choices are written "auto|shm|tcp").
+    for (size_t i; (i = s.find('|')) != std::string::npos;) s.replace(i, 1, ", ");
+    return s;
+}
+
+// The README's settings section: printed without opening an NI, so that it is the same on every
+// machine and with any environment (no current values).
+void print_markdown() {
+    std::printf("<!-- generated by `portico-info --markdown` from the settings' declarations; do not edit -->\n\n"
+                "Numbers are decimal, `0x` hex or `0` octal, optionally with a `K`, `M` or `G` suffix (x 1024); "
+                "booleans are `0`/`1`, `yes`/`no`, `true`/`false` or `on`/`off`; unset and empty mean the "
+                "default. A bad value is reported on stderr (once per variable) and replaced by the default "
+                "(not a value of the type) or the nearest valid value (out of range); a bad `PORTICO_TRANSPORT` "
+                "fails `PtlNIInit`. `portico-info` shows the values set and whether they are valid.\n\n"
+                "| variable | layer | type | default | range | meaning |\n"
+                "| --- | --- | --- | --- | --- | --- |\n");
+    for_each_setting([](const Setting &x) {
+        const std::string def = x.default_text(), range = x.range_text();
+        std::printf("| `%s` | %s | %s | %s | %s | %s |\n", x.name, layer_name(x.layer), type_name(x.type),
+                    def.empty() ? "—" : markdown_cell(def).c_str(), markdown_cell(range).c_str(),
+                    markdown_cell(x.description).c_str());
+    });
+}
+
 void print_text(const Report &r) {
     std::printf("Portico %s, an implementation of the Portals %d.%d network API\n", PORTICO_VERSION,
                 PTL_MAJOR_VERSION, PTL_MINOR_VERSION);
@@ -321,7 +312,7 @@ void print_text(const Report &r) {
     std::printf("Transports\n");
     std::printf("  shm   available: processes of this machine; per peer a memfd with two rings, doorbell and\n"
                 "        liveness over an abstract Unix socket; single copy (process_vm_readv/writev) from %s\n",
-                human_bytes(env_u64("PORTICO_SHM_SINGLE_COPY_BYTES", 32 * 1024)).c_str());
+                human_bytes(portico::settings::kShmSingleCopyBytes.get()).c_str());
     std::printf("  tcp   not yet (other machines)\n\n");
 
     std::printf("Network interface\n");
@@ -365,17 +356,23 @@ void print_text(const Report &r) {
     std::printf("  Nothing scales with the max_* limits until it is used: they only cap counts. EQ rings are\n"
                 "  allocated whole at PtlEQAlloc, the portal table at PtlNIInit.\n\n");
 
-    std::printf("Environment (read by libportals; sizes accept K/M/G)\n");
-    auto env_rows = [](const EnvVar *vars, size_t n) {
-        for (size_t i = 0; i < n; ++i) {
-            const char *v = std::getenv(vars[i].name);
-            std::printf("  %-30s default %-9s %s%s%s%s\n", vars[i].name, vars[i].def, vars[i].meaning,
-                        v ? " [set: " : "", v ? v : "", v ? "]" : "");
+    std::printf("Environment (every PORTICO_* variable; numbers: decimal, 0x hex, K/M/G suffixes)\n");
+    for_each_setting([](const Setting &x) {
+        const std::string def = x.default_text(), range = x.range_text();
+        std::printf("  %-31s %-13s %-7s default %s%s%s\n", x.name, layer_name(x.layer), type_name(x.type),
+                    def.empty() ? "(unset)" : def.c_str(), range.empty() ? "" : "; ", range.c_str());
+        std::printf("      %s\n", x.description);
+        if (const char *v = x.raw()) {
+            const std::string error = x.check(v);
+            std::printf("      set: %s%s%s\n", v, error.empty() ? "" : "  ERROR: ", error.c_str());
         }
-    };
-    env_rows(kEngineEnv, sizeof kEngineEnv / sizeof *kEngineEnv);
+    });
     std::printf("Set by a PMI-1 launcher (portico-run), read for logical NIs\n");
-    env_rows(kLauncherEnv, sizeof kLauncherEnv / sizeof *kLauncherEnv);
+    for (const EnvVar &e : kLauncherEnv) {
+        const char *v = std::getenv(e.name);
+        std::printf("  %-31s default %-9s %s%s%s%s\n", e.name, e.def, e.meaning, v ? " [set: " : "", v ? v : "",
+                    v ? "]" : "");
+    }
 }
 
 void print_json(const Report &r) {
@@ -394,7 +391,7 @@ void print_json(const Report &r) {
     j.kv("name", "shm");
     j.kv("status", "available");
     j.kv("scope", "processes of this machine");
-    j.kv("single_copy_bytes", env_u64("PORTICO_SHM_SINGLE_COPY_BYTES", 32 * 1024));
+    j.kv("single_copy_bytes", portico::settings::kShmSingleCopyBytes.get());
     j.end_object();
     j.begin_object();
     j.kv("name", "tcp");
@@ -493,21 +490,35 @@ void print_json(const Report &r) {
 
     j.key("environment");
     j.begin_array();
-    auto env_rows = [&j](const EnvVar *vars, size_t n, const char *reader) {
-        for (size_t i = 0; i < n; ++i) {
-            j.begin_object();
-            j.kv("name", vars[i].name);
-            j.kv("default", vars[i].def);
-            j.kv("meaning", vars[i].meaning);
-            j.kv("read_by", reader);
-            const char *v = std::getenv(vars[i].name);
-            if (v) j.kv("value", v);
-            else j.kv_null("value");
-            j.end_object();
+    for_each_setting([&j](const Setting &x) {
+        j.begin_object();
+        j.kv("name", x.name);
+        j.kv("type", type_name(x.type));
+        j.kv("default", x.default_text());
+        j.kv("range", x.range_text());
+        j.kv("description", x.description);
+        j.kv("layer", layer_name(x.layer));
+        if (const char *v = x.raw()) {
+            j.kv("value", v);
+            const std::string error = x.check(v);
+            if (!error.empty()) j.kv("error", error);
+        } else {
+            j.kv_null("value");
         }
-    };
-    env_rows(kEngineEnv, sizeof kEngineEnv / sizeof *kEngineEnv, "engine");
-    env_rows(kLauncherEnv, sizeof kLauncherEnv / sizeof *kLauncherEnv, "engine (logical NIs), set by the launcher");
+        j.end_object();
+    });
+    j.end_array();
+    j.key("launcher_environment");
+    j.begin_array();
+    for (const EnvVar &e : kLauncherEnv) {
+        j.begin_object();
+        j.kv("name", e.name);
+        j.kv("meaning", e.meaning);
+        const char *v = std::getenv(e.name);
+        if (v) j.kv("value", v);
+        else j.kv_null("value");
+        j.end_object();
+    }
     j.end_array();
     j.end_object();
     std::printf("%s\n", j.str().c_str());
@@ -520,17 +531,21 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (std::strcmp(argv[i], "--markdown") == 0) {
+            print_markdown();
+            return 0;
         } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-            std::printf("usage: portico-info [--json]\n\n"
+            std::printf("usage: portico-info [--json | --markdown]\n\n"
                         "Prints what this Portals implementation provides: version, transports, this process's\n"
                         "nid/pid, NI limits, features, status registers, interface ids, portal table size,\n"
-                        "alignment, memory use and the environment variables the engine reads.\n");
+                        "alignment, memory use and every PORTICO_* environment variable. --markdown prints only\n"
+                        "the variables, as the README's table.\n");
             return 0;
         } else if (std::strcmp(argv[i], "--version") == 0) {
             std::printf("portico-info (Portico) %s\n", PORTICO_VERSION);
             return 0;
         } else {
-            std::fprintf(stderr, "portico-info: unknown argument '%s'\nusage: portico-info [--json]\n", argv[i]);
+            std::fprintf(stderr, "portico-info: unknown argument '%s'\nusage: portico-info [--json | --markdown]\n", argv[i]);
             return 2;
         }
     }
@@ -571,7 +586,7 @@ int main(int argc, char **argv) {
     if (status == 0) {
         r.limits = limit_rows(r.matching.limits, r.non_matching.limits);
         r.pt_entries = static_cast<uint64_t>(r.matching.limits.max_pt_index) + 1;
-        r.ring_bytes = env_u64("PORTICO_SHM_RING_BYTES", 256 * 1024);
+        r.ring_bytes = portico::settings::kShmRingBytes.get();
         build_memory(r);
         if (json) print_json(r);
         else print_text(r);

@@ -7,6 +7,9 @@
 // exit statuses go, as with ssh) and the ranks reach the PMI server over TCP (see tcp.hpp).
 #include "job.hpp"
 
+#include "bootstrap/bootstrap_settings.hpp"
+#include "common/common_settings.hpp"
+
 #include "pmi_server.hpp"
 #include "remote.hpp"
 #include "tcp.hpp"
@@ -54,14 +57,14 @@ constexpr unsigned kMaxRefusalReports = 20;
 // stale PMI_PORT/PMI_ID would send MPICH clients elsewhere).
 const char *const kStrippedEnv[] = {
     "PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID", "PMI_PORT", "PMI_ID", "PMI_SPAWNED",
-    "PORTICO_JOB_ID", "PORTICO_JOB_SECRET", "PORTICO_LOCAL_RANK", "PORTICO_LOCAL_SIZE",
+    settings::kJobId.name, settings::kJobSecret.name, settings::kLocalRank.name, settings::kLocalSize.name,
     "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
 };
 
 // Forwarded PORTICO_* variables exclude PORTICO_NID as well: one forced nid for every host is
 // never right (set it per host with PORTICO_IFACE instead, or explicitly with --env).
 bool forwarded_to_remote(std::string_view name) {
-    return name.substr(0, 8) == "PORTICO_" && !is_launcher_variable(name) && name != "PORTICO_NID";
+    return name.substr(0, 8) == "PORTICO_" && !is_launcher_variable(name) && name != settings::kNid.name;
 }
 
 void say(const std::string &msg) {
@@ -391,11 +394,11 @@ bool Job::setup_remote() {
     const RemoteOptions &ro = *opt_.remote;
     rsh_name_ = base_name(ro.rsh.front());
     cwd_ = current_dir();
-    const char *iface = std::getenv("PORTICO_IFACE");
+    const std::string iface = settings::kIface.get();
     std::vector<std::string> warnings;
     try {
         int backlog = std::min(opt_.nprocs + 16, SOMAXCONN);
-        listener_ = open_pmi_listener(ro.pmi_addr, iface != nullptr ? iface : "", backlog,
+        listener_ = open_pmi_listener(ro.pmi_addr, iface, backlog,
                                       warnings);
     } catch (const NetError &e) {
         say(std::string("cannot open the PMI port for remote ranks: ") + e.what());
@@ -465,9 +468,9 @@ std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const
     std::vector<std::pair<std::string, std::string>> env = {
         {"PMI_PORT", pmi_port_},       {"PMI_ID", r},
         {"PMI_RANK", r},               {"PMI_SIZE", n},
-        {"PMI_JOBID", kvsname_},       {"PORTICO_JOB_ID", job_id_},
-        {"PORTICO_LOCAL_RANK", lr},
-        {"PORTICO_LOCAL_SIZE", ls},    {"MPI_LOCALRANKID", lr},
+        {"PMI_JOBID", kvsname_},       {settings::kJobId.name, job_id_},
+        {settings::kLocalRank.name, lr},
+        {settings::kLocalSize.name, ls}, {"MPI_LOCALRANKID", lr},
         {"MPI_LOCALNRANKS", ls},
     };
     auto named_by_option = [&](std::string_view name) {
@@ -521,10 +524,10 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
         env.push_back("PMI_RANK=" + r);
         env.push_back("PMI_SIZE=" + n);
         env.push_back("PMI_JOBID=" + kvsname_);
-        env.push_back("PORTICO_JOB_ID=" + job_id_);
-        env.push_back("PORTICO_JOB_SECRET=" + secret_);
-        env.push_back("PORTICO_LOCAL_RANK=" + r);
-        env.push_back("PORTICO_LOCAL_SIZE=" + n);
+        env.push_back(std::string(settings::kJobId.name) + "=" + job_id_);
+        env.push_back(std::string(settings::kJobSecret.name) + "=" + secret_);
+        env.push_back(std::string(settings::kLocalRank.name) + "=" + r);
+        env.push_back(std::string(settings::kLocalSize.name) + "=" + n);
         env.push_back("MPI_LOCALRANKID=" + r);
         env.push_back("MPI_LOCALNRANKS=" + n);
         args = opt_.argv;

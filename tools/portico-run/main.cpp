@@ -2,6 +2,7 @@
 // remote shell) and serves them the simple PMI-1 wire protocol. Command-line handling only; see
 // job.cpp, remote.cpp, tcp.cpp and pmi_server.cpp.
 #include "job.hpp"
+#include "launcher_settings.hpp"
 #include "remote.hpp"
 
 #include <cctype>
@@ -235,9 +236,8 @@ int main(int argc, char **argv) {
         opt.argv.emplace_back(argv[i]);
 
     if (!timeout) {
-        const char *env = std::getenv("PORTICO_TIMEOUT");
-        if (env != nullptr && *env != '\0')
-            timeout = parse_timeout(env, "PORTICO_TIMEOUT");
+        if (const char *env = portico::settings::kTimeout.raw())
+            timeout = parse_timeout(env, portico::settings::kTimeout.name);
     }
     opt.timeout_seconds = timeout.value_or(0);
 
@@ -274,9 +274,8 @@ int main(int argc, char **argv) {
     std::string rsh = rsh_arg.value_or("");
     const char *rsh_source = "--rsh";
     if (!rsh_arg) {
-        const char *env = std::getenv("PORTICO_RSH");
-        rsh = env != nullptr && *env != '\0' ? env : "ssh";
-        rsh_source = env != nullptr && *env != '\0' ? "PORTICO_RSH" : "--rsh";
+        rsh = portico::settings::kRsh.get();
+        rsh_source = portico::settings::kRsh.is_set() ? portico::settings::kRsh.name : "--rsh";
     }
     ro.rsh = portico::run::split_words(rsh);
     if (ro.rsh.empty())
@@ -285,8 +284,8 @@ int main(int argc, char **argv) {
         ro.pmi_addr = *pmi_addr_arg;
         if (ro.pmi_addr.empty())
             usage_error("empty --pmi-addr");
-    } else if (const char *env = std::getenv("PORTICO_PMI_ADDR"); env != nullptr) {
-        ro.pmi_addr = env;
+    } else {
+        ro.pmi_addr = portico::settings::kPmiAddr.get();
     }
     portico::run::Placement p = portico::run::place_ranks(hosts, opt.nprocs, ppn.value_or(0));
     ro.rank_host = std::move(p.host);
