@@ -73,7 +73,7 @@ ok=$(grep -c "gasnet ok" "$tmp/gasnet.out" || true)
 echo "GASNet program: $np nodes ok"
 
 # --- what the install holds, and every installed program ----------------------------------------
-for f in include/portals4.h include/portals.h include/portico_runtime.h include/gasnet.h \
+for f in include/portals4.h include/portals.h include/portico_runtime.h include/portico_ext.h include/gasnet.h \
          include/gasnet_tools.h lib/libportals.so lib/libportals.so.4 lib/libportals.so.4.3.0 \
          lib/libgasnet-portico.so lib/libgasnet-portico.so.1 lib/pkgconfig/portals4.pc \
          lib/pkgconfig/gasnet-seq.pc lib/pkgconfig/gasnet-parsync.pc lib/pkgconfig/gasnet-par.pc \
