@@ -71,7 +71,8 @@ public:
                   "PtlFetchAtomic");
             await(PTL_EVENT_REPLY);
             if (old_ != fetched_)
-                throw Error("PtlFetchAtomic returned " + std::to_string(old_) + ", expected " + std::to_string(fetched_));
+                throw Error("PtlFetchAtomic returned " + std::to_string(old_) + ", expected " +
+                            std::to_string(fetched_));
             ++fetched_;
             dog.beat();
         }
@@ -88,9 +89,7 @@ public:
     }
 
 private:
-    void bind(int64_t *p, ptl_handle_md_t *h) {
-        *h = bind_md(ni_.handle(), p, sizeof *p, 0, eq_);
-    }
+    void bind(int64_t *p, ptl_handle_md_t *h) { *h = bind_md(ni_.handle(), p, sizeof *p, 0, eq_); }
     void add() {
         check(PtlAtomic(one_md_, 0, sizeof(int64_t), PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0, PTL_SUM,
                         PTL_INT64_T),
@@ -173,7 +172,8 @@ void run(Context &ctx, bool fetching) {
         if (std::stoll(counts[1]) != expect_at_1)
             throw Error("rank 1's counter is " + counts[1] + ", expected " + std::to_string(expect_at_1));
     }
-    ctx.report.result(Result::of(name, job.size(), sizeof(int64_t), value, baseline, base->kind(), reps, iters, warmup));
+    ctx.report.result(
+        Result::of(name, job.size(), sizeof(int64_t), value, baseline, base->kind(), reps, iters, warmup));
     job.barrier();
 }
 

@@ -29,12 +29,12 @@ struct Error : std::runtime_error {
 struct Options {
     std::string test;
     bool json = false;
-    bool short_mode = false; // a few thousand iterations only (CI)
-    uint64_t iters = 0;      // timed iterations per repetition
-    int reps = 0;            // repetitions (medians are taken over them)
-    bool verbose = false;    // every repetition's numbers on stderr (rank 0)
-    std::vector<uint64_t> sizes; // --sizes: message sizes of the tests that sweep sizes
-    std::string plot;        // --plot FILE.svg: draw the results
+    bool short_mode = false;       // a few thousand iterations only (CI)
+    uint64_t iters = 0;            // timed iterations per repetition
+    int reps = 0;                  // repetitions (medians are taken over them)
+    bool verbose = false;          // every repetition's numbers on stderr (rank 0)
+    std::vector<uint64_t> sizes;   // --sizes: message sizes of the tests that sweep sizes
+    std::string plot;              // --plot FILE.svg: draw the results
     std::vector<std::string> from; // --from FILE.json: plot earlier --json output, run nothing
 };
 
@@ -62,7 +62,7 @@ const TestInfo *find_test(const std::string &name);
 #define PORTICO_BENCH_CONCAT(a, b) PORTICO_BENCH_CONCAT2(a, b)
 // PORTICO_BENCH_TEST(put_lat, "summary", 2, run_function[, min_procs])
 #define PORTICO_BENCH_TEST(name, summary, procs, ...)                                                                  \
-    [[maybe_unused]] static const bool PORTICO_BENCH_CONCAT(registered_, name) =                                        \
+    [[maybe_unused]] static const bool PORTICO_BENCH_CONCAT(registered_, name) =                                       \
         ::portico::bench::register_test({#name, summary, procs, __VA_ARGS__})
 
 // Median, minimum and maximum of a set of measurements.

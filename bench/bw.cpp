@@ -50,8 +50,8 @@ public:
     Bandwidth(Job &job, bool get) : rank_(job.rank()), get_(get), buf_(kMaxSize) {
         check(PtlCTAlloc(ni_.handle(), &ct_), "PtlCTAlloc");
         check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        me_ = append_me(ni_.handle(), pt_, buf_.data(), buf_.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM,
-                        ct_);
+        me_ = append_me(ni_.handle(), pt_, buf_.data(), buf_.size(),
+                        PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, ct_);
         md_ = bind_md(ni_.handle(), buf_.data(), buf_.size(), PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY, PTL_EQ_NONE,
                       ct_);
         peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
@@ -90,8 +90,10 @@ public:
         for (uint64_t done = 0; done < msgs;) {
             const uint64_t n = std::min(window, msgs - done);
             for (uint64_t i = 0; i < n; ++i) {
-                if (get_) check(PtlGet(md_, 0, size, peer_.id, peer_.pt, 0, 0, nullptr), "PtlGet");
-                else check(PtlPut(md_, 0, size, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+                if (get_)
+                    check(PtlGet(md_, 0, size, peer_.id, peer_.pt, 0, 0, nullptr), "PtlGet");
+                else
+                    check(PtlPut(md_, 0, size, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
                 started_.store(started_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             }
             ptl_ct_event_t c;
@@ -181,8 +183,10 @@ void run_bw(Context &ctx, bool get) {
             const uint64_t n = r < 0 ? std::max(window, msgs / 8 / window * window) : msgs;
             dog.peer_phase();
             double b = 0, b2 = 0;
-            if (tcp) b = stream->run(stream_bytes);
-            else if (job.rank() == 0) b = memcpy_rate(copy_dst.data(), bw.buffer(), size, r < 0 ? copies / 8 + 1 : copies);
+            if (tcp)
+                b = stream->run(stream_bytes);
+            else if (job.rank() == 0)
+                b = memcpy_rate(copy_dst.data(), bw.buffer(), size, r < 0 ? copies / 8 + 1 : copies);
             if (job.rank() == 0) b2 = memcpy_rate(big_dst.data(), big_src.data(), kBigCopy, r < 0 ? 1 : 2);
             bw.stamp(size, ++stamp);
             job.barrier();
@@ -196,9 +200,11 @@ void run_bw(Context &ctx, bool get) {
             baseline.push_back(b);
             baseline2.push_back(b2);
             if (ctx.opt.verbose && job.rank() == 0)
-                std::fprintf(stderr, "%s size %zu rep %d: %llu ops in windows of %llu: %.1f MB/s, baseline %.1f, memcpy 64 MiB %.1f\n",
-                             name, size, r, static_cast<unsigned long long>(n), static_cast<unsigned long long>(window),
-                             v, b, b2);
+                std::fprintf(
+                    stderr,
+                    "%s size %zu rep %d: %llu ops in windows of %llu: %.1f MB/s, baseline %.1f, memcpy 64 MiB %.1f\n",
+                    name, size, r, static_cast<unsigned long long>(n), static_cast<unsigned long long>(window), v, b,
+                    b2);
         }
         Result res = Result::of(name, job.size(), size, value, baseline, tcp ? stream->kind() : "memcpy_same_size",
                                 p.reps, msgs, std::max(window, msgs / 8 / window * window));

@@ -116,8 +116,8 @@ void run_get_lat(Context &ctx) {
     ctx.report.begin("get_lat: PtlGet round trip / 2 between 2 processes, target application idle, transport " +
                          ctx.transport,
                      std::to_string(p.iters) + " gets x " + std::to_string(p.reps) + " repetitions per size after " +
-                         std::to_string(p.warmup) + " warm-up ones; medians [min .. max]; baseline: " +
-                         base->description() + ", interleaved");
+                         std::to_string(p.warmup) +
+                         " warm-up ones; medians [min .. max]; baseline: " + base->description() + ", interleaved");
     const std::string env = env_note();
     if (!env.empty()) ctx.report.note("environment: " + env);
 
@@ -137,7 +137,8 @@ void run_get_lat(Context &ctx) {
             if (ctx.opt.verbose && job.rank() == 0)
                 std::fprintf(stderr, "get_lat size %zu rep %d: baseline %.4f us, get %.4f us\n", size, r, b, v);
         }
-        ctx.report.result(Result::of("get_lat", job.size(), size, value, baseline, base->kind(), p.reps, p.iters, p.warmup));
+        ctx.report.result(
+            Result::of("get_lat", job.size(), size, value, baseline, base->kind(), p.reps, p.iters, p.warmup));
     }
     // Rank 1's engine must have served every get rank 0 made.
     const auto counts = job.allgather(std::to_string(gp.gets()) + ":" + std::to_string(gp.served()));

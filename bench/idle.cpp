@@ -38,7 +38,9 @@ public:
         PtlPTFree(ni_.handle(), pt_);
         PtlEQFree(eq_);
     }
-    void put() { check(PtlPut(md_, 0, sizeof source_, PTL_NO_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut"); }
+    void put() {
+        check(PtlPut(md_, 0, sizeof source_, PTL_NO_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+    }
     void wait_put() {
         ptl_event_t ev;
         check(PtlEQWait(eq_, &ev), "PtlEQWait");
@@ -88,7 +90,8 @@ void run_idle(Context &ctx) {
     }
     job.barrier();
     ctx.report.begin("idle: CPU time of a process blocked in PtlEQWait while nothing arrives, % of one core, "
-                     "transport " + ctx.transport,
+                     "transport " +
+                         ctx.transport,
                      std::to_string(p.reps) + " waits of ~" + std::to_string(ms) +
                          " ms (the peer waits in PtlEQPoll with that timeout, then puts); whole process "
                          "(CLOCK_PROCESS_CPUTIME_ID); baseline: 100% = one core");
@@ -124,7 +127,8 @@ void run_idle(Context &ctx) {
     ctx.report.result(res);
     const Stats ps = Stats::of(peer);
     char note[160];
-    std::snprintf(note, sizeof note, "rank 1, waiting in PtlEQPoll(timeout %lld ms) meanwhile: %.4f [%.4f .. %.4f] %% of a core",
+    std::snprintf(note, sizeof note,
+                  "rank 1, waiting in PtlEQPoll(timeout %lld ms) meanwhile: %.4f [%.4f .. %.4f] %% of a core",
                   static_cast<long long>(ms), ps.median, ps.min, ps.max);
     ctx.report.note(note);
     job.barrier();

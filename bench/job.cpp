@@ -49,7 +49,8 @@ std::vector<std::string> Job::allgather(const std::string &mine) {
     std::vector<std::string> all;
     for (int r = 0; r < size_; ++r) {
         auto v = pmi_->get(prefix + std::to_string(r));
-        if (!v) throw Error("PMI: rank " + std::to_string(r) + " published nothing under " + prefix + std::to_string(r));
+        if (!v)
+            throw Error("PMI: rank " + std::to_string(r) + " published nothing under " + prefix + std::to_string(r));
         all.push_back(*v);
     }
     return all;

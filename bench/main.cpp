@@ -56,8 +56,10 @@ void usage(FILE *out) {
                  "\ntests:\n");
     for (const TestInfo &t : all_tests()) {
         char procs[32];
-        if (t.procs > 0) std::snprintf(procs, sizeof procs, "-n %d", t.procs);
-        else std::snprintf(procs, sizeof procs, "-n >=%d", t.min_procs);
+        if (t.procs > 0)
+            std::snprintf(procs, sizeof procs, "-n %d", t.procs);
+        else
+            std::snprintf(procs, sizeof procs, "-n >=%d", t.min_procs);
         std::fprintf(out, "  %-17s (%s) %s\n", t.name, procs, t.summary);
     }
 }
@@ -130,8 +132,10 @@ Options parse(int argc, char **argv) {
                 const size_t comma = std::min(list.find(',', pos), list.size());
                 std::string item = list.substr(pos, comma - pos);
                 uint64_t mult = 1;
-                if (!item.empty() && (item.back() == 'K' || item.back() == 'k')) mult = 1024;
-                else if (!item.empty() && (item.back() == 'M' || item.back() == 'm')) mult = 1024 * 1024;
+                if (!item.empty() && (item.back() == 'K' || item.back() == 'k'))
+                    mult = 1024;
+                else if (!item.empty() && (item.back() == 'M' || item.back() == 'm'))
+                    mult = 1024 * 1024;
                 if (mult != 1) item.pop_back();
                 o.sizes.push_back(parse_count("--sizes", item, (1ull << 40) / mult) * mult);
                 pos = comma + 1;
@@ -203,8 +207,9 @@ int main(int argc, char **argv) {
             return 2;
         }
         const int want = test.procs > 0 ? test.procs : test.min_procs;
-        std::fprintf(stderr, "portico-bench: %s needs %s %d processes, not %d; run it as\n"
-                             "    portico-run -n %d portico-bench %s\n",
+        std::fprintf(stderr,
+                     "portico-bench: %s needs %s %d processes, not %d; run it as\n"
+                     "    portico-run -n %d portico-bench %s\n",
                      test.name, test.procs > 0 ? "exactly" : "at least", want, job->size(), want, test.name);
         job->abort(2, std::string(test.name) + " needs " + std::to_string(want) + " processes");
     }

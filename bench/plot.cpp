@@ -33,7 +33,8 @@ public:
             if (peek() == '"') {
                 if (!string(value)) return false;
             } else {
-                while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && !std::isspace(static_cast<unsigned char>(s_[i_])))
+                while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' &&
+                       !std::isspace(static_cast<unsigned char>(s_[i_])))
                     value.push_back(s_[i_++]);
                 if (value.empty()) return false;
             }
@@ -66,8 +67,10 @@ private:
             if (c == '\\') {
                 if (i_ >= s_.size()) return false;
                 c = s_[i_++];
-                if (c == 'n') c = '\n';
-                else if (c == 't') c = '\t';
+                if (c == 'n')
+                    c = '\n';
+                else if (c == 't')
+                    c = '\t';
                 else if (c == 'u') { // only what we write: \u00xx
                     if (i_ + 4 > s_.size()) return false;
                     c = static_cast<char>(std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16));
@@ -100,11 +103,16 @@ std::string text(const std::map<std::string, std::string> &m, const std::string 
 std::string esc(const std::string &s) {
     std::string o;
     for (char c : s) {
-        if (c == '&') o += "&amp;";
-        else if (c == '<') o += "&lt;";
-        else if (c == '>') o += "&gt;";
-        else if (c == '"') o += "&quot;";
-        else o.push_back(c);
+        if (c == '&')
+            o += "&amp;";
+        else if (c == '<')
+            o += "&lt;";
+        else if (c == '>')
+            o += "&gt;";
+        else if (c == '"')
+            o += "&quot;";
+        else
+            o.push_back(c);
     }
     return o;
 }
@@ -155,7 +163,8 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
     }
     if (!(xlo > 0)) xlo = xhi = 1;
     if (!(ylo > 0)) ylo = yhi = 1;
-    const double lx0 = std::floor(std::log2(xlo)) - (xlo == xhi ? 1 : 0), lx1 = std::ceil(std::log2(xhi)) + (xlo == xhi ? 1 : 0);
+    const double lx0 = std::floor(std::log2(xlo)) - (xlo == xhi ? 1 : 0),
+                 lx1 = std::ceil(std::log2(xhi)) + (xlo == xhi ? 1 : 0);
     const double ly0 = std::floor(std::log10(ylo)), ly1 = std::max(ly0 + 1, std::ceil(std::log10(yhi)));
     const double pw = kPanelW - kLeft - kRight, ph = kPanelH - kTop - kBottom;
     const double px0 = ox + kLeft, py0 = oy + kTop;
@@ -163,8 +172,10 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
     auto Y = [&](double y) { return py0 + ph - (std::log10(y) - ly0) / (ly1 - ly0) * ph; };
 
     o << "<g font-family=\"sans-serif\" font-size=\"11\">\n";
-    o << "<text x=\"" << ox + kPanelW / 2 << "\" y=\"" << oy + 18 << "\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
-      << esc(first.test + " (" + first.transport + (by_procs ? "" : ", " + std::to_string(first.procs) + " processes") + ")")
+    o << "<text x=\"" << ox + kPanelW / 2 << "\" y=\"" << oy + 18
+      << "\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
+      << esc(first.test + " (" + first.transport + (by_procs ? "" : ", " + std::to_string(first.procs) + " processes") +
+             ")")
       << "</text>\n";
     o << "<text x=\"" << ox + kPanelW / 2 << "\" y=\"" << oy + 34 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << esc(first.unit + ", " + first.better + " is better; medians, bars = min..max over repetitions") << "</text>\n";
@@ -180,13 +191,15 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
             const double y = Y(v);
             o << "<line x1=\"" << px0 << "\" x2=\"" << px0 + pw << "\" y1=\"" << y << "\" y2=\"" << y
               << "\" stroke=\"#ddd\"/>\n";
-            o << "<text x=\"" << px0 - 5 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << esc(value_label(v)) << "</text>\n";
+            o << "<text x=\"" << px0 - 5 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << esc(value_label(v))
+              << "</text>\n";
         }
     }
     // x grid: powers of two; labels at the measured x values, skipping any too close to the last.
     for (int e = static_cast<int>(lx0); e <= static_cast<int>(lx1); ++e) {
         const double x = X(std::ldexp(1.0, e));
-        o << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << py0 << "\" y2=\"" << py0 + ph << "\" stroke=\"#eee\"/>\n";
+        o << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << py0 << "\" y2=\"" << py0 + ph
+          << "\" stroke=\"#eee\"/>\n";
     }
     std::vector<double> xs;
     for (const Result *r : rs) xs.push_back(x_of(*r));
@@ -229,15 +242,16 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
         }
         if (n == 0) continue;
         const std::string dash = c.dash.empty() ? "" : " stroke-dasharray=\"" + c.dash + "\"";
-        o << "<polyline fill=\"none\" stroke=\"" << c.color << "\" stroke-width=\"2\"" << dash << " points=\"" << pts << "\"/>\n";
+        o << "<polyline fill=\"none\" stroke=\"" << c.color << "\" stroke-width=\"2\"" << dash << " points=\"" << pts
+          << "\"/>\n";
         for (const Result *r : rs) {
             const double v = c.get(*r);
             if (!c.has(*r) || !(v > 0) || !std::isfinite(v)) continue;
             o << "<circle cx=\"" << X(x_of(*r)) << "\" cy=\"" << Y(v) << "\" r=\"3\" fill=\"" << c.color << "\"/>\n";
         }
         const double ly = oy + kPanelH - kBottom + 50 + 14 * legend, lx = px0 + 10;
-        o << "<line x1=\"" << lx << "\" x2=\"" << lx + 30 << "\" y1=\"" << ly - 4 << "\" y2=\"" << ly - 4 << "\" stroke=\""
-          << c.color << "\" stroke-width=\"2\"" << dash << "/>\n";
+        o << "<line x1=\"" << lx << "\" x2=\"" << lx + 30 << "\" y1=\"" << ly - 4 << "\" y2=\"" << ly - 4
+          << "\" stroke=\"" << c.color << "\" stroke-width=\"2\"" << dash << "/>\n";
         o << "<text x=\"" << lx + 38 << "\" y=\"" << ly << "\">" << esc(c.name) << "</text>\n";
         ++legend;
     }
@@ -307,8 +321,7 @@ void write_svg(const std::string &file, const std::vector<Result> &results) {
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << cols * kPanelW << "\" height=\""
       << std::max(1, rows) * kPanelH << "\" viewBox=\"0 0 " << cols * kPanelW << " " << std::max(1, rows) * kPanelH
       << "\">\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
-    if (keys.empty())
-        o << "<text x=\"20\" y=\"40\" font-family=\"sans-serif\">no results</text>\n";
+    if (keys.empty()) o << "<text x=\"20\" y=\"40\" font-family=\"sans-serif\">no results</text>\n";
     for (size_t i = 0; i < keys.size(); ++i)
         panel(o, static_cast<double>(i % static_cast<size_t>(cols)) * kPanelW,
               static_cast<double>(i / static_cast<size_t>(cols)) * kPanelH, groups[keys[i]]);

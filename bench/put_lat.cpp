@@ -31,10 +31,13 @@ void run_put_lat(Context &ctx) {
     job.barrier();
 
     ctx.report.begin("put_lat: one-way latency of PtlPut (PTL_ACK_REQ), ping-pong between 2 processes, "
-                     "physical matching NIs, transport " + ctx.transport,
-                     std::to_string(p.iters) + " round trips x " + std::to_string(p.reps) + " repetitions per size after " +
-                         std::to_string(p.warmup) + " warm-up ones; medians [min .. max] over the repetitions; "
-                         "baseline: " + base->description() + ", interleaved; ratio = value / baseline");
+                     "physical matching NIs, transport " +
+                         ctx.transport,
+                     std::to_string(p.iters) + " round trips x " + std::to_string(p.reps) +
+                         " repetitions per size after " + std::to_string(p.warmup) +
+                         " warm-up ones; medians [min .. max] over the repetitions; "
+                         "baseline: " +
+                         base->description() + ", interleaved; ratio = value / baseline");
     const std::string env = env_note();
     if (!env.empty()) ctx.report.note("environment: " + env);
 
@@ -56,7 +59,8 @@ void run_put_lat(Context &ctx) {
                 std::fprintf(stderr, "put_lat size %zu rep %d: baseline %.4f us, put %.4f us (%.1f ms)\n", size, r,
                              baseline.back(), value.back(), static_cast<double>(now_ns() - t0) / 1e6);
         }
-        ctx.report.result(Result::of("put_lat", job.size(), size, value, baseline, base->kind(), p.reps, p.iters, p.warmup));
+        ctx.report.result(
+            Result::of("put_lat", job.size(), size, value, baseline, base->kind(), p.reps, p.iters, p.warmup));
     }
     job.barrier(); // nobody closes its NI while the peer still talks to it
 }

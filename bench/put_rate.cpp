@@ -82,7 +82,9 @@ public:
     }
 
 private:
-    static void bump(std::atomic<uint64_t> &c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+    static void bump(std::atomic<uint64_t> &c) {
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
 
     int rank_;
     Library lib_;
@@ -107,13 +109,15 @@ void run_put_rate(Context &ctx) {
     ShmRing ring(job);
     Watchdog dog(job, kWatchdogS, [&pr] { return pr.describe(); });
     job.barrier();
-    ctx.report.begin("put_rate: rate of 8-byte PtlPuts without ack from rank 0 to rank 1, windows of " +
-                         std::to_string(kWindow) + " (the last put of each window acknowledged), target application "
-                         "idle, transport " + ctx.transport,
-                     std::to_string(p.iters) + " puts x " + std::to_string(p.reps) + " repetitions after " +
-                         std::to_string(warmup) + " warm-up ones; Mmsg/s = 10^6 messages/s; baseline: raw shared-memory "
-                         "SPSC ring, 8-byte messages, same window, " + std::to_string(ring_msgs) +
-                         " messages per repetition, interleaved");
+    ctx.report.begin(
+        "put_rate: rate of 8-byte PtlPuts without ack from rank 0 to rank 1, windows of " + std::to_string(kWindow) +
+            " (the last put of each window acknowledged), target application "
+            "idle, transport " +
+            ctx.transport,
+        std::to_string(p.iters) + " puts x " + std::to_string(p.reps) + " repetitions after " + std::to_string(warmup) +
+            " warm-up ones; Mmsg/s = 10^6 messages/s; baseline: raw shared-memory "
+            "SPSC ring, 8-byte messages, same window, " +
+            std::to_string(ring_msgs) + " messages per repetition, interleaved");
     const std::string env = env_note();
     if (!env.empty()) ctx.report.note("environment: " + env);
 

@@ -36,8 +36,10 @@ void run_put_ring(Context &ctx) {
     Watchdog dog(job, kWatchdogS, [&ring] { return ring.describe(); });
     job.barrier();
 
-    ctx.report.begin("put_ring: a token passed around " + std::to_string(n) + " processes by 8-byte PtlPuts "
-                     "(PTL_ACK_REQ), time per hop, transport " + ctx.transport,
+    ctx.report.begin("put_ring: a token passed around " + std::to_string(n) +
+                         " processes by 8-byte PtlPuts "
+                         "(PTL_ACK_REQ), time per hop, transport " +
+                         ctx.transport,
                      std::to_string(p.iters) + " trips around the ring x " + std::to_string(p.reps) +
                          " repetitions after " + std::to_string(warmup) + " warm-up ones; baseline: " +
                          base->description() + " between ranks 0 and 1 (one-way), interleaved");

@@ -60,9 +60,9 @@ std::vector<size_t> sizes_of(const Options &o, const std::vector<size_t> &full, 
 std::string env_note() {
     std::string s;
     using namespace settings;
-    const Setting *const noted[] = {&kTransport,     &kWaitSpinUs,         &kProgressSpinUs,
-                                    &kShmRingBytes,  &kShmSingleCopy,      &kShmSingleCopyBytes,
-                                    &kIface,         &kNid,                &kBenchTcpRecv};
+    const Setting *const noted[] = {&kTransport,    &kWaitSpinUs,    &kProgressSpinUs,
+                                    &kShmRingBytes, &kShmSingleCopy, &kShmSingleCopyBytes,
+                                    &kIface,        &kNid,           &kBenchTcpRecv};
     for (const Setting *x : noted)
         if (const char *v = x->raw()) s += std::string(s.empty() ? "" : " ") + x->name + "=" + v;
     return s;

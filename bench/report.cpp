@@ -52,9 +52,8 @@ std::string stats_cell(const Stats &s, const std::string &unit) {
 
 } // namespace
 
-Result Result::of(std::string test, int procs, uint64_t size, std::vector<double> value,
-                  std::vector<double> baseline, std::string baseline_kind, int reps, uint64_t iters,
-                  uint64_t warmup) {
+Result Result::of(std::string test, int procs, uint64_t size, std::vector<double> value, std::vector<double> baseline,
+                  std::string baseline_kind, int reps, uint64_t iters, uint64_t warmup) {
     Result r;
     r.test = std::move(test);
     r.procs = procs;
@@ -69,13 +68,9 @@ Result Result::of(std::string test, int procs, uint64_t size, std::vector<double
     return r;
 }
 
-double Result::ratio() const {
-    return has_baseline && baseline.median > 0 ? value.median / baseline.median : NAN;
-}
+double Result::ratio() const { return has_baseline && baseline.median > 0 ? value.median / baseline.median : NAN; }
 
-double Result::ratio2() const {
-    return has_baseline2 && baseline2.median > 0 ? value.median / baseline2.median : NAN;
-}
+double Result::ratio2() const { return has_baseline2 && baseline2.median > 0 ? value.median / baseline2.median : NAN; }
 
 std::string to_json(const Result &r) {
     std::string line = "{\"test\":" + json_string(r.test) + ",\"transport\":" + json_string(r.transport) +
@@ -86,12 +81,14 @@ std::string to_json(const Result &r) {
     line += ",\"better\":" + json_string(r.better) + ",\"min\":" + json_number(r.value.min) +
             ",\"max\":" + json_number(r.value.max);
     if (r.has_baseline)
-        line += ",\"baseline_min\":" + json_number(r.baseline.min) + ",\"baseline_max\":" +
-                json_number(r.baseline.max) + ",\"baseline_kind\":" + json_string(r.baseline_kind);
+        line += ",\"baseline_min\":" + json_number(r.baseline.min) +
+                ",\"baseline_max\":" + json_number(r.baseline.max) +
+                ",\"baseline_kind\":" + json_string(r.baseline_kind);
     if (r.has_baseline2)
         line += ",\"baseline2\":" + json_number(r.baseline2.median) + ",\"ratio2\":" + json_number(r.ratio2()) +
-                ",\"baseline2_min\":" + json_number(r.baseline2.min) + ",\"baseline2_max\":" +
-                json_number(r.baseline2.max) + ",\"baseline2_kind\":" + json_string(r.baseline2_kind);
+                ",\"baseline2_min\":" + json_number(r.baseline2.min) +
+                ",\"baseline2_max\":" + json_number(r.baseline2.max) +
+                ",\"baseline2_kind\":" + json_string(r.baseline2_kind);
     line += ",\"reps\":" + std::to_string(r.reps) + ",\"iters\":" + std::to_string(r.iters) +
             ",\"warmup\":" + std::to_string(r.warmup) + "}";
     return line;

@@ -36,7 +36,8 @@ void *map_region(int fd, size_t bytes) {
 } // namespace
 
 SharedRegion::SharedRegion(Job &job, const std::string &tag, size_t bytes, int participants) : bytes_(bytes) {
-    if (participants > job.size()) throw Error("a shared-memory baseline needs " + std::to_string(participants) + " processes");
+    if (participants > job.size())
+        throw Error("a shared-memory baseline needs " + std::to_string(participants) + " processes");
     const int rank = job.rank();
     std::string error;
     if (rank == 0) {
@@ -46,8 +47,10 @@ SharedRegion::SharedRegion(Job &job, const std::string &tag, size_t bytes, int p
             error = sys_error("shm_open(" + name_ + ")");
         } else {
             unlinked_ = false;
-            if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) error = sys_error("ftruncate(" + name_ + ")");
-            else if (!(mem_ = map_region(fd, bytes))) error = sys_error("mmap(" + name_ + ")");
+            if (ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+                error = sys_error("ftruncate(" + name_ + ")");
+            else if (!(mem_ = map_region(fd, bytes)))
+                error = sys_error("mmap(" + name_ + ")");
             close(fd);
         }
     }

@@ -58,8 +58,7 @@ double ShmRing::run(uint64_t msgs, uint64_t window) {
         spin_until([&] { return (tail = r.tail.load(std::memory_order_acquire)) > h; }, what);
         for (; h < tail; ++h) {
             const uint64_t v = r.slots[h & mask].load(std::memory_order_relaxed);
-            if (v != h + 1)
-                throw Error("ring baseline: message " + std::to_string(h) + " holds " + std::to_string(v));
+            if (v != h + 1) throw Error("ring baseline: message " + std::to_string(h) + " holds " + std::to_string(v));
         }
         r.head.store(h, std::memory_order_release);
     }

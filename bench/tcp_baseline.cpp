@@ -21,7 +21,9 @@ namespace {
 
 constexpr size_t kChunk = 1u << 20;
 
-[[noreturn]] void sys_fail(const std::string &what) { throw Error("raw TCP baseline: " + what + ": " + std::strerror(errno)); }
+[[noreturn]] void sys_fail(const std::string &what) {
+    throw Error("raw TCP baseline: " + what + ": " + std::strerror(errno));
+}
 
 void set_nodelay(int fd) {
     const int one = 1;
@@ -145,8 +147,10 @@ void TcpLink::send_all(const void *p, size_t n, bool busy_poll) {
             cpu_pause();
             if ((++spins & 0xfff) == 0) {
                 const uint64_t t = now_ns();
-                if (since == 0) since = t;
-                else if (t - since > kPeerTimeoutNs) throw Error("raw TCP baseline: the peer did not read for 60 s");
+                if (since == 0)
+                    since = t;
+                else if (t - since > kPeerTimeoutNs)
+                    throw Error("raw TCP baseline: the peer did not read for 60 s");
             }
             continue;
         }
@@ -173,8 +177,10 @@ void TcpLink::recv_exact(void *p, size_t n, bool busy_poll) {
         cpu_pause();
         if ((++spins & 0xfff) == 0) {
             const uint64_t t = now_ns();
-            if (since == 0) since = t;
-            else if (t - since > kPeerTimeoutNs) throw Error("raw TCP baseline: the peer did not answer for 60 s");
+            if (since == 0)
+                since = t;
+            else if (t - since > kPeerTimeoutNs)
+                throw Error("raw TCP baseline: the peer did not answer for 60 s");
         }
     }
 }

@@ -47,8 +47,10 @@ template <class Done> void spin_until(Done done, const char *what) {
         cpu_pause();
         if ((++spins & 0xffff) == 0) {
             const uint64_t t = now_ns();
-            if (since == 0) since = t;
-            else if (t - since > kPeerTimeoutNs) throw Error(std::string(what) + ": the peer did not answer for 60 s");
+            if (since == 0)
+                since = t;
+            else if (t - since > kPeerTimeoutNs)
+                throw Error(std::string(what) + ": the peer did not answer for 60 s");
         }
     }
 }

@@ -28,7 +28,6 @@
 namespace portico::bench {
 namespace {
 
-
 class ShmBarrier {
 public:
     explicit ShmBarrier(Job &job) : n_(static_cast<uint64_t>(job.size())) {
@@ -64,7 +63,8 @@ public:
             if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n_ * (uint64_t(gen) + 1)) {
                 generation.store(gen + 1, std::memory_order_seq_cst);
                 if (sleepers.load(std::memory_order_seq_cst) > 0)
-                    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&generation), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+                    syscall(SYS_futex, reinterpret_cast<uint32_t *>(&generation), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
+                            0);
                 continue;
             }
             for (int spin = 0; generation.load(std::memory_order_acquire) == gen; ++spin) {
@@ -73,7 +73,8 @@ public:
                 else {
                     sleepers.fetch_add(1, std::memory_order_seq_cst);
                     if (generation.load(std::memory_order_seq_cst) == gen)
-                        syscall(SYS_futex, reinterpret_cast<uint32_t *>(&generation), FUTEX_WAIT, gen, nullptr, nullptr, 0);
+                        syscall(SYS_futex, reinterpret_cast<uint32_t *>(&generation), FUTEX_WAIT, gen, nullptr, nullptr,
+                                0);
                     sleepers.fetch_sub(1, std::memory_order_seq_cst);
                 }
             }
@@ -129,7 +130,7 @@ private:
         round_.store(k, std::memory_order_relaxed);
         const ptl_size_t all_arrived = k * (children_.size() + 1);
         for (int c : children_) send_to(c, 1, rank_ ? ct_down_ : ct_up_, rank_ ? k : all_arrived); // release
-        if (rank_) send_to((rank_ - 1) / 2, 0, ct_up_, all_arrived);                             // arrived
+        if (rank_) send_to((rank_ - 1) / 2, 0, ct_up_, all_arrived);                               // arrived
         const ptl_ct_event_t one = {1, 0};
         check(PtlCTInc(ct_up_, one), "PtlCTInc");
         ptl_ct_event_t ct;
@@ -174,7 +175,8 @@ void run_triggered_barrier(Context &ctx) {
             value.push_back(v);
         }
     }
-    ctx.report.result(Result::of("triggered_barrier", job.size(), 0, value, baseline, "shm_counter_barrier", reps, iters));
+    ctx.report.result(
+        Result::of("triggered_barrier", job.size(), 0, value, baseline, "shm_counter_barrier", reps, iters));
     job.barrier();
 }
 

@@ -34,8 +34,8 @@ void Watchdog::watch() {
             continue;
         }
         if (++idle_s < limit_s_.load(std::memory_order_relaxed)) continue;
-        const std::string msg =
-            "no progress for " + std::to_string(idle_s) + " s: " + describe_() + " (an event lost or a hang in the engine)";
+        const std::string msg = "no progress for " + std::to_string(idle_s) + " s: " + describe_() +
+                                " (an event lost or a hang in the engine)";
         std::fprintf(stderr, "portico-bench: rank %d: %s\n", job_.rank(), msg.c_str());
         job_.abort(1, msg); // ends the whole job; does not return
     }

@@ -50,9 +50,9 @@ int main(void) {
         return 1;
     }
     const ptl_rank_t rank = me.rank, n = (ptl_rank_t)nranks;
-    printf("[rank %u] NI open: nid %u.%u.%u.%u pid %u, %u ranks, %d portal table entries\n", rank,
-           phys.phys.nid >> 24, (phys.phys.nid >> 16) & 255, (phys.phys.nid >> 8) & 255, phys.phys.nid & 255,
-           phys.phys.pid, n, limits.max_pt_index + 1);
+    printf("[rank %u] NI open: nid %u.%u.%u.%u pid %u, %u ranks, %d portal table entries\n", rank, phys.phys.nid >> 24,
+           (phys.phys.nid >> 16) & 255, (phys.phys.nid >> 8) & 255, phys.phys.nid & 255, phys.phys.pid, n,
+           limits.max_pt_index + 1);
 
     /* The mailbox: one ME over n slots, remote offsets choose the slot, a CT counts arrivals. */
     static char mailbox[MAX_RANKS * SLOT];
@@ -68,8 +68,8 @@ int main(void) {
     me_desc.length = (ptl_size_t)n * SLOT;
     me_desc.ct_handle = arrivals;
     me_desc.uid = PTL_UID_ANY;
-    me_desc.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_COMM_DISABLE |
-                      PTL_ME_EVENT_LINK_DISABLE;
+    me_desc.options =
+        PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE;
     me_desc.match_id.rank = PTL_RANK_ANY;
     me_desc.match_bits = MAILBOX_BITS;
     ptl_handle_me_t meh;

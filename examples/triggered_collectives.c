@@ -99,10 +99,10 @@ int main(int argc, char **argv) {
         const ptl_size_t all_arrived = k * (nchildren + 1);                                                            \
         for (unsigned c = 0; c < nchildren; ++c) {                                                                     \
             ptl_process_t child = {.rank = children[c]};                                                               \
-            CHECK(PtlTriggeredPut(zero, 0, 0, PTL_NO_ACK_REQ, child, PT_DOWN, 0, 0, NULL, 0, rank ? ct_down : ct_up,  \
+            CHECK(PtlTriggeredPut(zero, 0, 0, PTL_NO_ACK_REQ, child, PT_DOWN, 0, 0, NULL, 0, rank ? ct_down : ct_up,   \
                                   rank ? k : all_arrived));                                                            \
         }                                                                                                              \
-        if (rank) CHECK(PtlTriggeredPut(zero, 0, 0, PTL_NO_ACK_REQ, up, PT_UP, 0, 0, NULL, 0, ct_up, all_arrived));  \
+        if (rank) CHECK(PtlTriggeredPut(zero, 0, 0, PTL_NO_ACK_REQ, up, PT_UP, 0, 0, NULL, 0, ct_up, all_arrived));    \
         CHECK(PtlCTInc(ct_up, one)); /* I have arrived */                                                              \
         if (rank)                                                                                                      \
             CHECK(PtlCTWait(ct_down, k, &ct));                                                                         \
@@ -144,7 +144,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (rank == 0)
-        printf("triggered collectives over %u ranks (binary tree, %u rounds): barrier %.2f us, broadcast of %zu B %.2f us\n",
+        printf("triggered collectives over %u ranks (binary tree, %u rounds): barrier %.2f us, broadcast of %zu B %.2f "
+               "us\n",
                nranks, rounds, barrier_us, bytes, bcast_us);
     CHECK(portico_runtime_barrier());
     CHECK(PtlNIFini(ni));

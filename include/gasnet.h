@@ -82,8 +82,8 @@ extern "C" {
 #endif
 
 /* Comparable with strcmp; the library holds the strings of every configuration it serves. */
-#define GASNET_CONFIG_STRING                                                                       \
-    "RELEASE=1.8.1,SPEC=1.8,CONDUIT=PORTICO(PORTALS4),THREADMODEL=" GASNETP_THREADMODE_STR        \
+#define GASNET_CONFIG_STRING                                                                                           \
+    "RELEASE=1.8.1,SPEC=1.8,CONDUIT=PORTICO(PORTALS4),THREADMODEL=" GASNETP_THREADMODE_STR                             \
     ",SEGMENT=" GASNETP_SEGMODE_STR ",PTR=64bit,nodebug,notrace,nostats"
 
 #define GASNET_MAXNODES 4096
@@ -142,8 +142,7 @@ GASNETP_API int gasnet_init(int *argc, char ***argv);
 GASNETP_API int gasnetp_init(int *argc, char ***argv, int threadmode, int segmode, const char *config);
 #define gasnet_init(argc, argv) gasnetp_init((argc), (argv), GASNETP_THREADMODE, GASNETP_SEGMODE, GASNET_CONFIG_STRING)
 
-GASNETP_API int gasnet_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize,
-                              uintptr_t minheapoffset);
+GASNETP_API int gasnet_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, uintptr_t minheapoffset);
 GASNETP_API uintptr_t gasnet_getMaxLocalSegmentSize(void);
 GASNETP_API uintptr_t gasnet_getMaxGlobalSegmentSize(void);
 GASNETP_API void gasnet_exit(int exitcode) __attribute__((__noreturn__));
@@ -175,138 +174,506 @@ GASNETP_API int gasnet_AMGetMsgSource(gasnet_token_t token, gasnet_node_t *srcin
  * evaluated after every message or completion this or another thread handled, and at least every
  * few milliseconds; the thread sleeps in between (see docs/GASNET.md, "Waiting and progress"). */
 GASNETP_API void gasnetp_blockuntil_step(unsigned *iteration);
-#define GASNET_BLOCKUNTIL(cond)                                                                    \
-    do {                                                                                           \
-        unsigned _gasnetp_bu_iter = 0;                                                             \
-        while (!(cond)) gasnetp_blockuntil_step(&_gasnetp_bu_iter);                                \
+#define GASNET_BLOCKUNTIL(cond)                                                                                        \
+    do {                                                                                                               \
+        unsigned _gasnetp_bu_iter = 0;                                                                                 \
+        while (!(cond)) gasnetp_blockuntil_step(&_gasnetp_bu_iter);                                                    \
     } while (0)
 
 /* The 7 families x 17 argument counts (M = 0..16): 119 functions. */
 GASNETP_API int gasnet_AMRequestShort0(gasnet_node_t dest, gasnet_handler_t handler);
 GASNETP_API int gasnet_AMRequestShort1(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMRequestShort2(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMRequestShort3(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMRequestShort4(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMRequestShort5(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMRequestShort6(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMRequestShort7(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMRequestShort8(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMRequestShort9(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMRequestShort10(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMRequestShort11(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMRequestShort12(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMRequestShort13(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMRequestShort14(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMRequestShort15(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMRequestShort16(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+GASNETP_API int gasnet_AMRequestShort2(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                       gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMRequestShort3(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMRequestShort4(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMRequestShort5(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                       gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMRequestShort6(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                       gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMRequestShort7(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                       gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMRequestShort8(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                       gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                       gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMRequestShort9(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                       gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                       gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMRequestShort10(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMRequestShort11(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                        gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMRequestShort12(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMRequestShort13(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMRequestShort14(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                        gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMRequestShort15(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                        gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMRequestShort16(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                        gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
 
 GASNETP_API int gasnet_AMRequestMedium0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes);
-GASNETP_API int gasnet_AMRequestMedium1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMRequestMedium2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMRequestMedium3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMRequestMedium4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMRequestMedium5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMRequestMedium6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMRequestMedium7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMRequestMedium8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMRequestMedium9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMRequestMedium10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMRequestMedium11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMRequestMedium12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMRequestMedium13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMRequestMedium14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMRequestMedium15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMRequestMedium16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+GASNETP_API int gasnet_AMRequestMedium1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMRequestMedium2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMRequestMedium3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMRequestMedium4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                        gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMRequestMedium5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMRequestMedium6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMRequestMedium7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                        gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMRequestMedium8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                        gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMRequestMedium9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                        gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMRequestMedium10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                         gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMRequestMedium11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMRequestMedium12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMRequestMedium13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
+                                         gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMRequestMedium14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
+                                         gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMRequestMedium15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
+                                         gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMRequestMedium16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
+                                         gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14,
+                                         gasnet_handlerarg_t a15);
 
-GASNETP_API int gasnet_AMRequestLong0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr);
-GASNETP_API int gasnet_AMRequestLong1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMRequestLong2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMRequestLong3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMRequestLong4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMRequestLong5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMRequestLong6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMRequestLong7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMRequestLong8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMRequestLong9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMRequestLong10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMRequestLong11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMRequestLong12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMRequestLong13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMRequestLong14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMRequestLong15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMRequestLong16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+GASNETP_API int gasnet_AMRequestLong0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr);
+GASNETP_API int gasnet_AMRequestLong1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMRequestLong2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMRequestLong3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                      gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMRequestLong4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMRequestLong5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMRequestLong6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                      gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMRequestLong7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                      gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMRequestLong8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                      gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMRequestLong9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                      gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                      gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMRequestLong10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMRequestLong11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMRequestLong12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                       gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMRequestLong13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                       gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMRequestLong14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                       gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMRequestLong15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                       gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13,
+                                       gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMRequestLong16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                       gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13,
+                                       gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
 
-GASNETP_API int gasnet_AMRequestLongAsync0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr);
-GASNETP_API int gasnet_AMRequestLongAsync1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMRequestLongAsync2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMRequestLongAsync3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMRequestLongAsync4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMRequestLongAsync5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMRequestLongAsync6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMRequestLongAsync7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMRequestLongAsync8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMRequestLongAsync9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMRequestLongAsync10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMRequestLongAsync11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMRequestLongAsync12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMRequestLongAsync13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMRequestLongAsync14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMRequestLongAsync15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMRequestLongAsync16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+GASNETP_API int gasnet_AMRequestLongAsync0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr);
+GASNETP_API int gasnet_AMRequestLongAsync1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMRequestLongAsync2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                           gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMRequestLongAsync3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMRequestLongAsync4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMRequestLongAsync5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                           gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMRequestLongAsync6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                           gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMRequestLongAsync7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                           gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMRequestLongAsync8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                           gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                           gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMRequestLongAsync9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                           gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                           gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMRequestLongAsync10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMRequestLongAsync11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                            gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMRequestLongAsync12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMRequestLongAsync13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMRequestLongAsync14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                            gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMRequestLongAsync15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                            gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMRequestLongAsync16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
+                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
+                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                            gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
 
 GASNETP_API int gasnet_AMReplyShort0(gasnet_token_t token, gasnet_handler_t handler);
 GASNETP_API int gasnet_AMReplyShort1(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMReplyShort2(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMReplyShort3(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMReplyShort4(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMReplyShort5(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMReplyShort6(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMReplyShort7(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMReplyShort8(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMReplyShort9(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMReplyShort10(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMReplyShort11(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMReplyShort12(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMReplyShort13(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMReplyShort14(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMReplyShort15(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMReplyShort16(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+GASNETP_API int gasnet_AMReplyShort2(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                     gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMReplyShort3(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMReplyShort4(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMReplyShort5(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                     gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMReplyShort6(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                     gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMReplyShort7(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                     gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMReplyShort8(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                     gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                     gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMReplyShort9(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                     gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                     gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMReplyShort10(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMReplyShort11(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                      gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMReplyShort12(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMReplyShort13(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMReplyShort14(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                      gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMReplyShort15(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                      gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMReplyShort16(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
+                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
+                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
+                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
+                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
+                                      gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
 
 GASNETP_API int gasnet_AMReplyMedium0(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes);
-GASNETP_API int gasnet_AMReplyMedium1(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMReplyMedium2(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMReplyMedium3(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMReplyMedium4(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMReplyMedium5(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMReplyMedium6(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMReplyMedium7(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMReplyMedium8(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMReplyMedium9(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMReplyMedium10(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMReplyMedium11(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMReplyMedium12(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMReplyMedium13(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMReplyMedium14(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMReplyMedium15(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMReplyMedium16(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+GASNETP_API int gasnet_AMReplyMedium1(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMReplyMedium2(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMReplyMedium3(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMReplyMedium4(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                      gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMReplyMedium5(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMReplyMedium6(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMReplyMedium7(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                      gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMReplyMedium8(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                      gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMReplyMedium9(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                      gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMReplyMedium10(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                       gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMReplyMedium11(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMReplyMedium12(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMReplyMedium13(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
+                                       gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMReplyMedium14(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
+                                       gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMReplyMedium15(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
+                                       gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMReplyMedium16(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
+                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
+                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
+                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
+                                       gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14,
+                                       gasnet_handlerarg_t a15);
 
-GASNETP_API int gasnet_AMReplyLong0(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr);
-GASNETP_API int gasnet_AMReplyLong1(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMReplyLong2(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMReplyLong3(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMReplyLong4(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMReplyLong5(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMReplyLong6(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMReplyLong7(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMReplyLong8(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMReplyLong9(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMReplyLong10(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMReplyLong11(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMReplyLong12(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMReplyLong13(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMReplyLong14(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMReplyLong15(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMReplyLong16(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+GASNETP_API int gasnet_AMReplyLong0(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr);
+GASNETP_API int gasnet_AMReplyLong1(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0);
+GASNETP_API int gasnet_AMReplyLong2(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
+GASNETP_API int gasnet_AMReplyLong3(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                    gasnet_handlerarg_t a2);
+GASNETP_API int gasnet_AMReplyLong4(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
+GASNETP_API int gasnet_AMReplyLong5(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
+GASNETP_API int gasnet_AMReplyLong6(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                    gasnet_handlerarg_t a5);
+GASNETP_API int gasnet_AMReplyLong7(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                    gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
+GASNETP_API int gasnet_AMReplyLong8(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                    gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
+GASNETP_API int gasnet_AMReplyLong9(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                    gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                    gasnet_handlerarg_t a8);
+GASNETP_API int gasnet_AMReplyLong10(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
+GASNETP_API int gasnet_AMReplyLong11(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
+GASNETP_API int gasnet_AMReplyLong12(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                     gasnet_handlerarg_t a11);
+GASNETP_API int gasnet_AMReplyLong13(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                     gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
+GASNETP_API int gasnet_AMReplyLong14(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                     gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
+GASNETP_API int gasnet_AMReplyLong15(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                     gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13,
+                                     gasnet_handlerarg_t a14);
+GASNETP_API int gasnet_AMReplyLong16(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
+                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
+                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
+                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
+                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
+                                     gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13,
+                                     gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
 /* ---- atomicity control (§2.4) ---------------------------------------------------------------- */
 GASNETP_API void gasnet_hold_interrupts(void);
 GASNETP_API void gasnet_resume_interrupts(void);
@@ -314,7 +681,8 @@ GASNETP_API void gasnet_resume_interrupts(void);
 typedef struct {
     pthread_mutex_t lock;
 } gasnet_hsl_t;
-#define GASNET_HSL_INITIALIZER {PTHREAD_MUTEX_INITIALIZER}
+#define GASNET_HSL_INITIALIZER                                                                                         \
+    { PTHREAD_MUTEX_INITIALIZER }
 GASNETP_API void gasnet_hsl_init(gasnet_hsl_t *hsl);
 GASNETP_API void gasnet_hsl_destroy(gasnet_hsl_t *hsl);
 GASNETP_API void gasnet_hsl_lock(gasnet_hsl_t *hsl);
@@ -377,8 +745,7 @@ GASNETP_API int gasnet_barrier_try(int id, int flags);
 GASNETP_API gasnet_threadinfo_t gasnetp_get_threadinfo(void);
 #define GASNET_GET_THREADINFO() (gasnetp_get_threadinfo())
 /* A declaration: only at the top of a function or block, as the spec says. */
-#define GASNET_POST_THREADINFO(info)                                                               \
-    gasnet_threadinfo_t _gasnetp_threadinfo_posted __attribute__((__unused__)) = (info)
+#define GASNET_POST_THREADINFO(info) gasnet_threadinfo_t _gasnetp_threadinfo_posted __attribute__((__unused__)) = (info)
 #define GASNET_BEGIN_FUNCTION() GASNET_POST_THREADINFO(GASNET_GET_THREADINFO())
 
 #define GASNET_WAIT_SPIN 0

@@ -66,7 +66,7 @@ extern "C" {
 #define PLATFORM_COMPILER_GNU_C 1
 #endif
 #define PLATFORM_COMPILER_VERSION PLATFORM_COMPILER_VERSION_INT(__GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__)
-#define PLATFORM_COMPILER_VERSION_STR                                                              \
+#define PLATFORM_COMPILER_VERSION_STR                                                                                  \
     _STRINGIFY(__GNUC__) "." _STRINGIFY(__GNUC_MINOR__) "." _STRINGIFY(__GNUC_PATCHLEVEL__)
 #else
 #define PLATFORM_COMPILER_UNKNOWN 1
@@ -76,11 +76,16 @@ extern "C" {
 #define PLATFORM_COMPILER_VERSION_STR "0"
 #endif
 #define PLATFORM_COMPILER_VERSION_INT(maj, min, pat) (((maj) << 16) | ((min) << 8) | (pat))
-#define PLATFORM_COMPILER_VERSION_GT(maj, min, pat) (PLATFORM_COMPILER_VERSION > PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
-#define PLATFORM_COMPILER_VERSION_GE(maj, min, pat) (PLATFORM_COMPILER_VERSION >= PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
-#define PLATFORM_COMPILER_VERSION_EQ(maj, min, pat) (PLATFORM_COMPILER_VERSION == PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
-#define PLATFORM_COMPILER_VERSION_LE(maj, min, pat) (PLATFORM_COMPILER_VERSION <= PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
-#define PLATFORM_COMPILER_VERSION_LT(maj, min, pat) (PLATFORM_COMPILER_VERSION < PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_GT(maj, min, pat)                                                                    \
+    (PLATFORM_COMPILER_VERSION > PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_GE(maj, min, pat)                                                                    \
+    (PLATFORM_COMPILER_VERSION >= PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_EQ(maj, min, pat)                                                                    \
+    (PLATFORM_COMPILER_VERSION == PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_LE(maj, min, pat)                                                                    \
+    (PLATFORM_COMPILER_VERSION <= PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
+#define PLATFORM_COMPILER_VERSION_LT(maj, min, pat)                                                                    \
+    (PLATFORM_COMPILER_VERSION < PLATFORM_COMPILER_VERSION_INT(maj, min, pat))
 #ifdef __cplusplus
 #define PLATFORM_COMPILER_ID (10000 + PLATFORM_COMPILER_FAMILYID)
 #define PLATFORM_COMPILER_CXX_LANGLVL __cplusplus
@@ -95,10 +100,11 @@ extern "C" {
 #define PLATFORMI_COMPILER_STD ""
 #endif
 #endif
-#define PLATFORM_COMPILER_IDSTR                                                                    \
-    "|COMPILER_FAMILY:" _STRINGIFY(PLATFORM_COMPILER_FAMILYNAME) "|COMPILER_VERSION:"                \
-        PLATFORM_COMPILER_VERSION_STR "|COMPILER_FAMILYID:" _STRINGIFY(PLATFORM_COMPILER_FAMILYID) \
-            "|STD:__STDC__" PLATFORMI_COMPILER_STD "|"
+#define PLATFORM_COMPILER_IDSTR                                                                                        \
+    "|COMPILER_FAMILY:" _STRINGIFY(                                                                                    \
+        PLATFORM_COMPILER_FAMILYNAME) "|COMPILER_VERSION:" PLATFORM_COMPILER_VERSION_STR                               \
+                                      "|COMPILER_FAMILYID:" _STRINGIFY(                                                \
+                                          PLATFORM_COMPILER_FAMILYID) "|STD:__STDC__" PLATFORMI_COMPILER_STD "|"
 #endif /* PLATFORM_COMPILER_FAMILYID */
 
 #ifndef PLATFORM_OS_FAMILYNAME
@@ -212,9 +218,9 @@ extern "C" {
 #define GASNETT_RESTRICT __restrict__
 /* fnname: the function declared; fmtarg, firstvararg: 1-based positions of the format and of the
  * first variadic argument; declarator: the declaration itself (a prototype or a definition head). */
-#define GASNETT_FORMAT_PRINTF(fnname, fmtarg, firstvararg, declarator)                            \
+#define GASNETT_FORMAT_PRINTF(fnname, fmtarg, firstvararg, declarator)                                                 \
     __attribute__((__format__(__printf__, fmtarg, firstvararg))) declarator
-#define GASNETT_FORMAT_PRINTF_FUNCPTR(fnname, fmtarg, firstvararg, declarator)                    \
+#define GASNETT_FORMAT_PRINTF_FUNCPTR(fnname, fmtarg, firstvararg, declarator)                                         \
     __attribute__((__format__(__printf__, fmtarg, firstvararg))) declarator
 #define GASNETT_CURRENT_FUNCTION __func__
 #define GASNETT_IDENT(identName, identText) static const char identName[] GASNETT_UNUSED = identText
@@ -318,50 +324,52 @@ typedef int32_t gasnett_atomic_sval_t;
 #define GASNETT_ATOMIC_SIGNED_MAX ((gasnett_atomic_sval_t)INT32_MAX)
 #define gasnett_atomic_signed(v) ((gasnett_atomic_sval_t)(v))
 
-#define GASNETT_DEFINE_ATOMIC_(T, VT, P)                                                           \
-    typedef struct {                                                                               \
-        volatile VT ctr;                                                                           \
-    } T;                                                                                           \
-    static inline VT P##_read(T *p, int f) {                                                       \
-        (void)f;                                                                                   \
-        return __atomic_load_n(&p->ctr, __ATOMIC_SEQ_CST);                                         \
-    }                                                                                              \
-    static inline void P##_set(T *p, VT v, int f) {                                                \
-        (void)f;                                                                                   \
-        __atomic_store_n(&p->ctr, v, __ATOMIC_SEQ_CST);                                            \
-    }                                                                                              \
-    static inline int P##_compare_and_swap(T *p, VT oldval, VT newval, int f) {                    \
-        (void)f;                                                                                   \
-        return __atomic_compare_exchange_n(&p->ctr, &oldval, newval, 0, __ATOMIC_SEQ_CST,          \
-                                           __ATOMIC_SEQ_CST);                                      \
-    }                                                                                              \
-    static inline VT P##_swap(T *p, VT v, int f) {                                                 \
-        (void)f;                                                                                   \
-        return __atomic_exchange_n(&p->ctr, v, __ATOMIC_SEQ_CST);                                  \
-    }                                                                                              \
-    static inline VT P##_add(T *p, VT v, int f) {                                                  \
-        (void)f;                                                                                   \
-        return __atomic_add_fetch(&p->ctr, v, __ATOMIC_SEQ_CST);                                   \
-    }                                                                                              \
-    static inline VT P##_subtract(T *p, VT v, int f) {                                             \
-        (void)f;                                                                                   \
-        return __atomic_sub_fetch(&p->ctr, v, __ATOMIC_SEQ_CST);                                   \
-    }                                                                                              \
-    static inline VT P##_fetchadd(T *p, VT v, int f) {                                             \
-        (void)f;                                                                                   \
-        return __atomic_fetch_add(&p->ctr, v, __ATOMIC_SEQ_CST);                                   \
-    }                                                                                              \
-    static inline void P##_increment(T *p, int f) { (void)P##_add(p, 1, f); }                     \
-    static inline void P##_decrement(T *p, int f) { (void)P##_subtract(p, 1, f); }                 \
+#define GASNETT_DEFINE_ATOMIC_(T, VT, P)                                                                               \
+    typedef struct {                                                                                                   \
+        volatile VT ctr;                                                                                               \
+    } T;                                                                                                               \
+    static inline VT P##_read(T *p, int f) {                                                                           \
+        (void)f;                                                                                                       \
+        return __atomic_load_n(&p->ctr, __ATOMIC_SEQ_CST);                                                             \
+    }                                                                                                                  \
+    static inline void P##_set(T *p, VT v, int f) {                                                                    \
+        (void)f;                                                                                                       \
+        __atomic_store_n(&p->ctr, v, __ATOMIC_SEQ_CST);                                                                \
+    }                                                                                                                  \
+    static inline int P##_compare_and_swap(T *p, VT oldval, VT newval, int f) {                                        \
+        (void)f;                                                                                                       \
+        return __atomic_compare_exchange_n(&p->ctr, &oldval, newval, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);           \
+    }                                                                                                                  \
+    static inline VT P##_swap(T *p, VT v, int f) {                                                                     \
+        (void)f;                                                                                                       \
+        return __atomic_exchange_n(&p->ctr, v, __ATOMIC_SEQ_CST);                                                      \
+    }                                                                                                                  \
+    static inline VT P##_add(T *p, VT v, int f) {                                                                      \
+        (void)f;                                                                                                       \
+        return __atomic_add_fetch(&p->ctr, v, __ATOMIC_SEQ_CST);                                                       \
+    }                                                                                                                  \
+    static inline VT P##_subtract(T *p, VT v, int f) {                                                                 \
+        (void)f;                                                                                                       \
+        return __atomic_sub_fetch(&p->ctr, v, __ATOMIC_SEQ_CST);                                                       \
+    }                                                                                                                  \
+    static inline VT P##_fetchadd(T *p, VT v, int f) {                                                                 \
+        (void)f;                                                                                                       \
+        return __atomic_fetch_add(&p->ctr, v, __ATOMIC_SEQ_CST);                                                       \
+    }                                                                                                                  \
+    static inline void P##_increment(T *p, int f) { (void)P##_add(p, 1, f); }                                          \
+    static inline void P##_decrement(T *p, int f) { (void)P##_subtract(p, 1, f); }                                     \
     static inline int P##_decrement_and_test(T *p, int f) { return P##_subtract(p, 1, f) == 0; }
 
 GASNETT_DEFINE_ATOMIC_(gasnett_atomic_t, gasnett_atomic_val_t, gasnett_atomic)
 GASNETT_DEFINE_ATOMIC_(gasnett_atomic32_t, uint32_t, gasnett_atomic32)
 GASNETT_DEFINE_ATOMIC_(gasnett_atomic64_t, uint64_t, gasnett_atomic64)
 #undef GASNETT_DEFINE_ATOMIC_
-#define gasnett_atomic_init(v) {(v)}
-#define gasnett_atomic32_init(v) {(v)}
-#define gasnett_atomic64_init(v) {(v)}
+#define gasnett_atomic_init(v)                                                                                         \
+    { (v) }
+#define gasnett_atomic32_init(v)                                                                                       \
+    { (v) }
+#define gasnett_atomic64_init(v)                                                                                       \
+    { (v) }
 /* Strong atomics are the same objects here (every atomic is coherent with every other access). */
 typedef gasnett_atomic_t gasnett_strongatomic_t;
 #define gasnett_strongatomic_init gasnett_atomic_init
@@ -400,7 +408,8 @@ typedef struct {
     pthread_key_t key;
     volatile int ready;
 } gasnett_threadkey_t;
-#define GASNETT_THREADKEY_INITIALIZER {PTHREAD_ONCE_INIT, 0, 0}
+#define GASNETT_THREADKEY_INITIALIZER                                                                                  \
+    { PTHREAD_ONCE_INIT, 0, 0 }
 #define GASNETT_THREADKEY_DEFINE(key) gasnett_threadkey_t key = GASNETT_THREADKEY_INITIALIZER
 #define GASNETT_THREADKEY_DECLARE(key) extern gasnett_threadkey_t key
 GASNETT_API void gasnett_threadkey_init(gasnett_threadkey_t *key);
@@ -433,12 +442,12 @@ GASNETT_API void gasnett_unsetenv(const char *key);
 
 /* ---- system ----------------------------------------------------------------------------------- */
 static inline int gasnett_sched_yield(void) { return sched_yield(); }
-GASNETT_API int gasnett_cpu_count(void);              /* online CPUs */
+GASNETT_API int gasnett_cpu_count(void);                       /* online CPUs */
 GASNETT_API uint64_t gasnett_getPhysMemSz(int failureIsFatal); /* bytes of physical memory */
 GASNETT_API const char *gasnett_gethostname(void);
-GASNETT_API void gasnett_flush_streams(void);          /* fflush every stdio stream */
+GASNETT_API void gasnett_flush_streams(void); /* fflush every stdio stream */
 GASNETT_FORMAT_PRINTF(gasnett_fatalerror, 1, 2,
-GASNETT_API void gasnett_fatalerror(const char *msg, ...) GASNETT_NORETURN);
+                      GASNETT_API void gasnett_fatalerror(const char *msg, ...) GASNETT_NORETURN);
 GASNETT_API void gasnett_killmyprocess(int exitcode) GASNETT_NORETURN; /* _exit, no cleanup */
 /* A non-empty list, one "    <option>\n" line each, when the library was built in a way that
  * slows it down (no optimization, a sanitizer), so benchmarks can warn; "" otherwise. */

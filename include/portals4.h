@@ -84,7 +84,7 @@ typedef enum {
     PTL_SR_PERMISSION_VIOLATIONS,
     PTL_SR_OPERATION_VIOLATIONS,
     /* Portico extensions (Appendix B allows extra registers) */
-    PTL_SR_MALFORMED_MESSAGES, /* messages from the network dropped as malformed */
+    PTL_SR_MALFORMED_MESSAGES,  /* messages from the network dropped as malformed */
     PTL_SR_REFUSED_CONNECTIONS, /* connections refused: failed authentication, wrong endpoint, overload */
     PTL_SR_LAST
 } ptl_sr_index_t;
@@ -323,17 +323,16 @@ int PtlInit(void);
 void PtlFini(void);
 void PtlAbort(void);
 
-int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid,
-              const ptl_ni_limits_t *desired, ptl_ni_limits_t *actual, ptl_handle_ni_t *ni_handle);
+int PtlNIInit(ptl_interface_t iface, unsigned int options, ptl_pid_t pid, const ptl_ni_limits_t *desired,
+              ptl_ni_limits_t *actual, ptl_handle_ni_t *ni_handle);
 int PtlNIFini(ptl_handle_ni_t ni_handle);
 int PtlNIStatus(ptl_handle_ni_t ni_handle, ptl_sr_index_t status_register, ptl_sr_value_t *status);
 int PtlNIHandle(ptl_handle_any_t handle, ptl_handle_ni_t *ni_handle);
 int PtlSetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, const ptl_process_t *mapping);
-int PtlGetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, ptl_process_t *mapping,
-              ptl_size_t *actual_map_size);
+int PtlGetMap(ptl_handle_ni_t ni_handle, ptl_size_t map_size, ptl_process_t *mapping, ptl_size_t *actual_map_size);
 
-int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options, ptl_handle_eq_t eq_handle,
-               ptl_pt_index_t pt_index_req, ptl_pt_index_t *pt_index);
+int PtlPTAlloc(ptl_handle_ni_t ni_handle, unsigned int options, ptl_handle_eq_t eq_handle, ptl_pt_index_t pt_index_req,
+               ptl_pt_index_t *pt_index);
 int PtlPTFree(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index);
 int PtlPTDisable(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index);
 int PtlPTEnable(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index);
@@ -345,50 +344,47 @@ int PtlGetPhysId(ptl_handle_ni_t ni_handle, ptl_process_t *id);
 int PtlMDBind(ptl_handle_ni_t ni_handle, const ptl_md_t *md, ptl_handle_md_t *md_handle);
 int PtlMDRelease(ptl_handle_md_t md_handle);
 
-int PtlLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
-                ptl_list_t ptl_list, void *user_ptr, ptl_handle_le_t *le_handle);
+int PtlLEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le, ptl_list_t ptl_list,
+                void *user_ptr, ptl_handle_le_t *le_handle);
 int PtlLEUnlink(ptl_handle_le_t le_handle);
-int PtlLESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le,
-                ptl_search_op_t ptl_search_op, void *user_ptr);
-int PtlMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
-                ptl_list_t ptl_list, void *user_ptr, ptl_handle_me_t *me_handle);
+int PtlLESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_le_t *le, ptl_search_op_t ptl_search_op,
+                void *user_ptr);
+int PtlMEAppend(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me, ptl_list_t ptl_list,
+                void *user_ptr, ptl_handle_me_t *me_handle);
 int PtlMEUnlink(ptl_handle_me_t me_handle);
-int PtlMESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
-                ptl_search_op_t ptl_search_op, void *user_ptr);
+int PtlMESearch(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me, ptl_search_op_t ptl_search_op,
+                void *user_ptr);
 
 int PtlEQAlloc(ptl_handle_ni_t ni_handle, ptl_size_t count, ptl_handle_eq_t *eq_handle);
 int PtlEQFree(ptl_handle_eq_t eq_handle);
 int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *event);
 int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *event);
-int PtlEQPoll(const ptl_handle_eq_t *eq_handles, unsigned int size, ptl_time_t timeout,
-              ptl_event_t *event, unsigned int *which);
+int PtlEQPoll(const ptl_handle_eq_t *eq_handles, unsigned int size, ptl_time_t timeout, ptl_event_t *event,
+              unsigned int *which);
 
 int PtlCTAlloc(ptl_handle_ni_t ni_handle, ptl_handle_ct_t *ct_handle);
 int PtlCTFree(ptl_handle_ct_t ct_handle);
 int PtlCTCancelTriggered(ptl_handle_ct_t ct_handle);
 int PtlCTGet(ptl_handle_ct_t ct_handle, ptl_ct_event_t *event);
 int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *event);
-int PtlCTPoll(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests, unsigned int size,
-              ptl_time_t timeout, ptl_ct_event_t *event, unsigned int *which);
+int PtlCTPoll(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests, unsigned int size, ptl_time_t timeout,
+              ptl_ct_event_t *event, unsigned int *which);
 int PtlCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct);
 int PtlCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment);
 
-int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
-           ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
-           ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
-           ptl_hdr_data_t hdr_data);
-int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
-           ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
-           ptl_size_t remote_offset, void *user_ptr);
+int PtlPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+           ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+           void *user_ptr, ptl_hdr_data_t hdr_data);
+int PtlGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target_id,
+           ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr);
 
 int PtlAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
-              ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
-              ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t operation,
-              ptl_datatype_t datatype);
+              ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+              void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype);
 int PtlFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset, ptl_handle_md_t put_md_handle,
-                   ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id,
-                   ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
-                   void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype);
+                   ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id, ptl_pt_index_t pt_index,
+                   ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                   ptl_op_t operation, ptl_datatype_t datatype);
 int PtlSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset, ptl_handle_md_t put_md_handle,
             ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id, ptl_pt_index_t pt_index,
             ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
@@ -398,27 +394,25 @@ int PtlAtomicSync(void);
 /* ---- triggered operations (§3.16) ---------------------------------------------------------- */
 int PtlTriggeredPut(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
                     ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
-                    ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
-                    ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+                    ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, ptl_handle_ct_t trig_ct_handle,
+                    ptl_size_t threshold);
 int PtlTriggeredGet(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target_id,
-                    ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
-                    void *user_ptr, ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
-int PtlTriggeredAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length,
-                       ptl_ack_req_t ack_req, ptl_process_t target_id, ptl_pt_index_t pt_index,
-                       ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
-                       ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype,
-                       ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
-int PtlTriggeredFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset,
-                            ptl_handle_md_t put_md_handle, ptl_size_t local_put_offset, ptl_size_t length,
-                            ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
-                            ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
-                            ptl_op_t operation, ptl_datatype_t datatype, ptl_handle_ct_t trig_ct_handle,
-                            ptl_size_t threshold);
+                    ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr,
+                    ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredAtomic(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+                       ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                       ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t operation,
+                       ptl_datatype_t datatype, ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+int PtlTriggeredFetchAtomic(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset, ptl_handle_md_t put_md_handle,
+                            ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id,
+                            ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
+                            void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t operation, ptl_datatype_t datatype,
+                            ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
 int PtlTriggeredSwap(ptl_handle_md_t get_md_handle, ptl_size_t local_get_offset, ptl_handle_md_t put_md_handle,
-                     ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id,
-                     ptl_pt_index_t pt_index, ptl_match_bits_t match_bits, ptl_size_t remote_offset,
-                     void *user_ptr, ptl_hdr_data_t hdr_data, const void *operand, ptl_op_t operation,
-                     ptl_datatype_t datatype, ptl_handle_ct_t trig_ct_handle, ptl_size_t threshold);
+                     ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target_id, ptl_pt_index_t pt_index,
+                     ptl_match_bits_t match_bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                     const void *operand, ptl_op_t operation, ptl_datatype_t datatype, ptl_handle_ct_t trig_ct_handle,
+                     ptl_size_t threshold);
 int PtlTriggeredCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment, ptl_handle_ct_t trig_ct_handle,
                       ptl_size_t threshold);
 int PtlTriggeredCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct, ptl_handle_ct_t trig_ct_handle,

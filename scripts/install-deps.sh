@@ -8,7 +8,9 @@ packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           # on the external PMIx 4.2 of libpmix-dev) launches Portico jobs in the launcher.pmix tests
           libpmix-dev openmpi-bin
           # clang + its runtime: the libFuzzer target; iproute2: network namespaces (multihost tests)
-          clang libclang-rt-dev iproute2)
+          clang libclang-rt-dev iproute2
+          # clang-format: CI fails on unformatted code (scripts/format.sh --check)
+          clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

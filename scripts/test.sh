@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds Portico and runs every test: the normal build, then again under ASan+UBSan, then the
-# engine's multi-threaded tests under TSan, then the libFuzzer target on what a TCP peer can send
+# Checks the formatting (scripts/format.sh --check), then builds Portico and runs every test: the
+# normal build, then again under ASan+UBSan, then the engine's multi-threaded tests under TSan,
+# then the libFuzzer target on what a TCP peer can send
 # (PORTICO_FUZZ_SECONDS, default 60). Any failure fails the script. The multihost.* tests need
 # root (network namespaces); elsewhere ctest lists them as skipped, with the reason.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+scripts/format.sh --check
 jobs=$(nproc)
 
 run_suite() { # build-dir cmake-args... -- ctest-args...

@@ -260,13 +260,20 @@ int main(int argc, char **argv) {
     if (gasnet_init(&argc, &argv) != GASNET_OK) return 1;
     const char *which = "all";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--short")) { short_mode = 1; reps = 3; }
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters_opt = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (argv[i][0] != '-') which = argv[i];
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--short")) {
+            short_mode = 1;
+            reps = 3;
+        } else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+            iters_opt = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (argv[i][0] != '-')
+            which = argv[i];
         else {
-            fprintf(stderr, "usage: portico-run -n 2 gasnet_bench [TEST|all] [--iters N] [--reps R] [--short] [--json]\n");
+            fprintf(stderr,
+                    "usage: portico-run -n 2 gasnet_bench [TEST|all] [--iters N] [--reps R] [--short] [--json]\n");
             gasnet_exit(2);
         }
     }
@@ -297,7 +304,8 @@ int main(int argc, char **argv) {
             for (int i = 0; i < 4; i++) run_latency("am_medium_rt", op_am, 1, medium[i], lat_iters(), buf);
         const size_t longs[] = {64, 8192, 65536, 1u << 20};
         if (wants(which, "am_long_rt"))
-            for (int i = 0; i < 4; i++) run_latency("am_long_rt", op_am, 2, longs[i], lat_iters() / (i == 3 ? 20 : 1), buf);
+            for (int i = 0; i < 4; i++)
+                run_latency("am_long_rt", op_am, 2, longs[i], lat_iters() / (i == 3 ? 20 : 1), buf);
         const size_t lat[] = {8, 64, 1024, 8192, 65536};
         if (wants(which, "put_lat"))
             for (int i = 0; i < 5; i++) run_latency("put_lat", op_lat, 0, lat[i], lat_iters(), buf);

@@ -96,8 +96,8 @@ int main(int argc, char **argv) {
                 if (all[i] > maxbin) maxbin = all[i];
             }
         }
-        printf("histogram: %ld keys x %u nodes into %u bins in %.3f ms (%.1f Mkeys/s); largest bin %llu\n", keys,
-               nodes, bins, (double)gasnett_ticks_to_ns(t1 - t0) / 1e6,
+        printf("histogram: %ld keys x %u nodes into %u bins in %.3f ms (%.1f Mkeys/s); largest bin %llu\n", keys, nodes,
+               bins, (double)gasnett_ticks_to_ns(t1 - t0) / 1e6,
                (double)keys * nodes / ((double)gasnett_ticks_to_ns(t1 - t0) / 1e3), (unsigned long long)maxbin);
         if (total != (uint64_t)keys * nodes) {
             printf("histogram: WRONG total %llu\n", (unsigned long long)total);

@@ -11,9 +11,17 @@ inline constexpr Text kJobId{"PORTICO_JOB_ID", Layer::bootstrap, nullptr,
 inline constexpr Text kJobSecret{"PORTICO_JOB_SECRET", Layer::bootstrap, nullptr,
                                  "the job's secret for authenticating TCP peers (any string, the same in every "
                                  "process); set by portico-run; unset: the ranks agree on one through the PMI"};
-inline constexpr Number kLocalRank{"PORTICO_LOCAL_RANK", Layer::bootstrap, 0, 0, UINT64_MAX,
+inline constexpr Number kLocalRank{"PORTICO_LOCAL_RANK",
+                                   Layer::bootstrap,
+                                   0,
+                                   0,
+                                   UINT64_MAX,
                                    "set by portico-run: this rank's index among the ranks of its host"};
-inline constexpr Number kLocalSize{"PORTICO_LOCAL_SIZE", Layer::bootstrap, 0, 0, UINT64_MAX,
+inline constexpr Number kLocalSize{"PORTICO_LOCAL_SIZE",
+                                   Layer::bootstrap,
+                                   0,
+                                   0,
+                                   UINT64_MAX,
                                    "set by portico-run: the number of ranks on this host (0: unknown)"};
 inline constexpr Boolean kLauncherWatch{"PORTICO_LAUNCHER_WATCH", Layer::bootstrap, true,
                                         "end the process when the launcher's PMI connection (PMIx: the "

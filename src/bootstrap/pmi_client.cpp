@@ -53,8 +53,7 @@ struct Reply {
 
     const std::string *find(std::string_view key) const {
         for (const auto &[k, v] : fields)
-            if (k == key)
-                return &v;
+            if (k == key) return &v;
         return nullptr;
     }
 };
@@ -62,19 +61,16 @@ struct Reply {
 // A response line's tokens, copied (the line's buffer is reused).
 Reply parse_reply(std::string_view line) {
     Reply r;
-    for (const auto &[k, v] : pmi_tokenize(line))
-        r.fields.emplace_back(std::string(k), std::string(v));
+    for (const auto &[k, v] : pmi_tokenize(line)) r.fields.emplace_back(std::string(k), std::string(v));
     return r;
 }
 
 bool parse_long(const char *s, long lo, long hi, long &out) {
-    if (s == nullptr || *s == '\0')
-        return false;
+    if (s == nullptr || *s == '\0') return false;
     errno = 0;
     char *end = nullptr;
     long v = std::strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return false;
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return false;
     out = v;
     return true;
 }
@@ -95,22 +91,19 @@ std::string printable(std::string_view s, std::size_t max = 80) {
         } else
             out += c;
     }
-    if (s.size() > max)
-        out += "...";
+    if (s.size() > max) out += "...";
     return out;
 }
 
 std::string trim_newline(std::string_view s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r'))
-        s.remove_suffix(1);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
     return std::string(s);
 }
 
 // The character that makes a key or value impossible to carry, or 0.
 char forbidden_char(std::string_view s) {
     for (char c : s)
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\0' || c == '\\')
-            return c;
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\0' || c == '\\') return c;
     return 0;
 }
 
@@ -145,8 +138,7 @@ std::string escape_message(std::string_view msg) {
 } // namespace
 
 int detail::exit_status_for(int code) {
-    if (code >= 0 && code <= 255)
-        return code;
+    if (code >= 0 && code <= 255) return code;
     int s = code & 0xff;
     return s == 0 ? 1 : s;
 }
@@ -186,9 +178,9 @@ private:
     std::shared_ptr<Channel> ch_;
     int rank_;
     int size_;
-    int vallen_max_ = 1023;  // longest value accepted: the launcher's vallen_max - 1
-    int keylen_max_ = 63;    // longest key accepted: the launcher's keylen_max - 1
-    int kvsname_max_ = 256;  // as the launcher reported it
+    int vallen_max_ = 1023; // longest value accepted: the launcher's vallen_max - 1
+    int keylen_max_ = 63;   // longest key accepted: the launcher's keylen_max - 1
+    int kvsname_max_ = 256; // as the launcher reported it
     std::string kvsname_;
 };
 
@@ -197,11 +189,11 @@ struct SimplePmiClient::Channel {
     std::atomic<int> fd{-1};
     int rank = -1;
     int size = 0;
-    std::string where;      // "PMI_FD=5" or "PMI_PORT=host:port", for messages
-    std::string rbuf;       // bytes received after the last complete line (mutex)
-    std::mutex mutex;       // one request/response at a time; every call is thread-safe
-    std::mutex write_mutex; // one line at a time on the socket (abort() takes only this one)
-    bool finalized = false; // (mutex)
+    std::string where;                   // "PMI_FD=5" or "PMI_PORT=host:port", for messages
+    std::string rbuf;                    // bytes received after the last complete line (mutex)
+    std::mutex mutex;                    // one request/response at a time; every call is thread-safe
+    std::mutex write_mutex;              // one line at a time on the socket (abort() takes only this one)
+    bool finalized = false;              // (mutex)
     std::atomic<bool> finalizing{false}; // a finalize has started: the launcher may close now
 
     Channel() = default;
@@ -212,8 +204,7 @@ struct SimplePmiClient::Channel {
     void close_fd() {
         std::lock_guard<std::mutex> lk(write_mutex);
         int f = fd.exchange(-1);
-        if (f >= 0)
-            ::close(f);
+        if (f >= 0) ::close(f);
     }
     void write_line(const std::string &line); // takes write_mutex
     // mutex held; with a deadline, throws PmiError when no complete line has arrived by then
@@ -270,25 +261,22 @@ int connect_tcp(const std::string &host, const std::string &port, const std::str
         if (::connect(s, a->ai_addr, a->ai_addrlen) != 0) {
             err = errno;
             while (err == EINPROGRESS || err == EINTR) {
-                auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now());
+                auto left =
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
                 if (left.count() <= 0) {
                     err = ETIMEDOUT;
                     break;
                 }
                 pollfd p{s, POLLOUT, 0};
                 int n = ::poll(&p, 1, static_cast<int>(left.count()));
-                if (n < 0 && errno == EINTR)
-                    continue;
+                if (n < 0 && errno == EINTR) continue;
                 if (n < 0) {
                     err = errno;
                     break;
                 }
-                if (n == 0)
-                    continue; // the loop notices the deadline
+                if (n == 0) continue; // the loop notices the deadline
                 socklen_t len = sizeof err;
-                if (::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-                    err = errno;
+                if (::getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
                 break;
             }
         }
@@ -298,34 +286,27 @@ int connect_tcp(const std::string &host, const std::string &port, const std::str
             continue;
         }
         int fl = ::fcntl(s, F_GETFL);
-        if (fl >= 0)
-            ::fcntl(s, F_SETFL, fl & ~O_NONBLOCK);
+        if (fl >= 0) ::fcntl(s, F_SETFL, fl & ~O_NONBLOCK);
         tune_tcp(s);
         fd = s;
     }
     ::freeaddrinfo(res);
-    if (fd < 0)
-        throw PmiError("PMI: cannot connect to the launcher at " + where + ": " + last_error);
+    if (fd < 0) throw PmiError("PMI: cannot connect to the launcher at " + where + ": " + last_error);
     return fd;
 }
 
 std::shared_ptr<Channel> open_fd_channel(const char *fd_s) {
     long fd = -1, rank = -1, size = -1;
     if (!parse_long(fd_s, 0, INT_MAX, fd))
-        throw PmiError(std::string("PMI: PMI_FD='") + printable(fd_s) +
-                       "' is not a file descriptor number");
+        throw PmiError(std::string("PMI: PMI_FD='") + printable(fd_s) + "' is not a file descriptor number");
     const char *rank_s = std::getenv("PMI_RANK");
     const char *size_s = std::getenv("PMI_SIZE");
-    if (size_s == nullptr)
-        throw PmiError("PMI: PMI_FD is set but PMI_SIZE is not");
-    if (rank_s == nullptr)
-        throw PmiError("PMI: PMI_FD is set but PMI_RANK is not");
+    if (size_s == nullptr) throw PmiError("PMI: PMI_FD is set but PMI_SIZE is not");
+    if (rank_s == nullptr) throw PmiError("PMI: PMI_FD is set but PMI_RANK is not");
     if (!parse_long(size_s, 1, INT_MAX, size))
-        throw PmiError(std::string("PMI: PMI_SIZE='") + printable(size_s) +
-                       "' is not a positive integer");
+        throw PmiError(std::string("PMI: PMI_SIZE='") + printable(size_s) + "' is not a positive integer");
     if (!parse_long(rank_s, 0, size - 1, rank))
-        throw PmiError(std::string("PMI: PMI_RANK='") + printable(rank_s) +
-                       "' is not an integer in [0, PMI_SIZE)");
+        throw PmiError(std::string("PMI: PMI_RANK='") + printable(rank_s) + "' is not an integer in [0, PMI_SIZE)");
     int flags = ::fcntl(static_cast<int>(fd), F_GETFD);
     if (flags < 0)
         throw PmiError("PMI: PMI_FD=" + std::to_string(fd) +
@@ -341,16 +322,15 @@ std::shared_ptr<Channel> open_fd_channel(const char *fd_s) {
 }
 
 // One "cmd=set KEY=VALUE" line of the initack handshake.
-long read_set_line(Channel &ch, const char *key, long lo, long hi,
-                   std::chrono::steady_clock::time_point deadline) {
+long read_set_line(Channel &ch, const char *key, long lo, long hi, std::chrono::steady_clock::time_point deadline) {
     std::string line = ch.read_line(deadline);
     Reply r = parse_reply(line);
     const std::string *cmd = r.find("cmd");
     const std::string *v = r.find(key);
     long out = 0;
     if (cmd == nullptr || *cmd != "set" || v == nullptr || !parse_long(v->c_str(), lo, hi, out))
-        throw PmiError("PMI: expected 'cmd=set " + std::string(key) + "=N' in the handshake with " +
-                       ch.where + ", got '" + printable(line) + "'");
+        throw PmiError("PMI: expected 'cmd=set " + std::string(key) + "=N' in the handshake with " + ch.where +
+                       ", got '" + printable(line) + "'");
     return out;
 }
 
@@ -358,11 +338,9 @@ std::shared_ptr<Channel> open_tcp_channel(const char *port_s) {
     const std::string hostport = port_s;
     const char *id_s = std::getenv("PMI_ID");
     long id = -1;
-    if (id_s == nullptr)
-        throw PmiError("PMI: PMI_PORT is set but PMI_ID is not");
+    if (id_s == nullptr) throw PmiError("PMI: PMI_PORT is set but PMI_ID is not");
     if (!parse_long(id_s, 0, INT_MAX, id))
-        throw PmiError(std::string("PMI: PMI_ID='") + printable(id_s) +
-                       "' is not a non-negative integer");
+        throw PmiError(std::string("PMI: PMI_ID='") + printable(id_s) + "' is not a non-negative integer");
     // host:port or [v6addr]:port
     std::string host, port;
     if (!hostport.empty() && hostport[0] == '[') {
@@ -392,12 +370,11 @@ std::shared_ptr<Channel> open_tcp_channel(const char *port_s) {
     if (cmd == nullptr || *cmd != "initack" || (rc != nullptr && *rc != "0")) {
         const std::string *msg = r.find("msg");
         if (cmd != nullptr && (*cmd == "error" || *cmd == "initack"))
-            throw PmiError("PMI: the launcher at " + ch->where + " refused PMI_ID=" +
-                           std::to_string(id) + ": " +
+            throw PmiError("PMI: the launcher at " + ch->where + " refused PMI_ID=" + std::to_string(id) + ": " +
                            (msg != nullptr ? printable(*msg) : printable(line)));
         throw PmiError("PMI: sent 'cmd=initack pmiid=" + std::to_string(id) +
-                       "', expected cmd=initack but the launcher at " + ch->where + " answered '" +
-                       printable(line) + "'");
+                       "', expected cmd=initack but the launcher at " + ch->where + " answered '" + printable(line) +
+                       "'");
     }
     // Hydra's order (MPICH's client reads exactly these three lines in this order).
     long size = read_set_line(*ch, "size", 1, INT_MAX, deadline);
@@ -409,8 +386,7 @@ std::shared_ptr<Channel> open_tcp_channel(const char *port_s) {
         long v = -1;
         if (env != nullptr && (!parse_long(env, 0, INT_MAX, v) || v != value))
             throw PmiError(std::string("PMI: ") + name + "='" + printable(env) +
-                           "' disagrees with the launcher's handshake (" + std::to_string(value) +
-                           ")");
+                           "' disagrees with the launcher's handshake (" + std::to_string(value) + ")");
     }
     ch->rank = static_cast<int>(rank);
     ch->size = static_cast<int>(size);
@@ -423,12 +399,10 @@ PmiClient::~PmiClient() = default;
 
 bool detail::pmix_environment(bool uri_too) {
     for (const char *name : {"PMIX_NAMESPACE", "PMIX_RANK"})
-        if (const char *v = std::getenv(name); v != nullptr && *v != '\0')
-            return true;
+        if (const char *v = std::getenv(name); v != nullptr && *v != '\0') return true;
     if (uri_too)
         for (char **e = environ; *e != nullptr; ++e)
-            if (std::strncmp(*e, "PMIX_SERVER_URI", 15) == 0)
-                return true;
+            if (std::strncmp(*e, "PMIX_SERVER_URI", 15) == 0) return true;
     return false;
 }
 
@@ -443,11 +417,9 @@ bool PmiClient::pmix_supported() {
 std::unique_ptr<PmiClient> PmiClient::from_environment() {
     // PMI-1 first: a PMI-1 launcher running inside a PMIx job (portico-run under srun) sets
     // PMI_FD/PMI_PORT for its own ranks, which inherit the outer job's PMIX_* variables.
-    if (auto c = SimplePmiClient::from_environment())
-        return c;
+    if (auto c = SimplePmiClient::from_environment()) return c;
 #ifdef PORTICO_HAVE_PMIX
-    if (detail::pmix_environment(true))
-        return detail::pmix_from_environment();
+    if (detail::pmix_environment(true)) return detail::pmix_from_environment();
 #else
     if (detail::pmix_environment(false))
         throw PmiError("PMI: started by a PMIx launcher (PMIX_NAMESPACE/PMIX_RANK are set, no "
@@ -473,8 +445,7 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
     const char *port_s = std::getenv("PMI_PORT");
     const bool use_fd = fd_s != nullptr && *fd_s != '\0';
     const bool use_port = port_s != nullptr && *port_s != '\0';
-    if (!use_fd && !use_port)
-        return nullptr;
+    if (!use_fd && !use_port) return nullptr;
 
     Registry &reg = registry();
     std::lock_guard<std::mutex> reg_lock(reg.mutex);
@@ -485,15 +456,13 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
     }
     std::unique_ptr<SimplePmiClient> c(new SimplePmiClient(ch));
     std::lock_guard<std::mutex> lk(ch->mutex);
-    if (ch->finalized)
-        throw PmiError("PMI: this process has finalized its PMI connection already");
+    if (ch->finalized) throw PmiError("PMI: this process has finalized its PMI connection already");
 
     std::string resp = c->command("cmd=init pmi_version=1 pmi_subversion=1\n", "response_to_init");
     Reply r = parse_reply(resp);
     const std::string *rc = r.find("rc");
     if (rc == nullptr || *rc != "0")
-        throw PmiError("PMI: the launcher refused the PMI-1.1 init handshake: '" + printable(resp) +
-                       "'");
+        throw PmiError("PMI: the launcher refused the PMI-1.1 init handshake: '" + printable(resp) + "'");
 
     resp = c->command("cmd=get_maxes\n", "maxes");
     r = parse_reply(resp);
@@ -501,8 +470,8 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
         const std::string *v = r.find(key);
         long out = 0;
         if (v == nullptr || !parse_long(v->c_str(), 1, INT_MAX, out))
-            throw PmiError(std::string("PMI: bad or missing ") + key + " in the launcher's reply '" +
-                           printable(resp) + "'");
+            throw PmiError(std::string("PMI: bad or missing ") + key + " in the launcher's reply '" + printable(resp) +
+                           "'");
         return static_cast<int>(out);
     };
     // The maxes are C buffer sizes (MPICH's PMI_KVS_Get_*_length_max), terminating NUL included:
@@ -525,8 +494,7 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
 void SimplePmiClient::Channel::write_line(const std::string &line) {
     std::lock_guard<std::mutex> lk(write_mutex);
     const int fd_ = fd.load();
-    if (fd_ < 0)
-        throw PmiError("PMI: the connection to the launcher is closed");
+    if (fd_ < 0) throw PmiError("PMI: the connection to the launcher is closed");
     const char *p = line.data();
     std::size_t left = line.size();
     bool use_write = false;
@@ -537,8 +505,7 @@ void SimplePmiClient::Channel::write_line(const std::string &line) {
             left -= static_cast<std::size_t>(n);
             continue;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
+        if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == ENOTSOCK && !use_write) {
             use_write = true; // PMI_FD may be a pipe pair under some launchers
             continue;
@@ -549,41 +516,34 @@ void SimplePmiClient::Channel::write_line(const std::string &line) {
             continue;
         }
         int e = n < 0 ? errno : EIO;
-        throw PmiError("PMI: cannot send '" + printable(trim_newline(line)) +
-                       "' to the launcher: " + std::strerror(e));
+        throw PmiError("PMI: cannot send '" + printable(trim_newline(line)) + "' to the launcher: " + std::strerror(e));
     }
 }
 
-std::string SimplePmiClient::Channel::read_line(
-    std::optional<std::chrono::steady_clock::time_point> deadline) {
+std::string SimplePmiClient::Channel::read_line(std::optional<std::chrono::steady_clock::time_point> deadline) {
     const int fd_ = fd.load();
-    if (fd_ < 0)
-        throw PmiError("PMI: the connection to the launcher is closed");
+    if (fd_ < 0) throw PmiError("PMI: the connection to the launcher is closed");
     for (;;) {
         std::size_t nl = rbuf.find('\n');
         if (nl != std::string::npos) {
             std::string line = rbuf.substr(0, nl);
             rbuf.erase(0, nl + 1);
-            if (!line.empty() && line.back() == '\r')
-                line.pop_back();
+            if (!line.empty() && line.back() == '\r') line.pop_back();
             return line;
         }
         if (rbuf.size() > kMaxLine)
-            throw PmiError("PMI: the launcher sent a line longer than " +
-                           std::to_string(kMaxLine) + " bytes");
+            throw PmiError("PMI: the launcher sent a line longer than " + std::to_string(kMaxLine) + " bytes");
         if (deadline) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                *deadline - std::chrono::steady_clock::now());
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
             pollfd pfd{fd_, POLLIN, 0};
             int ready = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(left.count())) : 0;
-            if (ready < 0 && errno == EINTR)
-                continue;
+            if (ready < 0 && errno == EINTR) continue;
             if (ready == 0)
-                throw PmiError("PMI: no answer from the launcher at " + where + " within " +
-                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                                  kHandshakeTimeout)
-                                                  .count()) +
-                               " s (is it a PMI-1 launcher?)");
+                throw PmiError(
+                    "PMI: no answer from the launcher at " + where + " within " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kHandshakeTimeout).count()) +
+                    " s (is it a PMI-1 launcher?)");
         }
         char buf[4096];
         ssize_t n = ::read(fd_, buf, sizeof buf);
@@ -594,8 +554,7 @@ std::string SimplePmiClient::Channel::read_line(
         if (n == 0)
             throw PmiError("PMI: the launcher closed the connection (it died or is tearing "
                            "the job down)");
-        if (errno == EINTR)
-            continue;
+        if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             pollfd pfd{fd_, POLLIN, 0};
             ::poll(&pfd, 1, -1);
@@ -611,35 +570,32 @@ std::string SimplePmiClient::command(const std::string &line, const std::string 
     Reply r = parse_reply(resp);
     const std::string *cmd = r.find("cmd");
     if (cmd == nullptr || *cmd != expected_cmd)
-        throw PmiError("PMI: sent '" + printable(trim_newline(line)) + "', expected cmd=" +
-                       expected_cmd + " but the launcher answered '" + printable(resp) + "'");
+        throw PmiError("PMI: sent '" + printable(trim_newline(line)) + "', expected cmd=" + expected_cmd +
+                       " but the launcher answered '" + printable(resp) + "'");
     return resp;
 }
 
 void SimplePmiClient::check_usable(const char *what) const {
-    if (ch_->finalized)
-        throw PmiError(std::string("PMI: ") + what + " after finalize()");
+    if (ch_->finalized) throw PmiError(std::string("PMI: ") + what + " after finalize()");
 }
 
 void detail::check_key(const std::string &key, int keylen_max_) {
-    if (key.empty())
-        throw PmiError("PMI: empty key");
+    if (key.empty()) throw PmiError("PMI: empty key");
     if (key.size() > static_cast<std::size_t>(keylen_max_))
         throw PmiError("PMI: key '" + printable(key) + "' is " + std::to_string(key.size()) +
-                       " characters long; the launcher allows at most " +
-                       std::to_string(keylen_max_) + " (keylen_max - 1)");
+                       " characters long; the launcher allows at most " + std::to_string(keylen_max_) +
+                       " (keylen_max - 1)");
     if (char c = forbidden_char(key); c != 0 || key.find('\0') != std::string::npos)
         throw PmiError("PMI: key '" + printable(key) + "' contains " + char_name(c) +
                        ", which the PMI-1 wire protocol cannot carry");
 }
 
 void detail::check_value(const std::string &value, int vallen_max_) {
-    if (value.empty())
-        throw PmiError("PMI: empty values cannot be carried portably by PMI-1 (encode them)");
+    if (value.empty()) throw PmiError("PMI: empty values cannot be carried portably by PMI-1 (encode them)");
     if (value.size() > static_cast<std::size_t>(vallen_max_))
         throw PmiError("PMI: value of " + std::to_string(value.size()) +
-                       " characters exceeds the launcher's limit of " +
-                       std::to_string(vallen_max_) + " (max_value_length(): vallen_max - 1)");
+                       " characters exceeds the launcher's limit of " + std::to_string(vallen_max_) +
+                       " (max_value_length(): vallen_max - 1)");
     if (char c = forbidden_char(value); c != 0 || value.find('\0') != std::string::npos)
         throw PmiError("PMI: value '" + printable(value, 40) + "' contains " + char_name(c) +
                        ", which the PMI-1 wire protocol cannot carry (encode it, e.g. as hex)");
@@ -650,15 +606,13 @@ void SimplePmiClient::put(const std::string &key, const std::string &value) {
     check_value(value);
     std::lock_guard<std::mutex> lk(ch_->mutex);
     check_usable("put");
-    std::string resp =
-        command("cmd=put kvsname=" + kvsname_ + " key=" + key + " value=" + value + "\n",
-                "put_result");
+    std::string resp = command("cmd=put kvsname=" + kvsname_ + " key=" + key + " value=" + value + "\n", "put_result");
     Reply r = parse_reply(resp);
     const std::string *rc = r.find("rc");
     if (rc != nullptr && *rc != "0") {
         const std::string *msg = r.find("msg");
-        throw PmiError("PMI: put of key '" + printable(key) + "' failed: " +
-                       (msg != nullptr ? printable(*msg) : std::string("rc=") + printable(*rc)));
+        throw PmiError("PMI: put of key '" + printable(key) +
+                       "' failed: " + (msg != nullptr ? printable(*msg) : std::string("rc=") + printable(*rc)));
     }
 }
 
@@ -670,11 +624,9 @@ std::optional<std::string> SimplePmiClient::get(const std::string &key) {
     Reply r = parse_reply(resp);
     const std::string *rc = r.find("rc");
     const std::string *found = r.find("found");
-    if ((rc != nullptr && *rc != "0") || (found != nullptr && *found == "FALSE"))
-        return std::nullopt;
+    if ((rc != nullptr && *rc != "0") || (found != nullptr && *found == "FALSE")) return std::nullopt;
     const std::string *value = r.find("value");
-    if (value == nullptr)
-        throw PmiError("PMI: no value in the launcher's reply '" + printable(resp) + "'");
+    if (value == nullptr) throw PmiError("PMI: no value in the launcher's reply '" + printable(resp) + "'");
     return *value;
 }
 
@@ -686,8 +638,7 @@ void SimplePmiClient::barrier() {
 
 void SimplePmiClient::finalize() {
     std::lock_guard<std::mutex> lk(ch_->mutex);
-    if (ch_->finalized)
-        return;
+    if (ch_->finalized) return;
     ch_->finalizing.store(true);
     command("cmd=finalize\n", "finalize_ack");
     ch_->finalized = true;
@@ -698,8 +649,7 @@ void SimplePmiClient::abort(int exit_code, const std::string &message) {
     // Only the write lock: another thread may be blocked in barrier() holding the channel mutex.
     std::string line = "cmd=abort exitcode=" + std::to_string(exit_code);
     std::string msg = escape_message(message);
-    if (!msg.empty())
-        line += " message=" + msg;
+    if (!msg.empty()) line += " message=" + msg;
     line += "\n";
     bool sent = false;
     try {
@@ -708,8 +658,8 @@ void SimplePmiClient::abort(int exit_code, const std::string &message) {
     } catch (const PmiError &) {
     }
     if (!sent)
-        std::fprintf(stderr, "portico: rank %d aborting the job (exit code %d): %s\n", rank_,
-                     exit_code, message.c_str());
+        std::fprintf(stderr, "portico: rank %d aborting the job (exit code %d): %s\n", rank_, exit_code,
+                     message.c_str());
     std::fflush(stdout);
     std::fflush(stderr);
     ::_exit(exit_status_for(exit_code));

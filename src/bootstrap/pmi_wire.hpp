@@ -16,13 +16,10 @@ inline PmiTokens pmi_tokenize(std::string_view line) {
     PmiTokens t;
     std::size_t i = 0;
     while (i < line.size()) {
-        while (i < line.size() && line[i] == ' ')
-            ++i;
-        if (i >= line.size())
-            break;
+        while (i < line.size() && line[i] == ' ') ++i;
+        if (i >= line.size()) break;
         std::size_t end = line.find(' ', i);
-        if (end == std::string_view::npos)
-            end = line.size();
+        if (end == std::string_view::npos) end = line.size();
         const std::string_view tok = line.substr(i, end - i);
         const std::size_t eq = tok.find('=');
         if (eq == std::string_view::npos)

@@ -82,18 +82,17 @@ struct Session {
 // Set when finalize() begins (read by the lost-connection handler, which may outlive a Session).
 std::atomic<bool> g_finalizing{false};
 
-void on_lost_connection(size_t, pmix_status_t, const pmix_proc_t *, pmix_info_t *, size_t,
-                        pmix_info_t *, size_t, pmix_event_notification_cbfunc_fn_t cbfunc,
-                        void *cbdata) {
+void on_lost_connection(size_t, pmix_status_t, const pmix_proc_t *, pmix_info_t *, size_t, pmix_info_t *, size_t,
+                        pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata) {
     if (!g_finalizing.load()) {
-        std::fprintf(stderr, "portico[%d]: the connection to the PMIx server closed (the launcher "
-                             "died or ended the job); exiting\n",
+        std::fprintf(stderr,
+                     "portico[%d]: the connection to the PMIx server closed (the launcher "
+                     "died or ended the job); exiting\n",
                      static_cast<int>(::getpid()));
         std::fflush(stderr);
         ::_exit(1);
     }
-    if (cbfunc != nullptr)
-        cbfunc(PMIX_EVENT_ACTION_COMPLETE, nullptr, 0, nullptr, nullptr, cbdata);
+    if (cbfunc != nullptr) cbfunc(PMIX_EVENT_ACTION_COMPLETE, nullptr, 0, nullptr, nullptr, cbdata);
 }
 
 struct Registry {
@@ -133,34 +132,33 @@ std::shared_ptr<Session> open_session() {
     rc = PMIx_Get(&wild, PMIX_JOB_SIZE, nullptr, 0, &val);
     if (rc != PMIX_SUCCESS || val == nullptr) {
         PMIx_Finalize(nullptr, 0);
-        throw PmiError("PMIx: cannot get the job size (PMIX_JOB_SIZE) of namespace '" +
-                       s->nspace + "': " + pmix_error(rc));
+        throw PmiError("PMIx: cannot get the job size (PMIX_JOB_SIZE) of namespace '" + s->nspace +
+                       "': " + pmix_error(rc));
     }
     bool ok = false;
     long size = value_as_long(val, ok);
     PMIX_VALUE_RELEASE(val);
     if (!ok || size < 1 || size > INT_MAX || s->me.rank >= static_cast<pmix_rank_t>(size)) {
         PMIx_Finalize(nullptr, 0);
-        throw PmiError("PMIx: unusable job size " + std::to_string(size) + " for rank " +
-                       std::to_string(s->me.rank) + " of namespace '" + s->nspace + "'");
+        throw PmiError("PMIx: unusable job size " + std::to_string(size) + " for rank " + std::to_string(s->me.rank) +
+                       " of namespace '" + s->nspace + "'");
     }
     s->size = static_cast<int>(size);
     if (settings::kLauncherWatch.get()) {
         pmix_status_t code = PMIX_ERR_LOST_CONNECTION;
         // Blocking registration (no callback); a failure only loses the watch.
-        rc = PMIx_Register_event_handler(&code, 1, nullptr, 0, on_lost_connection, nullptr,
-                                         nullptr);
+        rc = PMIx_Register_event_handler(&code, 1, nullptr, 0, on_lost_connection, nullptr, nullptr);
         if (rc < 0)
-            std::fprintf(stderr, "portico: PMIx: cannot watch the connection to the PMIx server "
-                                 "(PMIx_Register_event_handler: %s)\n",
+            std::fprintf(stderr,
+                         "portico: PMIx: cannot watch the connection to the PMIx server "
+                         "(PMIx_Register_event_handler: %s)\n",
                          pmix_error(rc).c_str());
     }
     return s;
 }
 
 bool is_miss(pmix_status_t rc) {
-    return rc == PMIX_ERR_NOT_FOUND || rc == PMIX_ERR_PROC_ENTRY_NOT_FOUND ||
-           rc == PMIX_ERR_NOT_AVAILABLE;
+    return rc == PMIX_ERR_NOT_FOUND || rc == PMIX_ERR_PROC_ENTRY_NOT_FOUND || rc == PMIX_ERR_NOT_AVAILABLE;
 }
 
 // The dot-separated components of key that are decimal numbers, last first (see get()).
@@ -171,11 +169,9 @@ std::vector<long> rank_hints(const std::string &key) {
         std::size_t dot = key.rfind('.', end - 1);
         std::size_t begin = dot == std::string::npos ? 0 : dot + 1;
         std::size_t len = end - begin;
-        if (len > 0 && len <= 9 &&
-            key.find_first_not_of("0123456789", begin) >= end)
+        if (len > 0 && len <= 9 && key.find_first_not_of("0123456789", begin) >= end)
             out.push_back(std::stol(key.substr(begin, len)));
-        if (dot == std::string::npos)
-            break;
+        if (dot == std::string::npos) break;
         end = dot;
     }
     return out;
@@ -205,8 +201,7 @@ public:
         v.type = PMIX_STRING;
         v.data.string = const_cast<char *>(value.c_str()); // PMIx_Put copies it
         pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, k, &v);
-        if (rc != PMIX_SUCCESS)
-            throw PmiError("PMIx: PMIx_Put of key '" + key + "' failed: " + pmix_error(rc));
+        if (rc != PMIX_SUCCESS) throw PmiError("PMIx: PMIx_Put of key '" + key + "' failed: " + pmix_error(rc));
     }
 
     std::optional<std::string> get(const std::string &key) override {
@@ -222,8 +217,7 @@ public:
         pmix_status_t rc = PMIX_ERR_NOT_FOUND;
         std::vector<bool> tried(static_cast<std::size_t>(s_->size), false);
         auto try_rank = [&](long r) {
-            if (r < 0 || r >= s_->size || tried[static_cast<std::size_t>(r)])
-                return false;
+            if (r < 0 || r >= s_->size || tried[static_cast<std::size_t>(r)]) return false;
             tried[static_cast<std::size_t>(r)] = true;
             pmix_proc_t proc;
             PMIX_LOAD_PROCID(&proc, s_->me.nspace, static_cast<pmix_rank_t>(r));
@@ -232,23 +226,19 @@ public:
         };
         bool done = false;
         for (long r : rank_hints(key))
-            if ((done = try_rank(r)))
-                break;
-        for (long r = 0; !done && r < s_->size; ++r)
-            done = try_rank(r);
+            if ((done = try_rank(r))) break;
+        for (long r = 0; !done && r < s_->size; ++r) done = try_rank(r);
         PMIX_INFO_DESTRUCT(&info);
-        if (!done)
-            return std::nullopt;
+        if (!done) return std::nullopt;
         if (rc != PMIX_SUCCESS || val == nullptr)
             throw PmiError("PMIx: PMIx_Get of key '" + key + "' failed: " + pmix_error(rc));
         std::optional<std::string> out;
-        if (val->type == PMIX_STRING && val->data.string != nullptr)
-            out = std::string(val->data.string);
+        if (val->type == PMIX_STRING && val->data.string != nullptr) out = std::string(val->data.string);
         const pmix_data_type_t type = val->type;
         PMIX_VALUE_RELEASE(val);
         if (!out)
-            throw PmiError("PMIx: key '" + key + "' holds a value of PMIx type " +
-                           std::to_string(type) + ", not a string");
+            throw PmiError("PMIx: key '" + key + "' holds a value of PMIx type " + std::to_string(type) +
+                           ", not a string");
         return out;
     }
 
@@ -256,8 +246,7 @@ public:
         std::lock_guard<std::mutex> lk(s_->mutex);
         check_usable("barrier");
         pmix_status_t rc = PMIx_Commit();
-        if (rc != PMIX_SUCCESS)
-            throw PmiError("PMIx: PMIx_Commit failed: " + pmix_error(rc));
+        if (rc != PMIX_SUCCESS) throw PmiError("PMIx: PMIx_Commit failed: " + pmix_error(rc));
         pmix_proc_t all;
         PMIX_LOAD_PROCID(&all, s_->me.nspace, PMIX_RANK_WILDCARD);
         pmix_info_t info;
@@ -266,20 +255,17 @@ public:
         rc = PMIx_Fence(&all, 1, &info, 1);
         PMIX_INFO_DESTRUCT(&info);
         if (rc != PMIX_SUCCESS)
-            throw PmiError("PMIx: PMIx_Fence over namespace '" + s_->nspace +
-                           "' failed: " + pmix_error(rc));
+            throw PmiError("PMIx: PMIx_Fence over namespace '" + s_->nspace + "' failed: " + pmix_error(rc));
     }
 
     void finalize() override {
         std::lock_guard<std::mutex> lk(s_->mutex);
-        if (s_->finalized)
-            return;
+        if (s_->finalized) return;
         s_->finalizing.store(true);
         g_finalizing.store(true);
         s_->finalized = true;
         pmix_status_t rc = PMIx_Finalize(nullptr, 0);
-        if (rc != PMIX_SUCCESS)
-            throw PmiError("PMIx: PMIx_Finalize failed: " + pmix_error(rc));
+        if (rc != PMIX_SUCCESS) throw PmiError("PMIx: PMIx_Finalize failed: " + pmix_error(rc));
     }
 
     [[noreturn]] void abort(int exit_code, const std::string &message) override {
@@ -292,16 +278,15 @@ public:
             rc = PMIx_Abort(status, message.c_str(), nullptr, 0); // all of our namespace
         }
         if (rc != PMIX_SUCCESS)
-            std::fprintf(stderr, "portico: rank %d aborting the job (exit code %d): %s\n",
-                         rank(), exit_code, message.c_str());
+            std::fprintf(stderr, "portico: rank %d aborting the job (exit code %d): %s\n", rank(), exit_code,
+                         message.c_str());
         std::fflush(stderr);
         ::_exit(detail::exit_status_for(exit_code));
     }
 
 private:
     void check_usable(const char *what) const { // mutex held
-        if (s_->finalized)
-            throw PmiError(std::string("PMIx: ") + what + " after finalize()");
+        if (s_->finalized) throw PmiError(std::string("PMIx: ") + what + " after finalize()");
     }
 
     std::shared_ptr<Session> s_;
@@ -318,8 +303,7 @@ std::unique_ptr<PmiClient> detail::pmix_from_environment() {
         reg.session = s;
     } else {
         std::lock_guard<std::mutex> slk(s->mutex);
-        if (s->finalized)
-            throw PmiError("PMIx: this process has finalized its PMIx session already");
+        if (s->finalized) throw PmiError("PMIx: this process has finalized its PMIx session already");
     }
     return std::make_unique<PmixClient>(std::move(s));
 }

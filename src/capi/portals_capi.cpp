@@ -203,16 +203,16 @@ PORTICO_API int PtlFetchAtomic(ptl_handle_md_t get_md, ptl_size_t local_get_offs
                                ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
                                ptl_op_t op, ptl_datatype_t type) {
     REQUIRE_INIT;
-    return E().fetch_atomic(get_md, local_get_offset, put_md, local_put_offset, length, target, pt, bits,
-                            remote_offset, user_ptr, hdr_data, nullptr, op, type, false);
+    return E().fetch_atomic(get_md, local_get_offset, put_md, local_put_offset, length, target, pt, bits, remote_offset,
+                            user_ptr, hdr_data, nullptr, op, type, false);
 }
 PORTICO_API int PtlSwap(ptl_handle_md_t get_md, ptl_size_t local_get_offset, ptl_handle_md_t put_md,
                         ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
                         ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
                         const void *operand, ptl_op_t op, ptl_datatype_t type) {
     REQUIRE_INIT;
-    return E().fetch_atomic(get_md, local_get_offset, put_md, local_put_offset, length, target, pt, bits,
-                            remote_offset, user_ptr, hdr_data, operand, op, type, true);
+    return E().fetch_atomic(get_md, local_get_offset, put_md, local_put_offset, length, target, pt, bits, remote_offset,
+                            user_ptr, hdr_data, operand, op, type, true);
 }
 PORTICO_API int PtlAtomicSync(void) {
     REQUIRE_INIT;
@@ -223,8 +223,8 @@ PORTICO_API int PtlTriggeredPut(ptl_handle_md_t md, ptl_size_t local_offset, ptl
                                 ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
                                 ptl_handle_ct_t trig_ct, ptl_size_t threshold) {
     REQUIRE_INIT;
-    return E().trigger_put(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data,
-                           trig_ct, threshold);
+    return E().trigger_put(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data, trig_ct,
+                           threshold);
 }
 PORTICO_API int PtlTriggeredGet(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
                                 ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,

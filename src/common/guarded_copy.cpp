@@ -123,7 +123,6 @@ bool guarded_copy(void *dst, const void *src, size_t n) {
     return true;
 }
 
-
 bool guarded_readable(const void *p, size_t n) {
     if (n == 0) return true;
     static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));

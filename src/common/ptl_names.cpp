@@ -12,10 +12,10 @@ template <size_t N> const char *lookup(const char *const (&table)[N], int i, con
 
 // Each table follows the order of its enum in portals4.h; the static_asserts keep them in step.
 const char *return_code(int rc) {
-    static const char *const t[] = {"PTL_OK",          "PTL_ARG_INVALID",  "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED",
-                                    "PTL_EQ_EMPTY",    "PTL_FAIL",         "PTL_IGNORED",         "PTL_IN_USE",
-                                    "PTL_LIST_TOO_LONG", "PTL_NO_INIT",    "PTL_NO_SPACE",        "PTL_PID_IN_USE",
-                                    "PTL_PT_FULL",     "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE",       "PTL_ABORTED"};
+    static const char *const t[] = {
+        "PTL_OK",      "PTL_ARG_INVALID",  "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED", "PTL_EQ_EMPTY", "PTL_FAIL",
+        "PTL_IGNORED", "PTL_IN_USE",       "PTL_LIST_TOO_LONG",   "PTL_NO_INIT",    "PTL_NO_SPACE", "PTL_PID_IN_USE",
+        "PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE",       "PTL_ABORTED"};
     static_assert(sizeof t / sizeof *t == PTL_STATUS_LAST);
     return lookup(t, rc, "(unknown return code)");
 }
@@ -35,24 +35,25 @@ const char *event_kind(int kind) {
 }
 
 const char *ni_fail(int fail) {
-    static const char *const t[] = {"PTL_NI_OK",      "PTL_NI_UNDELIVERABLE",  "PTL_NI_PT_DISABLED", "PTL_NI_DROPPED",
-                                    "PTL_NI_PERM_VIOLATION", "PTL_NI_OP_VIOLATION", "PTL_NI_SEGV",  "PTL_NI_NO_MATCH"};
+    static const char *const t[] = {"PTL_NI_OK",      "PTL_NI_UNDELIVERABLE",  "PTL_NI_PT_DISABLED",
+                                    "PTL_NI_DROPPED", "PTL_NI_PERM_VIOLATION", "PTL_NI_OP_VIOLATION",
+                                    "PTL_NI_SEGV",    "PTL_NI_NO_MATCH"};
     static_assert(sizeof t / sizeof *t == PTL_NI_NO_MATCH + 1);
     return lookup(t, fail, "(unknown ni_fail_type)");
 }
 
 const char *atomic_op(int op) {
-    static const char *const t[] = {"MIN",  "MAX",  "SUM",   "PROD",     "DIFF",     "LOR",      "LAND",
-                                    "LXOR", "BOR",  "BAND",  "BXOR",     "SWAP",     "CSWAP",    "CSWAP_NE",
+    static const char *const t[] = {"MIN",      "MAX",      "SUM",      "PROD",     "DIFF", "LOR",   "LAND",
+                                    "LXOR",     "BOR",      "BAND",     "BXOR",     "SWAP", "CSWAP", "CSWAP_NE",
                                     "CSWAP_LE", "CSWAP_LT", "CSWAP_GE", "CSWAP_GT", "MSWAP"};
     static_assert(sizeof t / sizeof *t == PTL_OP_LAST);
     return lookup(t, op, "(invalid op)");
 }
 
 const char *datatype(int type) {
-    static const char *const t[] = {"INT8_T",  "UINT8_T", "INT16_T",       "UINT16_T", "INT32_T",
-                                    "UINT32_T", "INT64_T", "UINT64_T",     "FLOAT",    "FLOAT_COMPLEX",
-                                    "DOUBLE",  "DOUBLE_COMPLEX", "LONG_DOUBLE", "LONG_DOUBLE_COMPLEX"};
+    static const char *const t[] = {
+        "INT8_T",   "UINT8_T", "INT16_T",       "UINT16_T", "INT32_T",        "UINT32_T",    "INT64_T",
+        "UINT64_T", "FLOAT",   "FLOAT_COMPLEX", "DOUBLE",   "DOUBLE_COMPLEX", "LONG_DOUBLE", "LONG_DOUBLE_COMPLEX"};
     static_assert(sizeof t / sizeof *t == PTL_DATATYPE_LAST);
     return lookup(t, type, "(invalid datatype)");
 }

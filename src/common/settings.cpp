@@ -51,9 +51,21 @@ std::optional<uint64_t> parse_number(std::string_view text, std::string *why) {
     }
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        ++end;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        ++end;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        ++end;
+        break;
     default: break;
     }
     if (*end != '\0') {
@@ -123,9 +135,12 @@ std::string Setting::range_text() const {
     case Type::number:
     case Type::bytes: {
         std::string r;
-        if (lo != 0 && hi != UINT64_MAX) r = show(*this, lo) + " .. " + show(*this, hi);
-        else if (lo != 0) r = "at least " + show(*this, lo);
-        else if (hi != UINT64_MAX) r = "at most " + show(*this, hi);
+        if (lo != 0 && hi != UINT64_MAX)
+            r = show(*this, lo) + " .. " + show(*this, hi);
+        else if (lo != 0)
+            r = "at least " + show(*this, lo);
+        else if (hi != UINT64_MAX)
+            r = "at most " + show(*this, hi);
         if (power_of_two) r += r.empty() ? "a power of two" : ", a power of two";
         return r;
     }

@@ -47,8 +47,8 @@ struct Setting {
     Type type;
     Layer layer;
     const char *description;
-    uint64_t def = 0;        // number, bytes, boolean
-    uint64_t lo = 0;         // number, bytes: the range
+    uint64_t def = 0; // number, bytes, boolean
+    uint64_t lo = 0;  // number, bytes: the range
     uint64_t hi = UINT64_MAX;
     bool power_of_two = false;
     const char *def_text = nullptr; // choice, text: the default (nullptr: unset)
@@ -67,7 +67,7 @@ struct Setting {
     // the complaint get() would report.
     std::string check(const char *text) const;
 
-  protected:
+protected:
     Resolved<uint64_t> resolve_number(const char *text) const;
     Resolved<std::string> resolve_string(const char *text) const;
 };
@@ -90,7 +90,8 @@ struct Number : Setting {
 
 // A size in bytes: the same syntax as Number (so the suffixes read naturally), shown in KiB/MiB.
 struct Bytes : Number {
-    constexpr Bytes(const char *n, Layer l, uint64_t d, uint64_t low, uint64_t high, const char *desc, bool pow2 = false)
+    constexpr Bytes(const char *n, Layer l, uint64_t d, uint64_t low, uint64_t high, const char *desc,
+                    bool pow2 = false)
         : Number(n, l, d, low, high, desc, Type::bytes, pow2) {}
 };
 

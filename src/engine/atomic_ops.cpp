@@ -22,7 +22,8 @@ int Engine::check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, pt
     if (length % item != 0) return PTL_ARG_INVALID; // Portico's choice among the spec's three (§3.15.4)
     if (atomics::takes_operand(op) && length != item) return PTL_ARG_INVALID; // CSWAP*, MSWAP: one item
     NI *ni = put_md->ni;
-    const ptl_size_t limit = call == atomics::Call::Atomic ? ni->limits.max_atomic_size : ni->limits.max_fetch_atomic_size;
+    const ptl_size_t limit =
+        call == atomics::Call::Atomic ? ni->limits.max_atomic_size : ni->limits.max_fetch_atomic_size;
     if (length > limit) return PTL_ARG_INVALID;
     if (local_put_offset > put_md->length || length > put_md->length - local_put_offset) return PTL_ARG_INVALID;
     if (get_md) {
@@ -39,8 +40,8 @@ int Engine::atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t leng
     MD *md = mds_.lookup(ObjType::MD, mdh);
     int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
     if (rc != PTL_OK) return rc;
-    return atomic_locked(nullptr, 0, md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr,
-                         hdr_data, nullptr, op, type, md->ni->bundle_depth > 0);
+    return atomic_locked(nullptr, 0, md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data,
+                         nullptr, op, type, md->ni->bundle_depth > 0);
 }
 
 int Engine::fetch_atomic(ptl_handle_md_t get_mdh, ptl_size_t local_get_offset, ptl_handle_md_t put_mdh,
@@ -73,8 +74,8 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     const bool fetch = get_md != nullptr;
     const bool want_ack = !fetch && ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
 
-    const uint64_t cookie = start_op(fetch ? wire::Kind::FetchAtomic : wire::Kind::Atomic, md, user_ptr, local_offset,
-                                     length, peer);
+    const uint64_t cookie =
+        start_op(fetch ? wire::Kind::FetchAtomic : wire::Kind::Atomic, md, user_ptr, local_offset, length, peer);
     Op &o = ops_[static_cast<uint32_t>(cookie)];
     o.get_md = get_md;
     o.local_get_offset = local_get_offset;
@@ -99,14 +100,11 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     gather(region_of(*md), local_offset, length, iov_scratch_);
     const size_t total = length + (operand ? item : 0);
     // Always copied if it has to wait: the operand is the caller's and atomics are small.
-    const auto st =
-        ni->ep->transport->send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total}, cookie, true, bundled);
+    const auto st = ni->ep->transport->send(
+        peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total}, cookie, true, bundled);
     switch (st) {
-    case transport::SendStatus::Sent:
-        complete_send(cookie, PTL_NI_OK);
-        break;
-    case transport::SendStatus::Queued:
-        break;
+    case transport::SendStatus::Sent: complete_send(cookie, PTL_NI_OK); break;
+    case transport::SendStatus::Queued: break;
     case transport::SendStatus::SourceFault:
     case transport::SendStatus::Unreachable: {
         const ptl_ni_fail_t fail = st == transport::SendStatus::SourceFault ? PTL_NI_SEGV : PTL_NI_UNDELIVERABLE;

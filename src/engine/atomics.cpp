@@ -16,8 +16,12 @@ enum class Kind { Integer, Real, Complex };
 
 Kind kind_of(ptl_datatype_t t) {
     switch (t) {
-    case PTL_FLOAT: case PTL_DOUBLE: case PTL_LONG_DOUBLE: return Kind::Real;
-    case PTL_FLOAT_COMPLEX: case PTL_DOUBLE_COMPLEX: case PTL_LONG_DOUBLE_COMPLEX: return Kind::Complex;
+    case PTL_FLOAT:
+    case PTL_DOUBLE:
+    case PTL_LONG_DOUBLE: return Kind::Real;
+    case PTL_FLOAT_COMPLEX:
+    case PTL_DOUBLE_COMPLEX:
+    case PTL_LONG_DOUBLE_COMPLEX: return Kind::Complex;
     default: return Kind::Integer;
     }
 }
@@ -28,8 +32,8 @@ template <class T> T load(const std::byte *p) {
     return v;
 }
 
-template <class T> void apply_typed(ptl_op_t op, std::byte *target, const std::byte *init, const std::byte *operand,
-                                    size_t count) {
+template <class T>
+void apply_typed(ptl_op_t op, std::byte *target, const std::byte *init, const std::byte *operand, size_t count) {
     constexpr bool integer = std::is_integral_v<T>;
     constexpr bool complex = is_complex<T>::value;
     for (size_t i = 0; i < count; ++i) {
@@ -83,10 +87,14 @@ template <class T> void dispatch(ptl_op_t op, std::byte *t, const std::byte *a, 
 
 size_t item_size(ptl_datatype_t type) {
     switch (type) {
-    case PTL_INT8_T: case PTL_UINT8_T: return 1;
-    case PTL_INT16_T: case PTL_UINT16_T: return 2;
-    case PTL_INT32_T: case PTL_UINT32_T: return 4;
-    case PTL_INT64_T: case PTL_UINT64_T: return 8;
+    case PTL_INT8_T:
+    case PTL_UINT8_T: return 1;
+    case PTL_INT16_T:
+    case PTL_UINT16_T: return 2;
+    case PTL_INT32_T:
+    case PTL_UINT32_T: return 4;
+    case PTL_INT64_T:
+    case PTL_UINT64_T: return 8;
     case PTL_FLOAT: return sizeof(float);
     case PTL_FLOAT_COMPLEX: return sizeof(std::complex<float>);
     case PTL_DOUBLE: return sizeof(double);
@@ -105,11 +113,24 @@ bool legal(ptl_op_t op, ptl_datatype_t type, Call call) {
     const bool swap_op = op >= PTL_SWAP && op <= PTL_MSWAP;
     if (swap_op != (call == Call::Swap)) return false; // swaps only through PtlSwap, and nothing else there
     switch (op) {
-    case PTL_MIN: case PTL_MAX: return k != Kind::Complex;
-    case PTL_SUM: case PTL_PROD: case PTL_DIFF: return true;
-    case PTL_LOR: case PTL_LAND: case PTL_LXOR: case PTL_BOR: case PTL_BAND: case PTL_BXOR: return k == Kind::Integer;
-    case PTL_SWAP: case PTL_CSWAP: case PTL_CSWAP_NE: return true;
-    case PTL_CSWAP_LE: case PTL_CSWAP_LT: case PTL_CSWAP_GE: case PTL_CSWAP_GT: return k != Kind::Complex;
+    case PTL_MIN:
+    case PTL_MAX: return k != Kind::Complex;
+    case PTL_SUM:
+    case PTL_PROD:
+    case PTL_DIFF: return true;
+    case PTL_LOR:
+    case PTL_LAND:
+    case PTL_LXOR:
+    case PTL_BOR:
+    case PTL_BAND:
+    case PTL_BXOR: return k == Kind::Integer;
+    case PTL_SWAP:
+    case PTL_CSWAP:
+    case PTL_CSWAP_NE: return true;
+    case PTL_CSWAP_LE:
+    case PTL_CSWAP_LT:
+    case PTL_CSWAP_GE:
+    case PTL_CSWAP_GT: return k != Kind::Complex;
     case PTL_MSWAP: return k == Kind::Integer;
     default: return false;
     }

@@ -19,7 +19,7 @@ bool takes_operand(ptl_op_t op);
 
 // target[i] = op(target[i], initiator[i]) for every item of `bytes` (a multiple of the item size).
 // operand points at one item (used by the operand-taking operations).
-void apply(ptl_op_t op, ptl_datatype_t type, std::byte *target, const std::byte *initiator,
-           const std::byte *operand, size_t bytes);
+void apply(ptl_op_t op, ptl_datatype_t type, std::byte *target, const std::byte *initiator, const std::byte *operand,
+           size_t bytes);
 
 } // namespace portico::engine::atomics

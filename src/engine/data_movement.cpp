@@ -34,7 +34,6 @@ bool valid_ack(ptl_ack_req_t a) {
     return a == PTL_ACK_REQ || a == PTL_NO_ACK_REQ || a == PTL_CT_ACK_REQ || a == PTL_OC_ACK_REQ;
 }
 
-
 // max_unexpected_headers bounds the headers the NI buffers, over all its portal table entries.
 size_t unexpected_headers(const NI &ni) {
     size_t n = 0;
@@ -130,7 +129,6 @@ void Engine::md_event(MD *md, ptl_event_kind_t type, void *user_ptr, ptl_ni_fail
     }
 }
 
-
 void Engine::complete_send(uint64_t cookie, ptl_ni_fail_t fail) {
     Op *op = op_of(cookie);
     if (!op || !op->await_send) return;
@@ -217,9 +215,11 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     iov_scratch_.clear();
     if (!tracked) {
         gather(region_of(*md), local_offset, length, iov_scratch_);
-        const auto st = tr.send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, 0, true, bundled);
+        const auto st =
+            tr.send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, 0, true, bundled);
         if (st == transport::SendStatus::SourceFault || st == transport::SendStatus::Unreachable)
-            log_debug("put to %08x/%u: %s", peer.nid, peer.pid, st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
+            log_debug("put to %08x/%u: %s", peer.nid, peer.pid,
+                      st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
         return PTL_OK;
     }
     Op &op = ops_[static_cast<uint32_t>(cookie)];
@@ -239,7 +239,8 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
         gather(region_of(*md), local_offset, length, iov_scratch_);
     }
     const auto st =
-        tr.send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), rendezvous ? 0 : length}, cookie, copy, bundled);
+        tr.send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), rendezvous ? 0 : length}, cookie,
+                copy, bundled);
     switch (st) {
     case transport::SendStatus::Sent:
         if (!rendezvous) complete_send(cookie, PTL_NI_OK);
@@ -248,7 +249,8 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
         break; // the SEND event comes when the last byte has left (handle_send_complete)
     case transport::SendStatus::SourceFault:
     case transport::SendStatus::Unreachable: {
-        log_debug("put to %08x/%u: %s", peer.nid, peer.pid, st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
+        log_debug("put to %08x/%u: %s", peer.nid, peer.pid,
+                  st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
         const ptl_ni_fail_t fail = st == transport::SendStatus::SourceFault ? PTL_NI_SEGV : PTL_NI_UNDELIVERABLE;
         if (want_ack) complete_ack(cookie, nullptr, fail);
         complete_send(cookie, fail);
@@ -329,9 +331,7 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Heade
     case wire::Kind::Put:
     case wire::Kind::Get:
     case wire::Kind::Atomic:
-    case wire::Kind::FetchAtomic:
-        target_request(ep, link, h, payload);
-        break;
+    case wire::Kind::FetchAtomic: target_request(ep, link, h, payload); break;
     case wire::Kind::Ack: {
         Op *op = op_of(h.cookie);
         if (!op || !(op->peer == link.peer) || (op->kind != wire::Kind::Put && op->kind != wire::Kind::Atomic)) break;
@@ -357,8 +357,7 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Heade
         initiator_reply_data(rx, payload, h.frame_payload, fault);
         break;
     }
-    case wire::Kind::Data:
-        break;
+    case wire::Kind::Data: break;
     }
 }
 
@@ -438,7 +437,8 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         if (replies)
             send_response(ep, h, wire::Kind::Reply, fail, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
         else
-            answer_put(ep, h, true, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset, PTL_PRIORITY_LIST);
+            answer_put(ep, h, true, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset,
+                       PTL_PRIORITY_LIST);
     };
     // Dropped at the target (no PT, no match, unexpected-header list full): the initiator's ACK or
     // REPLY says PTL_NI_DROPPED (§3.13.3), so that no get waits for ever (README decision 11).
@@ -502,7 +502,7 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
         return;
     }
     // Put and Atomic need OP_PUT, Get needs OP_GET, a fetching atomic needs both (§3.12.1).
-    const unsigned needed = h.kind == wire::Kind::Get ? PTL_LE_OP_GET
+    const unsigned needed = h.kind == wire::Kind::Get           ? PTL_LE_OP_GET
                             : h.kind == wire::Kind::FetchAtomic ? (PTL_LE_OP_PUT | PTL_LE_OP_GET)
                                                                 : PTL_LE_OP_PUT;
     if ((e->d.options & needed) != needed) {
@@ -532,8 +532,9 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     if (local) e->local_offset += mlength;
     // Unlink conditions are decided now, so no later message matches a spent entry; the
     // AUTO_UNLINK event follows the operation's own event.
-    const bool spent = (e->d.options & PTL_LE_USE_ONCE) ||
-                       (local && e->d.min_free && (e->local_offset > e->length || e->length - e->local_offset < e->d.min_free));
+    const bool spent =
+        (e->d.options & PTL_LE_USE_ONCE) ||
+        (local && e->d.min_free && (e->local_offset > e->length || e->length - e->local_offset < e->d.min_free));
     if (spent && e->linked) {
         pt.lists[e->list].erase(e->pos);
         e->linked = false;
@@ -557,7 +558,8 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
             // Single copy: read the initiator's buffer straight into the entry.
             iov_scratch_.clear();
             gather(region_of(*e), offset, mlength, iov_scratch_);
-            if (mlength && ep.transport->read_peer(link, iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength))
+            if (mlength && ep.transport->read_peer(link, iov_scratch_.data(), static_cast<int>(iov_scratch_.size()),
+                                                   h.rdv_addr, mlength))
                 rx.fail = PTL_NI_SEGV;
             rx.received = rx.h.payload_total; // no payload frames follow
             rx.active = false;
@@ -575,7 +577,8 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     gather(r, offset, mlength, iov_scratch_);
     ptl_ni_fail_t fail;
     if (h.flags & wire::kFlagRendezvous) {
-        fail = mlength && ep.transport->write_peer(link, iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength)
+        fail = mlength && ep.transport->write_peer(link, iov_scratch_.data(), static_cast<int>(iov_scratch_.size()),
+                                                   h.rdv_addr, mlength)
                    ? PTL_NI_SEGV
                    : PTL_NI_OK;
         send_response(ep, h, wire::Kind::Reply, fail, fail == PTL_NI_OK ? mlength : 0, offset, e->list, {},

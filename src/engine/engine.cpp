@@ -230,9 +230,7 @@ void Engine::progress_loop(Endpoint &ep) {
 void EndpointReceiver::on_frame(transport::Link &link, const wire::Header &h, const std::byte *payload) {
     engine_.handle_frame(ep_, link, h, payload);
 }
-void EndpointReceiver::on_link_failed(transport::Link &link, bool last) {
-    engine_.handle_link_failed(ep_, link, last);
-}
+void EndpointReceiver::on_link_failed(transport::Link &link, bool last) { engine_.handle_link_failed(ep_, link, last); }
 void EndpointReceiver::on_send_complete(uint64_t token, bool ok, bool source_fault) {
     engine_.handle_send_complete(token, ok, source_fault);
 }
@@ -276,8 +274,10 @@ void Engine::start_launcher_watch() {
             if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
                 // After a PMI finalize the launcher may close: not an error.
                 if (pmi->finalizing()) break;
-                std::fprintf(stderr, "portico[%d]: the launcher's connection closed (the launcher died or ended the job); exiting\n",
-                             static_cast<int>(getpid()));
+                std::fprintf(
+                    stderr,
+                    "portico[%d]: the launcher's connection closed (the launcher died or ended the job); exiting\n",
+                    static_cast<int>(getpid()));
                 std::fflush(stderr);
                 ::_exit(1);
             }

@@ -43,10 +43,10 @@ struct EQ {
     ptl_handle_eq_t handle = 0;
     std::mutex mutex; // guards the ring (readers need no engine lock)
     std::vector<ptl_event_t> ring;
-    size_t head = 0;   // next event to read
-    size_t count = 0;  // events waiting
+    size_t head = 0;                      // next event to read
+    size_t count = 0;                     // events waiting
     std::atomic<size_t> visible_count{0}; // count, for a look without the lock (polling readers)
-    size_t reserved = 0; // slots kept for PT_DISABLED of the FLOWCTRL PTs that use this EQ
+    size_t reserved = 0;                  // slots kept for PT_DISABLED of the FLOWCTRL PTs that use this EQ
     bool dropped = false;
     std::atomic<int> users{0}; // threads inside a wait on this EQ
 
@@ -76,7 +76,7 @@ struct Trigger {
     ptl_datatype_t type = PTL_INT8_T;
     bool has_operand = false;
     std::array<std::byte, 32> operand{}; // copied at posting time: the caller's buffer may be gone
-    struct CT *ct = nullptr;              // CTInc/CTSet: the counter to change
+    struct CT *ct = nullptr;             // CTInc/CTSet: the counter to change
     ptl_ct_event_t value{};
 };
 
@@ -145,8 +145,8 @@ struct Entry {
     ptl_size_t local_offset = 0;
     bool linked = false;
     std::list<Entry *>::iterator pos;
-    int busy = 0;          // messages partly received into it
-    int uh_refs = 0;       // unexpected headers whose data lives in it
+    int busy = 0;               // messages partly received into it
+    int uh_refs = 0;            // unexpected headers whose data lives in it
     bool auto_unlinked = false; // unlinked by the engine; the object is in NI::retired
     bool handle_live = true;    // false once nothing more can happen to it (retire_handle)
     bool free_pending = false;  // AUTO_FREE owed once uh_refs drops to 0
@@ -243,12 +243,12 @@ struct Endpoint {
     std::thread progress_thread;
     std::atomic<bool> stop{false};
     std::mutex sleep_mutex;
-    int active_waiters = 0;              // threads polling in a wait (guarded by sleep_mutex)
+    int active_waiters = 0;                // threads polling in a wait (guarded by sleep_mutex)
     Progress progress = Progress::Running; // guarded by sleep_mutex
-    bool armed = false;                  // peers have been told to wake us (guarded by sleep_mutex)
-    bool arm_request = false;            // a waiter went to sleep: listen to peers (guarded by sleep_mutex)
-    std::atomic<uint32_t> park_word{0};  // bumped (under sleep_mutex) to end a park early
-    std::atomic<uint64_t> app_calls{0};  // calls that poll; the progress thread parks while this moves
+    bool armed = false;                    // peers have been told to wake us (guarded by sleep_mutex)
+    bool arm_request = false;              // a waiter went to sleep: listen to peers (guarded by sleep_mutex)
+    std::atomic<uint32_t> park_word{0};    // bumped (under sleep_mutex) to end a park early
+    std::atomic<uint64_t> app_calls{0};    // calls that poll; the progress thread parks while this moves
 
     // Unpark and arm: a thread is about to sleep and needs the progress thread to listen.
     void request_arm();
@@ -287,8 +287,8 @@ public:
     int md_release(ptl_handle_md_t h);
 
     // ---- list entries (list_entry.cpp)
-    int append(ptl_handle_ni_t h, ptl_pt_index_t pt, const ptl_me_t &me, bool is_me, ptl_list_t list,
-               void *user_ptr, ptl_handle_any_t *out);
+    int append(ptl_handle_ni_t h, ptl_pt_index_t pt, const ptl_me_t &me, bool is_me, ptl_list_t list, void *user_ptr,
+               ptl_handle_any_t *out);
     int unlink(ptl_handle_any_t h, bool is_me);
     int search(ptl_handle_ni_t h, ptl_pt_index_t pt, const ptl_me_t &me, bool is_me, ptl_search_op_t op,
                void *user_ptr);
@@ -301,17 +301,17 @@ public:
     int ct_alloc(ptl_handle_ni_t h, ptl_handle_ct_t *out);
     int ct_free(ptl_handle_ct_t h);
     int ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev);
-    int ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout,
-                ptl_ct_event_t *ev, unsigned *which);
+    int ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout, ptl_ct_event_t *ev,
+                unsigned *which);
     int ct_set(ptl_handle_ct_t h, ptl_ct_event_t v);
     int ct_inc(ptl_handle_ct_t h, ptl_ct_event_t v);
 
     // ---- data movement (data_movement.cpp)
-    int put(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
-            ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
-            void *user_ptr, ptl_hdr_data_t hdr_data);
-    int get(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
-            ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr);
+    int put(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+            ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+            ptl_hdr_data_t hdr_data);
+    int get(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
+            ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr);
 
     int atomic(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
                ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
@@ -338,9 +338,9 @@ public:
                        ptl_handle_ct_t trig_ct, ptl_size_t threshold);
     int trigger_fetch_atomic(ptl_handle_md_t get_md, ptl_size_t local_get_offset, ptl_handle_md_t put_md,
                              ptl_size_t local_put_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
-                             ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
-                             ptl_hdr_data_t hdr_data, const void *operand, ptl_op_t op, ptl_datatype_t type,
-                             bool is_swap, ptl_handle_ct_t trig_ct, ptl_size_t threshold);
+                             ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+                             const void *operand, ptl_op_t op, ptl_datatype_t type, bool is_swap,
+                             ptl_handle_ct_t trig_ct, ptl_size_t threshold);
     int trigger_ct(ptl_handle_ct_t ct, ptl_ct_event_t value, bool set, ptl_handle_ct_t trig_ct, ptl_size_t threshold);
     int ct_cancel_triggered(ptl_handle_ct_t ct);
     int start_bundle(ptl_handle_ni_t ni);
@@ -372,7 +372,8 @@ private:
     int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity,
                  const void *const *objs, unsigned nobjs);
     template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready) {
-        return wait_for(ep, timeout_ms, timeout_rc, ready, [] { return uint64_t{0}; }, nullptr, 0);
+        return wait_for(
+            ep, timeout_ms, timeout_rc, ready, [] { return uint64_t{0}; }, nullptr, 0);
     }
     // Wakes the sleepers that wait on obj (an EQ or a CT that has news), or every sleeper.
     void notify_waiters(const void *obj = nullptr);
@@ -498,8 +499,8 @@ private:
         unsigned nobjs = 0;
     };
     std::mutex sleepers_mutex_;
-    std::vector<Sleeper *> sleeping_; // under sleepers_mutex_
-    std::atomic<int> sleepers_{0};    // threads on their way to sleep or asleep
+    std::vector<Sleeper *> sleeping_;        // under sleepers_mutex_
+    std::atomic<int> sleepers_{0};           // threads on their way to sleep or asleep
     std::atomic<int> pt_disable_waiters_{0}; // threads in PtlPTDisable waiting for streams to end
 
     std::unique_ptr<bootstrap::PmiClient> pmi_;

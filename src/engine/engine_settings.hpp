@@ -8,17 +8,33 @@
 
 namespace portico::settings {
 
-inline constexpr Number kWaitSpinUs{"PORTICO_WAIT_SPIN_US", Layer::engine, 100, 0, UINT64_MAX,
+inline constexpr Number kWaitSpinUs{"PORTICO_WAIT_SPIN_US",
+                                    Layer::engine,
+                                    100,
+                                    0,
+                                    UINT64_MAX,
                                     "microseconds a thread in PtlEQWait/PtlEQPoll/PtlCTWait/PtlCTPoll polls the "
                                     "transport itself before it sleeps and leaves progress to the progress thread "
                                     "(wins over portico_set_wait_spin_us)"};
-inline constexpr Number kWaitPauseUs{"PORTICO_WAIT_PAUSE_US", Layer::engine, 5, 0, UINT64_MAX,
+inline constexpr Number kWaitPauseUs{"PORTICO_WAIT_PAUSE_US",
+                                     Layer::engine,
+                                     5,
+                                     0,
+                                     UINT64_MAX,
                                      "microseconds a waiting thread polls before it offers its core (sched_yield) "
                                      "on every turn"};
-inline constexpr Number kProgressSpinUs{"PORTICO_PROGRESS_SPIN_US", Layer::engine, 10, 0, UINT64_MAX,
+inline constexpr Number kProgressSpinUs{"PORTICO_PROGRESS_SPIN_US",
+                                        Layer::engine,
+                                        10,
+                                        0,
+                                        UINT64_MAX,
                                         "microseconds the progress thread keeps polling after its last work "
                                         "before it parks or sleeps"};
-inline constexpr Number kProgressParkUs{"PORTICO_PROGRESS_PARK_US", Layer::engine, 250, 1, UINT64_MAX,
+inline constexpr Number kProgressParkUs{"PORTICO_PROGRESS_PARK_US",
+                                        Layer::engine,
+                                        250,
+                                        1,
+                                        UINT64_MAX,
                                         "microseconds the progress thread stays parked while the application "
                                         "polls by itself; about the longest a message waits when the application "
                                         "stops calling Portals"};
@@ -26,31 +42,61 @@ inline constexpr Choice kTransport{"PORTICO_TRANSPORT", Layer::engine, "auto", "
                                    "auto: shared memory to peers with our nid, TCP to the others; tcp: TCP to "
                                    "every peer; shm: shared memory only (another value fails PtlNIInit)"};
 
-inline constexpr Number kMaxEntries{"PORTICO_MAX_ENTRIES", Layer::engine, 1 << 20, 1, INT_MAX,
-                                    "NI limit max_entries (LEs/MEs per NI)"};
-inline constexpr Number kMaxUnexpectedHeaders{"PORTICO_MAX_UNEXPECTED_HEADERS", Layer::engine, 1 << 20, 1, INT_MAX,
+inline constexpr Number kMaxEntries{
+    "PORTICO_MAX_ENTRIES", Layer::engine, 1 << 20, 1, INT_MAX, "NI limit max_entries (LEs/MEs per NI)"};
+inline constexpr Number kMaxUnexpectedHeaders{"PORTICO_MAX_UNEXPECTED_HEADERS",
+                                              Layer::engine,
+                                              1 << 20,
+                                              1,
+                                              INT_MAX,
                                               "NI limit max_unexpected_headers (checked per portal table entry)"};
 inline constexpr Number kMaxMds{"PORTICO_MAX_MDS", Layer::engine, 1 << 20, 1, INT_MAX, "NI limit max_mds"};
 inline constexpr Number kMaxCts{"PORTICO_MAX_CTS", Layer::engine, 1 << 16, 1, INT_MAX, "NI limit max_cts"};
 inline constexpr Number kMaxEqs{"PORTICO_MAX_EQS", Layer::engine, 1 << 12, 1, INT_MAX, "NI limit max_eqs"};
 // The spec asks for at least 250 portal table entries.
-inline constexpr Number kMaxPtIndex{"PORTICO_MAX_PT_INDEX", Layer::engine, 255, 249, 1 << 16,
+inline constexpr Number kMaxPtIndex{"PORTICO_MAX_PT_INDEX",
+                                    Layer::engine,
+                                    255,
+                                    249,
+                                    1 << 16,
                                     "NI limit max_pt_index (the portal table has max_pt_index+1 entries)"};
 inline constexpr Number kMaxIovecs{"PORTICO_MAX_IOVECS", Layer::engine, 1 << 16, 1, INT_MAX, "NI limit max_iovecs"};
-inline constexpr Number kMaxListSize{"PORTICO_MAX_LIST_SIZE", Layer::engine, 1 << 20, 1, INT_MAX,
+inline constexpr Number kMaxListSize{"PORTICO_MAX_LIST_SIZE",
+                                     Layer::engine,
+                                     1 << 20,
+                                     1,
+                                     INT_MAX,
                                      "NI limit max_list_size (entries per list of one portal table entry)"};
-inline constexpr Number kMaxTriggeredOps{"PORTICO_MAX_TRIGGERED_OPS", Layer::engine, 1 << 16, 1, INT_MAX,
+inline constexpr Number kMaxTriggeredOps{"PORTICO_MAX_TRIGGERED_OPS",
+                                         Layer::engine,
+                                         1 << 16,
+                                         1,
+                                         INT_MAX,
                                          "NI limit max_triggered_ops (pending triggered operations per NI)"};
-inline constexpr Bytes kMaxAtomicSize{"PORTICO_MAX_ATOMIC_SIZE", Layer::engine, 32 * 1024, 0, UINT64_MAX,
+inline constexpr Bytes kMaxAtomicSize{"PORTICO_MAX_ATOMIC_SIZE",
+                                      Layer::engine,
+                                      32 * 1024,
+                                      0,
+                                      UINT64_MAX,
                                       "NI limit max_atomic_size (lowered to what one frame holds)"};
-inline constexpr Bytes kMaxFetchAtomicSize{"PORTICO_MAX_FETCH_ATOMIC_SIZE", Layer::engine, 32 * 1024, 0, UINT64_MAX,
+inline constexpr Bytes kMaxFetchAtomicSize{"PORTICO_MAX_FETCH_ATOMIC_SIZE",
+                                           Layer::engine,
+                                           32 * 1024,
+                                           0,
+                                           UINT64_MAX,
                                            "NI limit max_fetch_atomic_size (lowered to what one frame holds)"};
-inline constexpr Bytes kMaxVolatileSize{"PORTICO_MAX_VOLATILE_SIZE", Layer::engine, 64 * 1024, 0, UINT64_MAX,
+inline constexpr Bytes kMaxVolatileSize{"PORTICO_MAX_VOLATILE_SIZE",
+                                        Layer::engine,
+                                        64 * 1024,
+                                        0,
+                                        UINT64_MAX,
                                         "NI limit max_volatile_size (PTL_MD_VOLATILE puts up to this are copied)"};
 
 inline constexpr const Setting *kEngineSettings[] = {
-    &kWaitSpinUs, &kWaitPauseUs, &kProgressSpinUs, &kProgressParkUs, &kTransport,
-    &kMaxEntries, &kMaxUnexpectedHeaders, &kMaxMds, &kMaxCts, &kMaxEqs, &kMaxPtIndex, &kMaxIovecs,
-    &kMaxListSize, &kMaxTriggeredOps, &kMaxAtomicSize, &kMaxFetchAtomicSize, &kMaxVolatileSize};
+    &kWaitSpinUs,     &kWaitPauseUs,     &kProgressSpinUs,       &kProgressParkUs,
+    &kTransport,      &kMaxEntries,      &kMaxUnexpectedHeaders, &kMaxMds,
+    &kMaxCts,         &kMaxEqs,          &kMaxPtIndex,           &kMaxIovecs,
+    &kMaxListSize,    &kMaxTriggeredOps, &kMaxAtomicSize,        &kMaxFetchAtomicSize,
+    &kMaxVolatileSize};
 
 } // namespace portico::settings

@@ -115,8 +115,8 @@ int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, p
         }
         return false;
     };
-    const int rc = wait_for(eqs.endpoint(), timeout, PTL_EQ_EMPTY, ready, [] { return uint64_t{0}; },
-                            eqs.addresses(), eqs.size());
+    const int rc = wait_for(
+        eqs.endpoint(), timeout, PTL_EQ_EMPTY, ready, [] { return uint64_t{0}; }, eqs.addresses(), eqs.size());
     return rc == PTL_OK ? result : rc;
 }
 

@@ -196,8 +196,8 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
     if (list == PTL_PRIORITY_LIST) {
         // A priority append first takes the messages that arrived before it (in arrival order).
         const unsigned o = me.options;
-        const bool inc_rlength = is_me && (o & PTL_ME_MANAGE_LOCAL) && (o & PTL_ME_LOCAL_INC_UH_RLENGTH) &&
-                                 !(o & PTL_ME_USE_ONCE);
+        const bool inc_rlength =
+            is_me && (o & PTL_ME_MANAGE_LOCAL) && (o & PTL_ME_LOCAL_INC_UH_RLENGTH) && !(o & PTL_ME_USE_ONCE);
         for (auto it = pt.unexpected.begin(); it != pt.unexpected.end();) {
             Unexpected &u = *it;
             if (!entry_matches(*ni, *e, u.match_bits, u.initiator, u.src_rank, u.rlength, u.remote_offset)) {

@@ -52,11 +52,13 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
     const unsigned match = options & (PTL_NI_MATCHING | PTL_NI_NO_MATCHING);
     const unsigned addr = options & (PTL_NI_LOGICAL | PTL_NI_PHYSICAL);
     if (!out || (options & ~(PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL)) ||
-        (match != PTL_NI_MATCHING && match != PTL_NI_NO_MATCHING) || (addr != PTL_NI_LOGICAL && addr != PTL_NI_PHYSICAL))
+        (match != PTL_NI_MATCHING && match != PTL_NI_NO_MATCHING) ||
+        (addr != PTL_NI_LOGICAL && addr != PTL_NI_PHYSICAL))
         return PTL_ARG_INVALID;
     if (iface != PTL_IFACE_DEFAULT && iface != 0) return PTL_ARG_INVALID;
     if (pid != PTL_PID_ANY && pid >= PTL_PID_MAX) return PTL_ARG_INVALID;
-    const int kind = (match == PTL_NI_MATCHING ? wire::kNiMatching : 0) | (addr == PTL_NI_LOGICAL ? wire::kNiLogical : 0);
+    const int kind =
+        (match == PTL_NI_MATCHING ? wire::kNiMatching : 0) | (addr == PTL_NI_LOGICAL ? wire::kNiLogical : 0);
 
     std::unique_lock g(mutex_);
     Endpoint *ep = endpoints_.empty() ? nullptr : endpoints_.front().get();
@@ -250,11 +252,21 @@ int Engine::ni_handle(ptl_handle_any_t h, ptl_handle_ni_t *out) {
     NI *ni = nullptr;
     switch (handle_type(h)) {
     case ObjType::NI: ni = ni_of(h); break;
-    case ObjType::MD: if (MD *m = mds_.lookup(ObjType::MD, h)) ni = m->ni; break;
-    case ObjType::LE: if (Entry *e = entries_.lookup(ObjType::LE, h)) ni = e->ni; break;
-    case ObjType::ME: if (Entry *e = entries_.lookup(ObjType::ME, h)) ni = e->ni; break;
-    case ObjType::EQ: if (EQ *q = eq_of(h)) ni = q->ni; break;
-    case ObjType::CT: if (CT *c = ct_of(h)) ni = c->ni; break;
+    case ObjType::MD:
+        if (MD *m = mds_.lookup(ObjType::MD, h)) ni = m->ni;
+        break;
+    case ObjType::LE:
+        if (Entry *e = entries_.lookup(ObjType::LE, h)) ni = e->ni;
+        break;
+    case ObjType::ME:
+        if (Entry *e = entries_.lookup(ObjType::ME, h)) ni = e->ni;
+        break;
+    case ObjType::EQ:
+        if (EQ *q = eq_of(h)) ni = q->ni;
+        break;
+    case ObjType::CT:
+        if (CT *c = ct_of(h)) ni = c->ni;
+        break;
     }
     if (!ni) return PTL_ARG_INVALID;
     *out = ni->handle;
@@ -337,7 +349,8 @@ bool Engine::resolve_target(NI *ni, ptl_process_t target, transport::PeerId *pee
     return true;
 }
 
-int Engine::pt_alloc(ptl_handle_ni_t h, unsigned options, ptl_handle_eq_t eqh, ptl_pt_index_t req, ptl_pt_index_t *out) {
+int Engine::pt_alloc(ptl_handle_ni_t h, unsigned options, ptl_handle_eq_t eqh, ptl_pt_index_t req,
+                     ptl_pt_index_t *out) {
     std::lock_guard g(mutex_);
     NI *ni = ni_of(h);
     if (!ni || !out ||

@@ -62,8 +62,8 @@ int Engine::trigger_put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t
     if (!ct || !offsets_ok(md, local_offset, length) || !valid_ack(ack) ||
         ((md->desc.options & PTL_MD_UNRELIABLE) && ack != PTL_NO_ACK_REQ))
         return PTL_ARG_INVALID;
-    Trigger t = data_trigger(Trigger::Kind::Put, md, local_offset, length, target, pt, bits, remote_offset, user_ptr,
-                             hdr_data);
+    Trigger t =
+        data_trigger(Trigger::Kind::Put, md, local_offset, length, target, pt, bits, remote_offset, user_ptr, hdr_data);
     t.ack_req = ack;
     return post_trigger(ct, std::move(t), threshold);
 }
@@ -75,10 +75,9 @@ int Engine::trigger_get(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t
     MD *md = mds_.lookup(ObjType::MD, mdh);
     CT *ct = trigger_counter(trig_ct, md, target);
     if (!ct || !offsets_ok(md, local_offset, length) || (md->desc.options & PTL_MD_UNRELIABLE)) return PTL_ARG_INVALID;
-    return post_trigger(ct,
-                        data_trigger(Trigger::Kind::Get, md, local_offset, length, target, pt, bits, remote_offset,
-                                     user_ptr, 0),
-                        threshold);
+    return post_trigger(
+        ct, data_trigger(Trigger::Kind::Get, md, local_offset, length, target, pt, bits, remote_offset, user_ptr, 0),
+        threshold);
 }
 
 int Engine::trigger_atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
@@ -91,8 +90,8 @@ int Engine::trigger_atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_siz
     if (!ct || !valid_ack(ack)) return PTL_ARG_INVALID;
     int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
     if (rc != PTL_OK) return rc;
-    Trigger t = data_trigger(Trigger::Kind::Atomic, md, local_offset, length, target, pt, bits, remote_offset,
-                             user_ptr, hdr_data);
+    Trigger t = data_trigger(Trigger::Kind::Atomic, md, local_offset, length, target, pt, bits, remote_offset, user_ptr,
+                             hdr_data);
     t.ack_req = ack;
     t.op = op;
     t.type = type;
@@ -146,7 +145,7 @@ int Engine::post_trigger(CT *ct, Trigger &&t, ptl_size_t threshold) {
     hold(t);
     ++ni->n_triggered;
     ct->triggers.emplace(threshold, std::move(t)); // after any equal thresholds: posting order
-    fire_triggers(ct);                              // at once if the count is already there
+    fire_triggers(ct);                             // at once if the count is already there
     return PTL_OK;
 }
 
@@ -175,7 +174,8 @@ void Engine::execute(Trigger &t) {
                         t.user_ptr, t.hdr_data);
         break;
     case Trigger::Kind::Get:
-        rc = get_locked(t.md, t.local_offset, t.length, t.target, t.pt_index, t.match_bits, t.remote_offset, t.user_ptr);
+        rc =
+            get_locked(t.md, t.local_offset, t.length, t.target, t.pt_index, t.match_bits, t.remote_offset, t.user_ptr);
         break;
     case Trigger::Kind::Atomic:
         rc = atomic_locked(nullptr, 0, t.md, t.local_offset, t.length, t.ack_req, t.target, t.pt_index, t.match_bits,
@@ -186,9 +186,7 @@ void Engine::execute(Trigger &t) {
                            t.pt_index, t.match_bits, t.remote_offset, t.user_ptr, t.hdr_data,
                            t.has_operand ? t.operand.data() : nullptr, t.op, t.type);
         break;
-    case Trigger::Kind::CTInc:
-        ct_add(t.ct, t.value.success, t.value.failure);
-        break;
+    case Trigger::Kind::CTInc: ct_add(t.ct, t.value.success, t.value.failure); break;
     case Trigger::Kind::CTSet:
         t.ct->success.store(t.value.success, std::memory_order_release);
         t.ct->failure.store(t.value.failure, std::memory_order_release);

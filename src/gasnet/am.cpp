@@ -119,12 +119,14 @@ void acquire_credit(int cls, gasnet_node_t dest, uint32_t charge) {
 using Arg = gasnet_handlerarg_t;
 template <size_t> using ArgT = Arg;
 
-template <size_t... I> void call_short(gasnet_handler_fn_t fn, gasnet_token_t tok, const Arg *a, std::index_sequence<I...>) {
+template <size_t... I>
+void call_short(gasnet_handler_fn_t fn, gasnet_token_t tok, const Arg *a, std::index_sequence<I...>) {
     using F = void (*)(gasnet_token_t, ArgT<I>...);
     reinterpret_cast<F>(fn)(tok, a[I]...);
 }
 template <size_t... I>
-void call_medlong(gasnet_handler_fn_t fn, gasnet_token_t tok, void *buf, size_t n, const Arg *a, std::index_sequence<I...>) {
+void call_medlong(gasnet_handler_fn_t fn, gasnet_token_t tok, void *buf, size_t n, const Arg *a,
+                  std::index_sequence<I...>) {
     using F = void (*)(gasnet_token_t, void *, size_t, ArgT<I>...);
     reinterpret_cast<F>(fn)(tok, buf, n, a[I]...);
 }
@@ -262,8 +264,7 @@ int check_payload(const char *fn, unsigned cat, gasnet_node_t dest, const void *
         return GASNET_ERR_BAD_ARG;
     }
     if (cat == kLong && nbytes > kMaxLong) {
-        report("%s: %zu bytes exceed gasnet_AMMaxLong%s() = %zu", fn, nbytes,
-                     reply ? "Reply" : "Request", kMaxLong);
+        report("%s: %zu bytes exceed gasnet_AMMaxLong%s() = %zu", fn, nbytes, reply ? "Reply" : "Request", kMaxLong);
         return GASNET_ERR_BAD_ARG;
     }
     if (nbytes && !src) {
@@ -274,8 +275,8 @@ int check_payload(const char *fn, unsigned cat, gasnet_node_t dest, const void *
         const gasnet_seginfo_t &s = g->segs[dest];
         const uintptr_t a = reinterpret_cast<uintptr_t>(dest_addr), base = reinterpret_cast<uintptr_t>(s.addr);
         if (a < base || a - base > s.size || nbytes > s.size - (a - base)) {
-            report("%s: destination [%p, +%zu) is outside node %u's segment [%p, +%zu)", fn,
-                         dest_addr, nbytes, dest, s.addr, size_t(s.size));
+            report("%s: destination [%p, +%zu) is outside node %u's segment [%p, +%zu)", fn, dest_addr, nbytes, dest,
+                   s.addr, size_t(s.size));
             return GASNET_ERR_BAD_ARG;
         }
     }

@@ -17,8 +17,8 @@ constexpr uint32_t kNamed = 1u << 31;
 
 struct Barrier {
     std::mutex mu;
-    uint32_t phase = 0;       // barriers notified so far
-    bool notified = false;    // between notify and wait/try
+    uint32_t phase = 0;    // barriers notified so far
+    bool notified = false; // between notify and wait/try
     int notify_id = 0, notify_flags = 0;
     // The combined value so far.
     bool named = false, mismatch = false;
@@ -65,7 +65,8 @@ void advance() {
         if (!(bar->arrived[par] & (1u << r))) break;
         bar->arrived[par] &= ~(1u << r);
         const BarrierSlot &s = g->barrier_slots[size_t(par) * g->barrier_rounds + size_t(r)];
-        if (s.seq != bar->phase) fatal("barrier protocol error (round %d of barrier %u got barrier %u)", r, bar->phase, s.seq);
+        if (s.seq != bar->phase)
+            fatal("barrier protocol error (round %d of barrier %u got barrier %u)", r, bar->phase, s.seq);
         combine(s.flags & kNamed, s.id, s.flags & GASNET_BARRIERFLAG_MISMATCH);
         ++bar->recv_round;
     }
@@ -121,7 +122,8 @@ void barrier_arrival(const ptl_event_t &ev) {
 using namespace gasnetp;
 
 GASNETP_EXPORT void gasnet_barrier_notify(int id, int flags) {
-    if (!g || !g->attached.load(std::memory_order_acquire)) fatal("gasnet_barrier_notify called before gasnet_attach()");
+    if (!g || !g->attached.load(std::memory_order_acquire))
+        fatal("gasnet_barrier_notify called before gasnet_attach()");
     check_flags(flags, "gasnet_barrier_notify");
     std::lock_guard lk(bar->mu);
     if (bar->notified) fatal("gasnet_barrier_notify called twice without a gasnet_barrier_wait in between");

@@ -27,6 +27,8 @@ State *g = nullptr;
 
 namespace {
 // The configuration strings of every mode this library serves, for scanning the binary (§1.8).
+// One line per segment mode: clang-format would scatter them.
+// clang-format off
 #define GASNETP_CFG(T, S)                                                                           \
     "$GASNetConfig: RELEASE=1.8.1,SPEC=1.8,CONDUIT=PORTICO(PORTALS4),THREADMODEL=" T ",SEGMENT=" S \
     ",PTR=64bit,nodebug,notrace,nostats $"
@@ -35,6 +37,7 @@ namespace {
     GASNETP_CFG("SEQ", "LARGE") "\n" GASNETP_CFG("PARSYNC", "LARGE") "\n" GASNETP_CFG("PAR", "LARGE") "\n"
     GASNETP_CFG("SEQ", "EVERYTHING") "\n" GASNETP_CFG("PARSYNC", "EVERYTHING") "\n" GASNETP_CFG("PAR", "EVERYTHING");
 #undef GASNETP_CFG
+// clang-format on
 
 // Fixed portal table indices: every node must use the same ones.
 constexpr ptl_pt_index_t kPtReq = 40, kPtRep = 41, kPtCtrl = 42, kPtSeg = 43, kPtExit = 44;
@@ -73,17 +76,17 @@ void report(const char *fmt, ...) {
 }
 
 const char *ptl_rc_name(int rc) {
-    static const char *const names[] = {"PTL_OK",         "PTL_ARG_INVALID", "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED",
-                                        "PTL_EQ_EMPTY",   "PTL_FAIL",        "PTL_IGNORED",         "PTL_IN_USE",
-                                        "PTL_LIST_TOO_LONG", "PTL_NO_INIT",  "PTL_NO_SPACE",        "PTL_PID_IN_USE",
-                                        "PTL_PT_FULL",    "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE",      "PTL_ABORTED"};
+    static const char *const names[] = {
+        "PTL_OK",      "PTL_ARG_INVALID",  "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED", "PTL_EQ_EMPTY", "PTL_FAIL",
+        "PTL_IGNORED", "PTL_IN_USE",       "PTL_LIST_TOO_LONG",   "PTL_NO_INIT",    "PTL_NO_SPACE", "PTL_PID_IN_USE",
+        "PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE",       "PTL_ABORTED"};
     return rc >= 0 && rc < int(sizeof names / sizeof *names) ? names[rc] : "unknown Portals return code";
 }
 
 const char *ni_fail_name(int f) {
-    static const char *const names[] = {"PTL_NI_OK",       "PTL_NI_UNDELIVERABLE", "PTL_NI_PT_DISABLED",
-                                        "PTL_NI_DROPPED",  "PTL_NI_PERM_VIOLATION", "PTL_NI_OP_VIOLATION",
-                                        "PTL_NI_SEGV",     "PTL_NI_NO_MATCH"};
+    static const char *const names[] = {"PTL_NI_OK",      "PTL_NI_UNDELIVERABLE",  "PTL_NI_PT_DISABLED",
+                                        "PTL_NI_DROPPED", "PTL_NI_PERM_VIOLATION", "PTL_NI_OP_VIOLATION",
+                                        "PTL_NI_SEGV",    "PTL_NI_NO_MATCH"};
     return f >= 0 && f < int(sizeof names / sizeof *names) ? names[f] : "unknown failure";
 }
 
@@ -126,7 +129,8 @@ void exchange(const void *mine, size_t len, void *all) {
     if (brc != PTL_OK) fatal("the launcher's barrier failed: %s", ptl_rc_name(brc));
     for (gasnet_node_t p = 0; p < g->nodes; ++p)
         if (p != g->mynode)
-            put_copy(p, g->pt_ctrl, kMbExchange | seq, uint64_t(g->mynode) * len, mine, len, PTL_NO_ACK_REQ, nullptr, 0);
+            put_copy(p, g->pt_ctrl, kMbExchange | seq, uint64_t(g->mynode) * len, mine, len, PTL_NO_ACK_REQ, nullptr,
+                     0);
     ptl_ct_event_t ce;
     check_ptl(PtlCTWait(ct, g->nodes - 1, &ce), "PtlCTWait (exchange)");
     if (ce.failure) fatal("the bootstrap exchange failed (%llu failures)", (unsigned long long)ce.failure);
@@ -371,12 +375,15 @@ ptl_handle_md_t bind_md(unsigned options, ptl_handle_eq_t eq, ptl_handle_ct_t ct
 int choose_wait_mode() {
     const char *m = getenv("GASNET_WAIT_MODE");
     int mode = GASNET_WAIT_SPINBLOCK;
-    if (m && !strcasecmp(m, "SPIN")) mode = GASNET_WAIT_SPIN;
-    else if (m && !strcasecmp(m, "BLOCK")) mode = GASNET_WAIT_BLOCK;
-    else if (m && *m && strcasecmp(m, "SPINBLOCK")) report("GASNET_WAIT_MODE='%s' ignored (SPIN, BLOCK or SPINBLOCK)", m);
+    if (m && !strcasecmp(m, "SPIN"))
+        mode = GASNET_WAIT_SPIN;
+    else if (m && !strcasecmp(m, "BLOCK"))
+        mode = GASNET_WAIT_BLOCK;
+    else if (m && *m && strcasecmp(m, "SPINBLOCK"))
+        report("GASNET_WAIT_MODE='%s' ignored (SPIN, BLOCK or SPINBLOCK)", m);
     uint64_t local = env_u64("PORTICO_LOCAL_SIZE", 0);
     if (!local) local = env_u64("MPI_LOCALNRANKS", 1);
-    const unsigned us = mode == GASNET_WAIT_SPIN                                                    ? 1000
+    const unsigned us = mode == GASNET_WAIT_SPIN                                                  ? 1000
                         : mode == GASNET_WAIT_SPINBLOCK && local <= uint64_t(gasnett_cpu_count()) ? 200
                                                                                                   : 0;
     if (us) portico_set_wait_spin_us(us);
@@ -394,8 +401,8 @@ int do_init(int threadmode, int segmode) {
     g->init_thread = pthread_self();
     g->wait_mode = choose_wait_mode();
     if (PtlInit() != PTL_OK) return GASNET_ERR_RESOURCE;
-    const int nrc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &g->limits,
-                              &g->ni);
+    const int nrc =
+        PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &g->limits, &g->ni);
     if (nrc != PTL_OK) {
         report("PtlNIInit failed: %s", ptl_rc_name(nrc));
         return GASNET_ERR_RESOURCE;
@@ -423,8 +430,8 @@ int do_init(int threadmode, int segmode) {
     g->eq_ops_size = std::clamp<uint64_t>(env_u64("GASNET_OPS_EQ_SIZE", 16384), 64, 1u << 24);
     check_ptl(PtlEQAlloc(g->ni, g->eq_ops_size, &g->eq_ops), "PtlEQAlloc");
     check_ptl(PtlEQAlloc(g->ni, uint64_t(g->nodes) + 16, &g->eq_exit), "PtlEQAlloc");
-    g->credit_bytes = uint32_t(std::clamp<uint64_t>(env_u64("GASNET_AM_CREDIT_BYTES", 256 * 1024), 2 * kMaxFoot,
-                                                    uint64_t(1) << 30));
+    g->credit_bytes =
+        uint32_t(std::clamp<uint64_t>(env_u64("GASNET_AM_CREDIT_BYTES", 256 * 1024), 2 * kMaxFoot, uint64_t(1) << 30));
     const uint64_t am_events = uint64_t(g->nodes) * (g->credit_bytes / kMinCharge) + 4096;
     for (int c = 0; c < 2; ++c) {
         check_ptl(PtlEQAlloc(g->ni, std::min<uint64_t>(am_events + (c == kRep ? 4 * g->nodes : 0), 1u << 26),
@@ -597,8 +604,8 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
             return GASNET_ERR_BAD_ARG;
         }
         if (segsize > g->max_local) {
-            report("gasnet_attach: segsize %zu exceeds gasnet_getMaxLocalSegmentSize() = %zu",
-                         size_t(segsize), size_t(g->max_local));
+            report("gasnet_attach: segsize %zu exceeds gasnet_getMaxLocalSegmentSize() = %zu", size_t(segsize),
+                   size_t(g->max_local));
             return GASNET_ERR_BAD_ARG;
         }
     }
@@ -626,8 +633,7 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
             }
         }
         if (p == MAP_FAILED) {
-            report("gasnet_attach: cannot map a segment of %zu bytes: %s", size_t(segsize),
-                         std::strerror(errno));
+            report("gasnet_attach: cannot map a segment of %zu bytes: %s", size_t(segsize), std::strerror(errno));
             status = GASNET_ERR_RESOURCE;
         } else {
             g->seg_base = p;
@@ -650,8 +656,7 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
         g->segs[n].addr = reinterpret_cast<void *>(all[n].base);
         g->segs[n].size = uintptr_t(all[n].size);
         if (all[n].minheap != minheapoffset) {
-            if (g->mynode == 0)
-                report("gasnet_attach: nodes passed different minheapoffset values");
+            if (g->mynode == 0) report("gasnet_attach: nodes passed different minheapoffset values");
             status = status == GASNET_OK ? GASNET_ERR_BAD_ARG : status;
         }
         if (all[n].status != GASNET_OK && status == GASNET_OK) status = GASNET_ERR_RESOURCE;

@@ -47,8 +47,9 @@ void start_put(const char *fn, gasnet_node_t node, void *dest, const void *src, 
     }
     // Bulk: sent from the client's buffer (single copy for large transfers on one machine).
     reserve_events(1);
-    check_ptl(PtlPut(g->md_bulk, reinterpret_cast<uint64_t>(src), n, PTL_ACK_REQ, proc(node), g->pt_seg, 0, roff, ctr, 0),
-              "PtlPut");
+    check_ptl(
+        PtlPut(g->md_bulk, reinterpret_cast<uint64_t>(src), n, PTL_ACK_REQ, proc(node), g->pt_seg, 0, roff, ctr, 0),
+        "PtlPut");
 }
 
 void start_get(const char *fn, void *dest, gasnet_node_t node, const void *src, size_t n, OpCounter *ctr) {

@@ -37,7 +37,7 @@ void handle_op_event(const ptl_event_t &ev) {
                            : ev.type == PTL_EVENT_SEND  ? "send"
                                                         : "operation";
         fatal("a %s failed: %s%s", what, ni_fail_name(ev.ni_fail_type),
-              ev.ni_fail_type == PTL_NI_SEGV ? " (a remote address is not accessible)"
+              ev.ni_fail_type == PTL_NI_SEGV            ? " (a remote address is not accessible)"
               : ev.ni_fail_type == PTL_NI_UNDELIVERABLE ? " (the peer is gone)"
                                                         : "");
     }
@@ -48,12 +48,8 @@ void handle_op_event(const ptl_event_t &ev) {
         return;
     }
     switch (u & kTagMask) {
-    case 0:
-        reinterpret_cast<OpCounter *>(u)->pending.fetch_sub(1, std::memory_order_release);
-        break;
-    case kTagFlag:
-        reinterpret_cast<std::atomic<int> *>(u & ~kTagMask)->store(1, std::memory_order_release);
-        break;
+    case 0: reinterpret_cast<OpCounter *>(u)->pending.fetch_sub(1, std::memory_order_release); break;
+    case kTagFlag: reinterpret_cast<std::atomic<int> *>(u & ~kTagMask)->store(1, std::memory_order_release); break;
     case kTagDual: {
         Dual *d = reinterpret_cast<Dual *>(u & ~kTagMask);
         if (ev.type == PTL_EVENT_SEND)
@@ -63,8 +59,7 @@ void handle_op_event(const ptl_event_t &ev) {
         if (d->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete d;
         break;
     }
-    default:
-        fatal("corrupt completion event");
+    default: fatal("corrupt completion event");
     }
 }
 

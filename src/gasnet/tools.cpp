@@ -169,8 +169,8 @@ GASNETT_EXPORT int gasnett_getenv_yesno_withdefault(const char *keyname, int def
 
 GASNETT_EXPORT int64_t gasnett_parse_int(const char *str, uint64_t mem_size_multiplier) {
     int64_t v;
-    if (!parse_int(str, mem_size_multiplier, &v)) gasnett_fatalerror("'%s' is not an integer%s", str ? str : "(null)",
-                                                              mem_size_multiplier ? " or a size" : "");
+    if (!parse_int(str, mem_size_multiplier, &v))
+        gasnett_fatalerror("'%s' is not an integer%s", str ? str : "(null)", mem_size_multiplier ? " or a size" : "");
     return v;
 }
 
@@ -191,7 +191,7 @@ GASNETT_EXPORT int64_t gasnett_getenv_int_withdefault(const char *keyname, int64
     int64_t out;
     if (!parse_int(v, mem_size_multiplier, &out))
         gasnett_fatalerror("environment variable %s='%s' is not an integer%s", keyname, v,
-                    mem_size_multiplier ? " or a size" : "");
+                           mem_size_multiplier ? " or a size" : "");
     return out;
 }
 

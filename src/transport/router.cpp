@@ -115,7 +115,9 @@ std::unique_ptr<Transport> open_endpoint(const EndpointConfig &cfg) {
     bool tcp_unusable = false;
     if (cfg.pid != UINT32_MAX) {
         auto t = try_pid(cfg, cfg.pid, &tcp_unusable);
-        if (!t) throw std::system_error(EADDRINUSE, std::generic_category(), "pid " + std::to_string(cfg.pid) + " is in use");
+        if (!t)
+            throw std::system_error(EADDRINUSE, std::generic_category(),
+                                    "pid " + std::to_string(cfg.pid) + " is in use");
         return t;
     }
     // Start from a per-process point so that processes starting together rarely collide.

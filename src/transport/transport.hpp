@@ -73,8 +73,8 @@ public:
     // defer_wakeup: a sleeping peer's wakeup may wait for flush_wakeups() (a bundle, §3.17).
     // may_hold: a header-only frame (an ack) that may wait for the next write to that peer or the
     // next poll(), whichever comes first (never past a sleep: arm_sleep() writes it).
-    virtual SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token,
-                            bool copy_payload, bool defer_wakeup = false, bool may_hold = false) = 0;
+    virtual SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
+                            bool defer_wakeup = false, bool may_hold = false) = 0;
 
     // Delivers waiting frames to r and pushes queued messages; returns the amount of work done.
     virtual int poll(Receiver &r) = 0;

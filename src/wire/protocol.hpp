@@ -20,11 +20,11 @@ inline constexpr uint8_t kVersion = 1;
 static_assert(std::endian::native == std::endian::little, "Portico's wire format is little-endian");
 
 enum class Kind : uint8_t {
-    Put = 1,   // initiator -> target: data follows (payload_total = rlength)
-    Get = 2,   // initiator -> target: no payload
-    Ack = 3,   // target -> initiator: result of a put (length = mlength)
-    Reply = 4, // target -> initiator: result of a get, data follows (payload_total = mlength)
-    Data = 5,  // continuation of the previous message's payload
+    Put = 1,         // initiator -> target: data follows (payload_total = rlength)
+    Get = 2,         // initiator -> target: no payload
+    Ack = 3,         // target -> initiator: result of a put (length = mlength)
+    Reply = 4,       // target -> initiator: result of a get, data follows (payload_total = mlength)
+    Data = 5,        // continuation of the previous message's payload
     Atomic = 6,      // initiator -> target: like Put, the target applies atomic_op to its data
     FetchAtomic = 7, // initiator -> target: like Atomic, and the old data comes back in a Reply
 };
@@ -50,15 +50,15 @@ struct Header {
     Kind kind;
     uint8_t ni_kind;
     uint8_t flags;
-    uint8_t ack_req;  // ptl_ack_req_t of the request
-    uint8_t ni_fail;  // ptl_ni_fail_t (Ack/Reply)
-    uint8_t list;     // ptl_list_t where the request landed (Ack/Reply)
+    uint8_t ack_req;   // ptl_ack_req_t of the request
+    uint8_t ni_fail;   // ptl_ni_fail_t (Ack/Reply)
+    uint8_t list;      // ptl_list_t where the request landed (Ack/Reply)
     uint8_t atomic_op; // ptl_op_t of an Atomic/FetchAtomic
     uint32_t pt_index;
     uint32_t uid;
     uint32_t src_nid; // physical id of the sender
     uint32_t src_pid;
-    uint32_t src_rank; // sender's rank when it sent from a logical NI
+    uint32_t src_rank;      // sender's rank when it sent from a logical NI
     uint32_t frame_payload; // payload bytes carried by this frame
     uint64_t match_bits;
     uint64_t hdr_data;

@@ -33,8 +33,7 @@ TEST_F(Concurrent, SumsFromEveryRankOnOneWord) {
     constexpr int kPerRank = 1000;
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Counters> target;
-    if (rank() == 0)
-        target.emplace(ni, 1);
+    if (rank() == 0) target.emplace(ni, 1);
     barrier();
     Buf one(8);
     *one.as<int64_t>() = 1;
@@ -58,8 +57,7 @@ TEST_F(Concurrent, FetchAddTicketsAreUnique) {
     constexpr int kPerRank = 1000;
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Counters> target;
-    if (rank() == 0)
-        target.emplace(ni, 1);
+    if (rank() == 0) target.emplace(ni, 1);
     barrier();
     Buf one(8), tickets(kPerRank * 8, 0xEE);
     *one.as<uint64_t>() = 1;
@@ -71,8 +69,7 @@ TEST_F(Concurrent, FetchAddTicketsAreUnique) {
                                   PTL_UINT64_T));
     EXPECT_EQ((Ct{kPerRank, 0}), ct_wait(gct, kPerRank));
     const uint64_t *mine = tickets.as<uint64_t>();
-    for (int i = 1; i < kPerRank; ++i)
-        ASSERT_LT(mine[i - 1], mine[i]) << "ticket " << i << " of rank " << rank();
+    for (int i = 1; i < kPerRank; ++i) ASSERT_LT(mine[i - 1], mine[i]) << "ticket " << i << " of rank " << rank();
     const std::vector<std::string> all =
         job().allgather(std::string(reinterpret_cast<const char *>(tickets.data()), tickets.size()));
     std::vector<uint64_t> every;
@@ -113,8 +110,7 @@ TEST_F(Concurrent, AllToAllMixedOperations) {
     src.as<int64_t>()[0] = me + 1;
     src.as<uint64_t>()[1] = uint64_t{1} << me;
     src.as<double>()[2] = 0.5;
-    for (int i = 0; i < kRounds; ++i)
-        src.as<int64_t>()[3 + i] = int64_t{me} * 1000 + i;
+    for (int i = 0; i < kRounds; ++i) src.as<int64_t>()[3 + i] = int64_t{me} * 1000 + i;
     ptl_handle_ct_t ct = make_ct(ni);
     ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, ct, PTL_MD_EVENT_CT_ACK);
     barrier();
@@ -147,8 +143,7 @@ TEST_F(Concurrent, CompareAndSwapIncrements) {
     constexpr int kIncrements = 30;
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Counters> target;
-    if (rank() == 0)
-        target.emplace(ni, 1);
+    if (rank() == 0) target.emplace(ni, 1);
     barrier();
     Buf io(16), got(8);
     ptl_handle_eq_t eq = make_eq(ni);
@@ -161,8 +156,8 @@ TEST_F(Concurrent, CompareAndSwapIncrements) {
     while (static_cast<int>(won.size()) < kIncrements) {
         io.as<int64_t>()[1] = expected;
         *desired = expected + 1;
-        ASSERT_PTL(PtlSwap(get_md, 0, put_md, 0, 8, ni.id_of(0), kPt, 0, 0, nullptr, 0, io.at(8), PTL_CSWAP,
-                           PTL_INT64_T));
+        ASSERT_PTL(
+            PtlSwap(get_md, 0, put_md, 0, 8, ni.id_of(0), kPt, 0, 0, nullptr, 0, io.at(8), PTL_CSWAP, PTL_INT64_T));
         check_init_event(wait_event(eq), {.type = PTL_EVENT_REPLY, .mlength = 8});
         const int64_t old = *got.as<int64_t>();
         ++attempts;

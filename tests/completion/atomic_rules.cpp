@@ -26,25 +26,25 @@ int call_any(Call call, bool triggered, ptl_handle_md_t get_md, ptl_size_t get_o
     void *const user = tag(hdr + 1);
     switch (call) {
     case Call::Atomic:
-        return triggered ? PtlTriggeredAtomic(put_md, put_off, len, PTL_ACK_REQ, target, kPt, bits, roff, user, hdr,
-                                              o, d, trig, 1)
+        return triggered ? PtlTriggeredAtomic(put_md, put_off, len, PTL_ACK_REQ, target, kPt, bits, roff, user, hdr, o,
+                                              d, trig, 1)
                          : PtlAtomic(put_md, put_off, len, PTL_ACK_REQ, target, kPt, bits, roff, user, hdr, o, d);
     case Call::FetchAtomic:
-        return triggered ? PtlTriggeredFetchAtomic(get_md, get_off, put_md, put_off, len, target, kPt, bits, roff,
-                                                   user, hdr, o, d, trig, 1)
-                         : PtlFetchAtomic(get_md, get_off, put_md, put_off, len, target, kPt, bits, roff, user, hdr,
-                                          o, d);
+        return triggered
+                   ? PtlTriggeredFetchAtomic(get_md, get_off, put_md, put_off, len, target, kPt, bits, roff, user, hdr,
+                                             o, d, trig, 1)
+                   : PtlFetchAtomic(get_md, get_off, put_md, put_off, len, target, kPt, bits, roff, user, hdr, o, d);
     case Call::Swap:
-        return triggered ? PtlTriggeredSwap(get_md, get_off, put_md, put_off, len, target, kPt, bits, roff, user,
-                                            hdr, operand, o, d, trig, 1)
-                         : PtlSwap(get_md, get_off, put_md, put_off, len, target, kPt, bits, roff, user, hdr,
-                                   operand, o, d);
+        return triggered
+                   ? PtlTriggeredSwap(get_md, get_off, put_md, put_off, len, target, kPt, bits, roff, user, hdr,
+                                      operand, o, d, trig, 1)
+                   : PtlSwap(get_md, get_off, put_md, put_off, len, target, kPt, bits, roff, user, hdr, operand, o, d);
     }
     return -1;
 }
 
 constexpr Call kCalls[] = {Call::Atomic, Call::FetchAtomic, Call::Swap};
-constexpr int kOps = PTL_OP_LAST + 1;       // every op plus one invalid value
+constexpr int kOps = PTL_OP_LAST + 1;         // every op plus one invalid value
 constexpr int kTypes = PTL_DATATYPE_LAST + 1; // every datatype plus one invalid value
 
 // Illegal combinations (Table 3-4; portals-4.3.md §2): every op x datatype x call, for PtlAtomic,
@@ -65,8 +65,8 @@ TEST_F(AtomicRules, LegalityTableEveryOpTypeCall) {
     ptl_handle_eq_t teq = make_eq(ni, 2 * slots);
     make_pt(ni, teq, 0, kPt);
     ptl_handle_ct_t tct = make_ct(ni);
-    append_me(ni, kPt, me_desc(scratch.data(), scratch.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM,
-                               9, 0, tct),
+    append_me(ni, kPt,
+              me_desc(scratch.data(), scratch.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, 9, 0, tct),
               PTL_PRIORITY_LIST, tag(9), teq);
     ptl_handle_ct_t pct = make_ct(ni), gct = make_ct(ni), trig = make_ct(ni);
     ptl_handle_md_t put_md =
@@ -80,8 +80,8 @@ TEST_F(AtomicRules, LegalityTableEveryOpTypeCall) {
             for (int op = 0; op < kOps; ++op) {
                 for (int dt = 0; dt < kTypes; ++dt) {
                     const Call call = kCalls[c];
-                    const bool ok = op < PTL_OP_LAST && legal(static_cast<ptl_op_t>(op),
-                                                              static_cast<ptl_datatype_t>(dt), call);
+                    const bool ok =
+                        op < PTL_OP_LAST && legal(static_cast<ptl_op_t>(op), static_cast<ptl_datatype_t>(dt), call);
                     const size_t len = dt < PTL_DATATYPE_LAST ? dt_size(static_cast<ptl_datatype_t>(dt)) : 8;
                     const size_t slot = static_cast<size_t>(((c * 2 + trg) * kOps + op) * kTypes + dt);
                     const ptl_hdr_data_t hdr = (uint64_t(c) << 16) | (uint64_t(op) << 8) | uint64_t(dt);
@@ -165,8 +165,8 @@ TEST_F(AtomicRules, LengthRules) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt, me_desc(tbuf.data(), big, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0, kAny), PTL_PRIORITY_LIST,
-                  tag(1), teq);
+        append_me(ni, kPt, me_desc(tbuf.data(), big, PTL_ME_OP_PUT | PTL_ME_OP_GET, 0, kAny), PTL_PRIORITY_LIST, tag(1),
+                  teq);
     }
     barrier();
     if (rank() == 1) {
@@ -192,8 +192,7 @@ TEST_F(AtomicRules, LengthRules) {
         for_each_dt([&]<ptl_datatype_t D>() {
             const size_t s = sizeof(typename Dt<D>::type);
             const ptl_op_t reduce = PTL_SUM, swap = PTL_SWAP;
-            if (s == 1)
-                return;
+            if (s == 1) return;
             for (size_t len : {s + 1, s / 2, 3 * s - 1}) {
                 reject(Call::Atomic, reduce, D, len, 0, 0, "not a multiple of the item size");
                 reject(Call::FetchAtomic, reduce, D, len, 0, 0, "not a multiple of the item size");
@@ -266,8 +265,8 @@ TEST_F(AtomicRules, CountingEvents) {
         ASSERT_PTL(PtlAtomic(put_md, 0, 16, PTL_CT_ACK_REQ, t, kPt, 0, 32, tag(2), 0, PTL_MAX, PTL_INT32_T));
         ASSERT_PTL(PtlAtomic(put_md, 0, 8, PTL_NO_ACK_REQ, t, kPt, 0, 64, tag(3), 0, PTL_BXOR, PTL_UINT8_T));
         ASSERT_PTL(PtlFetchAtomic(get_md, 0, put_md, 0, 16, t, kPt, 0, 96, tag(4), 0, PTL_SUM, PTL_DOUBLE));
-        ASSERT_PTL(PtlSwap(get_md, 16, put_md, 0, 8, t, kPt, 0, 128, tag(5), 0, operand.data(), PTL_CSWAP,
-                           PTL_UINT64_T));
+        ASSERT_PTL(
+            PtlSwap(get_md, 16, put_md, 0, 8, t, kPt, 0, 128, tag(5), 0, operand.data(), PTL_CSWAP, PTL_UINT64_T));
         EXPECT_EQ((Ct{5 + 2, 0}), ct_wait(pct, 7)) << "5 SEND + 2 ACK";
         EXPECT_EQ((Ct{16 + 8, 0}), ct_wait(gct, 24)) << "REPLY bytes";
     }
@@ -295,8 +294,7 @@ TEST_F(AtomicRules, Permissions) {
         make_pt(ni, teq, 0, kPt);
         append_me(ni, kPt, me_desc(get_only.data(), 64, PTL_ME_OP_GET, 1), PTL_PRIORITY_LIST, tag(1), teq);
         append_me(ni, kPt, me_desc(put_only.data(), 64, PTL_ME_OP_PUT, 2), PTL_PRIORITY_LIST, tag(2), teq);
-        append_me(ni, kPt, me_desc(both.data(), 64, PTL_ME_OP_PUT | PTL_ME_OP_GET, 3), PTL_PRIORITY_LIST, tag(3),
-                  teq);
+        append_me(ni, kPt, me_desc(both.data(), 64, PTL_ME_OP_PUT | PTL_ME_OP_GET, 3), PTL_PRIORITY_LIST, tag(3), teq);
         ptl_me_t d = me_desc(wrong_uid.data(), 64, PTL_ME_OP_PUT | PTL_ME_OP_GET, 4);
         d.uid = ni.uids[1] + 1;
         append_me(ni, kPt, d, PTL_PRIORITY_LIST, tag(4), teq);
@@ -315,11 +313,16 @@ TEST_F(AtomicRules, Permissions) {
             ptl_ni_fail_t fail;
         };
         const Step steps[] = {
-            {Call::Atomic, 1, PTL_NI_OP_VIOLATION},      {Call::FetchAtomic, 1, PTL_NI_OP_VIOLATION},
-            {Call::FetchAtomic, 2, PTL_NI_OP_VIOLATION}, {Call::Swap, 1, PTL_NI_OP_VIOLATION},
-            {Call::Swap, 2, PTL_NI_OP_VIOLATION},        {Call::Atomic, 4, PTL_NI_PERM_VIOLATION},
-            {Call::FetchAtomic, 4, PTL_NI_PERM_VIOLATION}, {Call::Atomic, 2, PTL_NI_OK},
-            {Call::FetchAtomic, 3, PTL_NI_OK},           {Call::Swap, 3, PTL_NI_OK},
+            {Call::Atomic, 1, PTL_NI_OP_VIOLATION},
+            {Call::FetchAtomic, 1, PTL_NI_OP_VIOLATION},
+            {Call::FetchAtomic, 2, PTL_NI_OP_VIOLATION},
+            {Call::Swap, 1, PTL_NI_OP_VIOLATION},
+            {Call::Swap, 2, PTL_NI_OP_VIOLATION},
+            {Call::Atomic, 4, PTL_NI_PERM_VIOLATION},
+            {Call::FetchAtomic, 4, PTL_NI_PERM_VIOLATION},
+            {Call::Atomic, 2, PTL_NI_OK},
+            {Call::FetchAtomic, 3, PTL_NI_OK},
+            {Call::Swap, 3, PTL_NI_OK},
         };
         for (size_t i = 0; i < std::size(steps); ++i) {
             const Step &s = steps[i];
@@ -384,8 +387,8 @@ TEST_F(AtomicRules, OverflowAtomicsNotApplied) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt, me_desc(obuf.data(), obuf.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, 0, kAny),
-                  PTL_OVERFLOW_LIST, tag(0xF0), teq);
+        append_me(ni, kPt, me_desc(obuf.data(), obuf.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, 0, kAny), PTL_OVERFLOW_LIST,
+                  tag(0xF0), teq);
     }
     barrier();
     struct Msg {
@@ -403,8 +406,7 @@ TEST_F(AtomicRules, OverflowAtomicsNotApplied) {
         {Call::Atomic, PTL_DIFF, PTL_DOUBLE_COMPLEX, 32, 192, 0x585},
     };
     Buf src(64);
-    for (int i = 0; i < 64; ++i)
-        src.as<uint8_t>()[i] = static_cast<uint8_t>(i + 1);
+    for (int i = 0; i < 64; ++i) src.as<uint8_t>()[i] = static_cast<uint8_t>(i + 1);
     if (rank() == 1) {
         Buf dst(64 * std::size(msgs), 0xEE), operand(8);
         // The CSWAP's operand equals the overflow buffer's value: applied, it would swap.
@@ -479,19 +481,19 @@ TEST_F(AtomicRules, OverflowAtomicsNotApplied) {
             const Msg &m = msgs[i];
             SCOPED_TRACE(std::string(call_name(m.call)) + " " + op_name(m.op) + " overflow event");
             const ptl_event_t ev = wait_event(teq);
-            check_target_event(ev,
-                               {.type = m.call == Call::Atomic ? PTL_EVENT_ATOMIC_OVERFLOW
-                                                               : PTL_EVENT_FETCH_ATOMIC_OVERFLOW,
-                                .initiator = 1,
-                                .pt_index = kPt,
-                                .match_bits = m.bits,
-                                .rlength = m.len,
-                                .mlength = m.len,
-                                .remote_offset = m.roff,
-                                .start = obuf.at(m.roff),
-                                .user_ptr = tag(0xB0),
-                                .hdr_data = 0xA0 + i},
-                               ni);
+            check_target_event(
+                ev,
+                {.type = m.call == Call::Atomic ? PTL_EVENT_ATOMIC_OVERFLOW : PTL_EVENT_FETCH_ATOMIC_OVERFLOW,
+                 .initiator = 1,
+                 .pt_index = kPt,
+                 .match_bits = m.bits,
+                 .rlength = m.len,
+                 .mlength = m.len,
+                 .remote_offset = m.roff,
+                 .start = obuf.at(m.roff),
+                 .user_ptr = tag(0xB0),
+                 .hdr_data = 0xA0 + i},
+                ni);
             EXPECT_EQ(m.op, ev.atomic_operation) << describe(ev);
             EXPECT_EQ(m.dt, ev.atomic_type) << describe(ev);
         }
@@ -513,8 +515,8 @@ TEST_F(AtomicRules, MdsOfDifferentInterfaces) {
     EXPECT_RC(PTL_ARG_INVALID, PtlFetchAtomic(get_b, 0, put_a, 0, 8, t, kPt, 0, 0, nullptr, 0, PTL_SUM, PTL_INT64_T));
     EXPECT_RC(PTL_ARG_INVALID,
               PtlSwap(get_b, 0, put_a, 0, 8, t, kPt, 0, 0, nullptr, 0, operand.data(), PTL_CSWAP, PTL_INT64_T));
-    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredFetchAtomic(get_b, 0, put_a, 0, 8, t, kPt, 0, 0, nullptr, 0, PTL_SUM,
-                                                       PTL_INT64_T, trig, 1));
+    EXPECT_RC(PTL_ARG_INVALID,
+              PtlTriggeredFetchAtomic(get_b, 0, put_a, 0, 8, t, kPt, 0, 0, nullptr, 0, PTL_SUM, PTL_INT64_T, trig, 1));
     EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredSwap(get_b, 0, put_a, 0, 8, t, kPt, 0, 0, nullptr, 0, operand.data(),
                                                 PTL_SWAP, PTL_INT64_T, trig, 1));
     EXPECT_EQ((Ct{0, 0}), ct_get(trig));

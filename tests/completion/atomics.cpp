@@ -27,7 +27,7 @@ template <ptl_datatype_t D> struct Arith {
             } else {
                 const T max = std::numeric_limits<T>::max();
                 const T hi = static_cast<T>(T(1) << (sizeof(T) * 8 - 1)); // only the top bit
-                t = {T(7), T(2), T(max - 1), hi}; // 2 - 9 and (max-1) + 3 wrap; hi > 1 unsigned
+                t = {T(7), T(2), T(max - 1), hi};                         // 2 - 9 and (max-1) + 3 wrap; hi > 1 unsigned
                 a = {T(3), T(9), T(3), T(1)};
             }
         } else if constexpr (Dt<D>::cls == Cls::Float) {
@@ -46,8 +46,7 @@ std::vector<AtomicCase> arithmetic_cases(Call call) {
     for_each_dt([&]<ptl_datatype_t D>() {
         const Arith<D> v;
         for (ptl_op_t op : {PTL_SUM, PTL_MIN, PTL_MAX, PTL_PROD, PTL_DIFF})
-            if (legal(op, D, call))
-                cases.push_back(make_case<D>(call, op, v.t, v.a));
+            if (legal(op, D, call)) cases.push_back(make_case<D>(call, op, v.t, v.a));
     });
     return cases;
 }
@@ -149,8 +148,7 @@ TEST_F(Atomics, ConditionalSwapsEveryVariant) {
             operands = {T(R(1.5), R(-2)), T(R(1.5), R(2)), T(R(-1.5), R(-2))};
         }
         for (ptl_op_t op : {PTL_CSWAP, PTL_CSWAP_NE, PTL_CSWAP_LE, PTL_CSWAP_LT, PTL_CSWAP_GE, PTL_CSWAP_GT}) {
-            if (!legal(op, D, Call::Swap))
-                continue;
+            if (!legal(op, D, Call::Swap)) continue;
             for (const T &c : operands) {
                 cases.push_back(make_case<D>(Call::Swap, op, {t}, {init}, c));
                 swaps += !equal_items<T>(cases.back().want_target.data(), cases.back().tinit.data(), 1);
@@ -201,12 +199,18 @@ TEST_F(Atomics, FetchChainReturnsEveryOldValue) {
     };
     // Start value 100.
     const Step steps[] = {
-        {Call::FetchAtomic, PTL_SUM, 5, 0, 100},   {Call::FetchAtomic, PTL_SUM, 5, 0, 105},
-        {Call::FetchAtomic, PTL_PROD, 2, 0, 110},  {Call::Swap, PTL_SWAP, 7, 0, 220},
-        {Call::Swap, PTL_CSWAP, 9, 8, 7},          {Call::Swap, PTL_CSWAP, 9, 7, 7},
-        {Call::FetchAtomic, PTL_MIN, 3, 0, 9},     {Call::Swap, PTL_MSWAP, 0xAB, 0xF0, 3},
-        {Call::FetchAtomic, PTL_DIFF, 0x23, 0, 0xA3}, {Call::FetchAtomic, PTL_MAX, -1, 0, 0x80},
-        {Call::Swap, PTL_CSWAP_GT, 1000, 0x81, 0x80}, {Call::Swap, PTL_CSWAP_LT, -3, 0x7F, 1000},
+        {Call::FetchAtomic, PTL_SUM, 5, 0, 100},
+        {Call::FetchAtomic, PTL_SUM, 5, 0, 105},
+        {Call::FetchAtomic, PTL_PROD, 2, 0, 110},
+        {Call::Swap, PTL_SWAP, 7, 0, 220},
+        {Call::Swap, PTL_CSWAP, 9, 8, 7},
+        {Call::Swap, PTL_CSWAP, 9, 7, 7},
+        {Call::FetchAtomic, PTL_MIN, 3, 0, 9},
+        {Call::Swap, PTL_MSWAP, 0xAB, 0xF0, 3},
+        {Call::FetchAtomic, PTL_DIFF, 0x23, 0, 0xA3},
+        {Call::FetchAtomic, PTL_MAX, -1, 0, 0x80},
+        {Call::Swap, PTL_CSWAP_GT, 1000, 0x81, 0x80},
+        {Call::Swap, PTL_CSWAP_LT, -3, 0x7F, 1000},
     };
     constexpr int64_t kFinal = -3;
     constexpr size_t kSteps = std::size(steps);
@@ -229,23 +233,22 @@ TEST_F(Atomics, FetchChainReturnsEveryOldValue) {
     auto issue = [&](size_t i, ptl_size_t word, ptl_size_t slot) {
         const Step &s = steps[i];
         if (s.call == Call::FetchAtomic)
-            return PtlFetchAtomic(get_md, slot * 8, put_md, i * 8, 8, ni.id_of(peer()), kPt, 5, word * 8,
-                                  tag(slot + 1), 0, s.op, PTL_INT64_T);
+            return PtlFetchAtomic(get_md, slot * 8, put_md, i * 8, 8, ni.id_of(peer()), kPt, 5, word * 8, tag(slot + 1),
+                                  0, s.op, PTL_INT64_T);
         return PtlSwap(get_md, slot * 8, put_md, i * 8, 8, ni.id_of(peer()), kPt, 5, word * 8, tag(slot + 1), 0,
                        ops.at(i * 8), s.op, PTL_INT64_T);
     };
     for (size_t i = 0; i < kSteps; ++i) {
         ASSERT_PTL(issue(i, 0, i));
         check_init_event(wait_event(eq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(i + 1), .mlength = 8});
-        EXPECT_EQ(steps[i].old, got.as<int64_t>()[i]) << "waited chain, step " << i << " (" << op_name(steps[i].op) << ")";
+        EXPECT_EQ(steps[i].old, got.as<int64_t>()[i])
+            << "waited chain, step " << i << " (" << op_name(steps[i].op) << ")";
     }
+    for (size_t i = 0; i < kSteps; ++i) ASSERT_PTL(issue(i, 1, kSteps + i));
+    for (size_t i = 0; i < kSteps; ++i) EXPECT_EQ(Kind{PTL_EVENT_REPLY}, Kind{wait_event(eq).type});
     for (size_t i = 0; i < kSteps; ++i)
-        ASSERT_PTL(issue(i, 1, kSteps + i));
-    for (size_t i = 0; i < kSteps; ++i)
-        EXPECT_EQ(Kind{PTL_EVENT_REPLY}, Kind{wait_event(eq).type});
-    for (size_t i = 0; i < kSteps; ++i)
-        EXPECT_EQ(steps[i].old, got.as<int64_t>()[kSteps + i]) << "back-to-back chain, step " << i << " ("
-                                                               << op_name(steps[i].op) << ")";
+        EXPECT_EQ(steps[i].old, got.as<int64_t>()[kSteps + i])
+            << "back-to-back chain, step " << i << " (" << op_name(steps[i].op) << ")";
     barrier(); // the peer's chains on our words are complete (it has all its replies)
     ASSERT_PTL(PtlAtomicSync());
     EXPECT_EQ(kFinal, tbuf.as<int64_t>()[0]);

@@ -86,8 +86,7 @@ struct Outbox {
     Buf buf;
     ptl_handle_md_t md = PTL_INVALID_HANDLE;
     Outbox(const Ni &ni, size_t slots) : buf(slots * kSlot) {
-        for (size_t s = 0; s < slots; ++s)
-            fill_pattern(buf.at(s * kSlot), kSlot, Inbox::seed(s));
+        for (size_t s = 0; s < slots; ++s) fill_pattern(buf.at(s * kSlot), kSlot, Inbox::seed(s));
         md = bind_md(ni, buf.data(), buf.size(), PTL_EQ_NONE);
     }
     // Message `slot` to `target`: a put, or (odd slots, with `atomics`) a PtlAtomic BXOR onto the
@@ -112,8 +111,7 @@ void let_other_threads_block() {
         bool all_blocked = true;
         std::error_code ec;
         for (const auto &e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-            if (e.path().filename() == std::to_string(self))
-                continue;
+            if (e.path().filename() == std::to_string(self)) continue;
             std::ifstream f(e.path() / "stat");
             std::string line;
             std::getline(f, line);
@@ -140,8 +138,7 @@ void phase(bool receiver, bool sender, const std::function<void()> &receive, con
         let_other_threads_block();
     }
     barrier();
-    if (sender)
-        send();
+    if (sender) send();
     if (receiver) {
         std::snprintf(portico_test_wait_note, sizeof portico_test_wait_note,
                       "joining the receiving thread (blocked in PtlEQWait for the senders' messages)");
@@ -158,11 +155,9 @@ TEST_F(Bundle, ReferenceCountedPerInterface) {
     Ni a = open_ni(kMatchingPhysical);
     Ni b = open_ni(kNonMatchingPhysical);
     EXPECT_RC(PTL_ARG_INVALID, PtlEndBundle(a.h)) << "no bundle started";
-    for (int i = 0; i < 3; ++i)
-        ASSERT_PTL(PtlStartBundle(a.h));
+    for (int i = 0; i < 3; ++i) ASSERT_PTL(PtlStartBundle(a.h));
     EXPECT_RC(PTL_ARG_INVALID, PtlEndBundle(b.h)) << "the bundle belongs to the other NI";
-    for (int i = 0; i < 3; ++i)
-        EXPECT_PTL(PtlEndBundle(a.h)) << "end " << i + 1 << " of 3";
+    for (int i = 0; i < 3; ++i) EXPECT_PTL(PtlEndBundle(a.h)) << "end " << i + 1 << " of 3";
     EXPECT_RC(PTL_ARG_INVALID, PtlEndBundle(a.h)) << "one end more than starts";
     ASSERT_PTL(PtlStartBundle(a.h));
     ASSERT_PTL(PtlStartBundle(b.h));
@@ -184,21 +179,21 @@ TEST_F(Bundle, EndBundleDeliversEverything) {
     Inbox in(ni, size_t(n) * kPer);
     Outbox out(ni, size_t(n) * kPer);
     in.warm_links();
-    phase(me == 0, me != 0, [&] { in.expect(size_t(n - 1) * kPer, kPer); },
-          [&] {
-              ASSERT_PTL(PtlStartBundle(ni.h));
-              for (size_t i = 0; i < kPer; ++i)
-                  ASSERT_PTL(out.send(ni, 0, size_t(me) * kPer + i, true));
-              ASSERT_PTL(PtlEndBundle(ni.h));
-          });
-    phase(me != 0, me == 0, [&] { in.expect(kPer, kPer); },
-          [&] {
-              ASSERT_PTL(PtlStartBundle(ni.h));
-              for (size_t i = 0; i < kPer; ++i)
-                  for (int r = 1; r < n; ++r)
-                      ASSERT_PTL(out.send(ni, r, i, true));
-              ASSERT_PTL(PtlEndBundle(ni.h));
-          });
+    phase(
+        me == 0, me != 0, [&] { in.expect(size_t(n - 1) * kPer, kPer); },
+        [&] {
+            ASSERT_PTL(PtlStartBundle(ni.h));
+            for (size_t i = 0; i < kPer; ++i) ASSERT_PTL(out.send(ni, 0, size_t(me) * kPer + i, true));
+            ASSERT_PTL(PtlEndBundle(ni.h));
+        });
+    phase(
+        me != 0, me == 0, [&] { in.expect(kPer, kPer); },
+        [&] {
+            ASSERT_PTL(PtlStartBundle(ni.h));
+            for (size_t i = 0; i < kPer; ++i)
+                for (int r = 1; r < n; ++r) ASSERT_PTL(out.send(ni, r, i, true));
+            ASSERT_PTL(PtlEndBundle(ni.h));
+        });
     expect_eq_empty(in.eq);
 }
 
@@ -212,20 +207,20 @@ TEST_F(Bundle, InnerEndBundleFlushesToo) {
     Outbox out(ni, 4 * kPer);
     in.warm_links();
     const bool r0 = rank() == 0, r1 = rank() == 1;
-    phase(r0, r1, [&] { in.expect(kPer, 2 * kPer); },
-          [&] {
-              ASSERT_PTL(PtlStartBundle(ni.h));
-              ASSERT_PTL(PtlStartBundle(ni.h));
-              for (size_t i = 0; i < kPer; ++i)
-                  ASSERT_PTL(out.send(ni, 0, 2 * kPer + i, true));
-              ASSERT_PTL(PtlEndBundle(ni.h)); // inner: the outer bundle stays open
-          });
-    phase(r0, r1, [&] { in.expect(kPer, 2 * kPer); },
-          [&] {
-              for (size_t i = kPer; i < 2 * kPer; ++i)
-                  ASSERT_PTL(out.send(ni, 0, 2 * kPer + i, false));
-              ASSERT_PTL(PtlEndBundle(ni.h)); // outer
-          });
+    phase(
+        r0, r1, [&] { in.expect(kPer, 2 * kPer); },
+        [&] {
+            ASSERT_PTL(PtlStartBundle(ni.h));
+            ASSERT_PTL(PtlStartBundle(ni.h));
+            for (size_t i = 0; i < kPer; ++i) ASSERT_PTL(out.send(ni, 0, 2 * kPer + i, true));
+            ASSERT_PTL(PtlEndBundle(ni.h)); // inner: the outer bundle stays open
+        });
+    phase(
+        r0, r1, [&] { in.expect(kPer, 2 * kPer); },
+        [&] {
+            for (size_t i = kPer; i < 2 * kPer; ++i) ASSERT_PTL(out.send(ni, 0, 2 * kPer + i, false));
+            ASSERT_PTL(PtlEndBundle(ni.h)); // outer
+        });
     if (r1) {
         EXPECT_RC(PTL_ARG_INVALID, PtlEndBundle(ni.h));
     }
@@ -293,12 +288,13 @@ TEST_F(Bundle, TriggeredOperationsFiredInsideABundle) {
                                        nullptr, i, a, i - kPer + 1));
     }
     in.warm_links();
-    phase(rank() == 0, rank() == 1, [&] { in.expect(kPer, kPer); },
-          [&] {
-              ASSERT_PTL(PtlStartBundle(ni.h));
-              ASSERT_PTL(PtlCTInc(a, ptl_ct_event_t{kPer, 0}));
-              ASSERT_PTL(PtlEndBundle(ni.h));
-          });
+    phase(
+        rank() == 0, rank() == 1, [&] { in.expect(kPer, kPer); },
+        [&] {
+            ASSERT_PTL(PtlStartBundle(ni.h));
+            ASSERT_PTL(PtlCTInc(a, ptl_ct_event_t{kPer, 0}));
+            ASSERT_PTL(PtlEndBundle(ni.h));
+        });
 }
 
 // A process inside a bundle still answers its peers (§3.17.1: a bundle defers the operations the
@@ -359,12 +355,12 @@ TEST_F(Bundle, OnlyItsOwnInterface) {
     Inbox in(b, 2 * kPer); // rank 1's messages: slots kPer .. 2*kPer-1
     Outbox out(b, 2 * kPer);
     in.warm_links();
-    phase(rank() == 0, rank() == 1, [&] { in.expect(kPer, kPer); },
-          [&] {
-              ASSERT_PTL(PtlStartBundle(a.h));
-              for (size_t i = kPer; i < 2 * kPer; ++i)
-                  ASSERT_PTL(out.send(b, 0, i, true));
-          });
+    phase(
+        rank() == 0, rank() == 1, [&] { in.expect(kPer, kPer); },
+        [&] {
+            ASSERT_PTL(PtlStartBundle(a.h));
+            for (size_t i = kPer; i < 2 * kPer; ++i) ASSERT_PTL(out.send(b, 0, i, true));
+        });
     if (rank() == 1) {
         ASSERT_PTL(PtlEndBundle(a.h));
     }

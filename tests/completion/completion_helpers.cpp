@@ -52,8 +52,7 @@ void close_ni_desired(Ni &ni) {
 
 Buf::Buf(size_t n, uint8_t fill) : n_(n) {
     void *p = std::aligned_alloc(64, round_up(n == 0 ? 1 : n, 64));
-    if (!p)
-        throw std::bad_alloc();
+    if (!p) throw std::bad_alloc();
     std::memset(p, fill, round_up(n == 0 ? 1 : n, 64));
     p_.reset(static_cast<std::byte *>(p));
 }
@@ -61,8 +60,7 @@ Buf::Buf(size_t n, uint8_t fill) : n_(n) {
 size_t dt_size(ptl_datatype_t d) {
     size_t s = 0;
     for_each_dt([&]<ptl_datatype_t D>() {
-        if (D == d)
-            s = sizeof(typename Dt<D>::type);
+        if (D == d) s = sizeof(typename Dt<D>::type);
     });
     return s;
 }
@@ -70,8 +68,7 @@ size_t dt_size(ptl_datatype_t d) {
 Cls dt_cls(ptl_datatype_t d) {
     Cls c = Cls::Int;
     for_each_dt([&]<ptl_datatype_t D>() {
-        if (D == d)
-            c = Dt<D>::cls;
+        if (D == d) c = Dt<D>::cls;
     });
     return c;
 }
@@ -90,13 +87,12 @@ const char *call_name(Call c) {
 }
 
 bool takes_operand(ptl_op_t op) {
-    return op == PTL_CSWAP || op == PTL_CSWAP_NE || op == PTL_CSWAP_LE || op == PTL_CSWAP_LT ||
-           op == PTL_CSWAP_GE || op == PTL_CSWAP_GT || op == PTL_MSWAP;
+    return op == PTL_CSWAP || op == PTL_CSWAP_NE || op == PTL_CSWAP_LE || op == PTL_CSWAP_LT || op == PTL_CSWAP_GE ||
+           op == PTL_CSWAP_GT || op == PTL_MSWAP;
 }
 
 bool legal(ptl_op_t op, ptl_datatype_t d, Call call) {
-    if (static_cast<int>(d) < 0 || d >= PTL_DATATYPE_LAST)
-        return false;
+    if (static_cast<int>(d) < 0 || d >= PTL_DATATYPE_LAST) return false;
     const Cls c = dt_cls(d);
     const bool reduce = call == Call::Atomic || call == Call::FetchAtomic;
     switch (op) {
@@ -123,20 +119,18 @@ bool legal(ptl_op_t op, ptl_datatype_t d, Call call) {
     }
 }
 
-int issue_case(const AtomicCase &k, const Ni &ni, int target, ptl_pt_index_t pt,
-               ptl_match_bits_t bits, ptl_handle_md_t put_md, ptl_size_t put_off,
-               ptl_handle_md_t get_md, ptl_size_t get_off, ptl_size_t roff, void *user,
-               ptl_hdr_data_t hdr, const void *operand, ptl_ack_req_t ack) {
+int issue_case(const AtomicCase &k, const Ni &ni, int target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+               ptl_handle_md_t put_md, ptl_size_t put_off, ptl_handle_md_t get_md, ptl_size_t get_off, ptl_size_t roff,
+               void *user, ptl_hdr_data_t hdr, const void *operand, ptl_ack_req_t ack) {
     switch (k.call) {
     case Call::Atomic:
-        return PtlAtomic(put_md, put_off, k.bytes(), ack, ni.id_of(target), pt, bits, roff, user,
-                         hdr, k.op, k.dt);
+        return PtlAtomic(put_md, put_off, k.bytes(), ack, ni.id_of(target), pt, bits, roff, user, hdr, k.op, k.dt);
     case Call::FetchAtomic:
-        return PtlFetchAtomic(get_md, get_off, put_md, put_off, k.bytes(), ni.id_of(target), pt,
-                              bits, roff, user, hdr, k.op, k.dt);
+        return PtlFetchAtomic(get_md, get_off, put_md, put_off, k.bytes(), ni.id_of(target), pt, bits, roff, user, hdr,
+                              k.op, k.dt);
     case Call::Swap:
-        return PtlSwap(get_md, get_off, put_md, put_off, k.bytes(), ni.id_of(target), pt, bits,
-                       roff, user, hdr, operand, k.op, k.dt);
+        return PtlSwap(get_md, get_off, put_md, put_off, k.bytes(), ni.id_of(target), pt, bits, roff, user, hdr,
+                       operand, k.op, k.dt);
     }
     return PTL_ARG_INVALID;
 }
@@ -162,8 +156,7 @@ void run_cases(const Ni &ni, const std::vector<AtomicCase> &cases, ptl_pt_index_
     for (size_t i = 0; i < cases.size(); ++i) {
         std::memcpy(tbuf.at(off[i]), cases[i].tinit.data(), cases[i].bytes());
         std::memcpy(sbuf.at(off[i]), cases[i].init.data(), cases[i].bytes());
-        if (!cases[i].operand.empty())
-            std::memcpy(obuf.at(i * 32), cases[i].operand.data(), cases[i].operand.size());
+        if (!cases[i].operand.empty()) std::memcpy(obuf.at(i * 32), cases[i].operand.data(), cases[i].operand.size());
     }
 
     // Target side.
@@ -171,8 +164,8 @@ void run_cases(const Ni &ni, const std::vector<AtomicCase> &cases, ptl_pt_index_
     ptl_handle_eq_t teq = make_eq(ni, nev);
     make_pt(ni, teq, 0, pt);
     void *const me_user = tag(0x7A);
-    append_entry(ni, pt, me_desc(tbuf.data(), total, PTL_ME_OP_PUT | PTL_ME_OP_GET, kBits),
-                 PTL_PRIORITY_LIST, me_user, teq);
+    append_entry(ni, pt, me_desc(tbuf.data(), total, PTL_ME_OP_PUT | PTL_ME_OP_GET, kBits), PTL_PRIORITY_LIST, me_user,
+                 teq);
     // Initiator side: SEND and ACK on the put MD's EQ, REPLY on the get MD's.
     ptl_handle_eq_t peq = make_eq(ni, nev), geq = make_eq(ni, nev);
     ptl_handle_md_t put_md = bind_md(ni, sbuf.data(), total, peq);
@@ -183,8 +176,8 @@ void run_cases(const Ni &ni, const std::vector<AtomicCase> &cases, ptl_pt_index_
     for (size_t i = 0; i < cases.size(); ++i) {
         const AtomicCase &k = cases[i];
         n_fetch += k.call != Call::Atomic;
-        const int rc = issue_case(k, ni, peer, pt, kBits, put_md, off[i], get_md, off[i], off[i],
-                                  tag(i + 1), 0xC0DE0000 + i, k.operand.empty() ? nullptr : obuf.at(i * 32));
+        const int rc = issue_case(k, ni, peer, pt, kBits, put_md, off[i], get_md, off[i], off[i], tag(i + 1),
+                                  0xC0DE0000 + i, k.operand.empty() ? nullptr : obuf.at(i * 32));
         ASSERT_EQ(Rc{PTL_OK}, Rc{rc}) << k.name;
     }
 
@@ -235,8 +228,8 @@ void run_cases(const Ni &ni, const std::vector<AtomicCase> &cases, ptl_pt_index_
             EXPECT_EQ(k.n, d) << k.name << ": fetched item " << d << " is "
                               << (d < k.n ? k.show_items(fbuf.at(off[i] + d * k.item), 1) : "")
                               << ", want the old target value "
-                              << (d < k.n ? k.show_items(k.want_fetch.data() + d * k.item, 1) : "")
-                              << "; fetched " << k.show_items(fbuf.at(off[i]), k.n);
+                              << (d < k.n ? k.show_items(k.want_fetch.data() + d * k.item, 1) : "") << "; fetched "
+                              << k.show_items(fbuf.at(off[i]), k.n);
         }
     }
     expect_eq_empty(peq, "on the put MD");
@@ -270,14 +263,13 @@ void run_cases(const Ni &ni, const std::vector<AtomicCase> &cases, ptl_pt_index_
     for (size_t i = 0; i < cases.size(); ++i) {
         const AtomicCase &k = cases[i];
         const size_t d = k.first_difference(tbuf.at(off[i]), k.want_target.data(), k.n);
-        if (d == k.n)
-            continue;
+        if (d == k.n) continue;
         ADD_FAILURE() << k.name << ": target item " << d << " is " << k.show_items(tbuf.at(off[i] + d * k.item), 1)
                       << ", want " << k.show_items(k.want_target.data() + d * k.item, 1) << " (it was "
                       << k.show_items(k.tinit.data() + d * k.item, 1) << ", initiator value "
                       << k.show_items(k.init.data() + d * k.item, 1)
-                      << (k.operand.empty() ? "" : ", operand " + k.show_items(k.operand.data(), 1))
-                      << "); target " << k.show_items(tbuf.at(off[i]), k.n);
+                      << (k.operand.empty() ? "" : ", operand " + k.show_items(k.operand.data(), 1)) << "); target "
+                      << k.show_items(tbuf.at(off[i]), k.n);
     }
     // The bytes between cases (padding to 32) were never touched.
     for (size_t i = 0; i < cases.size(); ++i) {

@@ -54,9 +54,7 @@ public:
     std::byte *data() { return p_.get(); }
     const std::byte *data() const { return p_.get(); }
     size_t size() const { return n_; }
-    template <class T> T *as(size_t byte_offset = 0) {
-        return reinterpret_cast<T *>(p_.get() + byte_offset);
-    }
+    template <class T> T *as(size_t byte_offset = 0) { return reinterpret_cast<T *>(p_.get() + byte_offset); }
     std::byte *at(size_t byte_offset) { return p_.get() + byte_offset; }
 
 private:
@@ -73,10 +71,10 @@ inline size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 enum class Cls { Int, Float, Complex };
 
 template <ptl_datatype_t D> struct Dt;
-#define CPLTEST_DT(D, T, C)                                                                        \
-    template <> struct Dt<D> {                                                                     \
-        using type = T;                                                                            \
-        static constexpr Cls cls = C;                                                              \
+#define CPLTEST_DT(D, T, C)                                                                                            \
+    template <> struct Dt<D> {                                                                                         \
+        using type = T;                                                                                                \
+        static constexpr Cls cls = C;                                                                                  \
     }
 CPLTEST_DT(PTL_INT8_T, int8_t, Cls::Int);
 CPLTEST_DT(PTL_UINT8_T, uint8_t, Cls::Int);
@@ -126,9 +124,7 @@ bool takes_operand(ptl_op_t op); // CSWAP family and MSWAP: one item, with an op
 
 // ---- values ------------------------------------------------------------------------------------
 // An integer with every byte equal to b (modular conversion for signed types).
-template <class T> T pat(uint8_t b) {
-    return static_cast<T>(static_cast<uint64_t>(b) * 0x0101010101010101ull);
-}
+template <class T> T pat(uint8_t b) { return static_cast<T>(static_cast<uint64_t>(b) * 0x0101010101010101ull); }
 
 template <class T> std::string show(const T &v) {
     std::ostringstream os;
@@ -192,8 +188,8 @@ struct AtomicCase {
     Call call = Call::Atomic;
     ptl_op_t op = PTL_SUM;
     ptl_datatype_t dt = PTL_INT8_T;
-    size_t item = 0, n = 0; // item size and number of items
-    std::vector<std::byte> tinit, init, operand;  // operand: one item, PtlSwap only
+    size_t item = 0, n = 0;                         // item size and number of items
+    std::vector<std::byte> tinit, init, operand;    // operand: one item, PtlSwap only
     std::vector<std::byte> want_target, want_fetch; // want_fetch: fetch and swap calls only
     bool (*equal)(const void *, const void *, size_t n) = nullptr;
     std::string (*show_items)(const void *, size_t n) = nullptr;
@@ -206,8 +202,7 @@ template <class T> bool equal_items(const void *a, const void *b, size_t n) {
         T x, y;
         std::memcpy(static_cast<void *>(&x), static_cast<const std::byte *>(a) + i * sizeof(T), sizeof(T));
         std::memcpy(static_cast<void *>(&y), static_cast<const std::byte *>(b) + i * sizeof(T), sizeof(T));
-        if (!(x == y))
-            return false;
+        if (!(x == y)) return false;
     }
     return true;
 }
@@ -238,8 +233,7 @@ template <class T> size_t first_difference(const void *a, const void *b, size_t 
 
 template <class T> std::vector<std::byte> to_bytes(const std::vector<T> &v) {
     std::vector<std::byte> b(v.size() * sizeof(T));
-    if (!v.empty())
-        std::memcpy(b.data(), static_cast<const void *>(v.data()), b.size());
+    if (!v.empty()) std::memcpy(b.data(), static_cast<const void *>(v.data()), b.size());
     return b;
 }
 
@@ -258,8 +252,7 @@ AtomicCase make_case(Call call, ptl_op_t op, const std::vector<typename Dt<D>::t
     k.n = t.size();
     k.name = std::string(call_name(call)) + " " + op_name(op) + " " + dt_name(D);
     std::vector<T> want;
-    for (size_t i = 0; i < t.size(); ++i)
-        want.push_back(apply_op<T>(op, t[i], a.at(i), c));
+    for (size_t i = 0; i < t.size(); ++i) want.push_back(apply_op<T>(op, t[i], a.at(i), c));
     k.tinit = to_bytes(t);
     k.init = to_bytes(a);
     if (call == Call::Swap && takes_operand(op)) {
@@ -267,8 +260,7 @@ AtomicCase make_case(Call call, ptl_op_t op, const std::vector<typename Dt<D>::t
         k.name += " operand " + show(c);
     }
     k.want_target = to_bytes(want);
-    if (call != Call::Atomic)
-        k.want_fetch = k.tinit;
+    if (call != Call::Atomic) k.want_fetch = k.tinit;
     k.equal = &equal_items<T>;
     k.show_items = &show_items<T>;
     k.first_difference = &first_difference<T>;
@@ -283,9 +275,8 @@ AtomicCase make_case(Call call, ptl_op_t op, const std::vector<typename Dt<D>::t
 void run_cases(const Ni &ni, const std::vector<AtomicCase> &cases, ptl_pt_index_t pt);
 
 // Issues one case (already laid out) with the given MDs and offsets; returns the call's rc.
-int issue_case(const AtomicCase &k, const Ni &ni, int target, ptl_pt_index_t pt,
-               ptl_match_bits_t bits, ptl_handle_md_t put_md, ptl_size_t put_off,
-               ptl_handle_md_t get_md, ptl_size_t get_off, ptl_size_t roff, void *user,
-               ptl_hdr_data_t hdr, const void *operand, ptl_ack_req_t ack = PTL_ACK_REQ);
+int issue_case(const AtomicCase &k, const Ni &ni, int target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+               ptl_handle_md_t put_md, ptl_size_t put_off, ptl_handle_md_t get_md, ptl_size_t get_off, ptl_size_t roff,
+               void *user, ptl_hdr_data_t hdr, const void *operand, ptl_ack_req_t ack = PTL_ACK_REQ);
 
 } // namespace cpltest

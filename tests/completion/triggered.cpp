@@ -81,11 +81,9 @@ int tcp_connection_to(const ptl_process_t &to) {
     const unsigned long port = (b && *b ? std::strtoul(b, nullptr, 10) : 16384ul) + to.phys.pid;
     int found = -1;
     DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
+    if (!d) return -1;
     while (dirent *e = readdir(d)) {
-        if (e->d_name[0] == '.')
-            continue;
+        if (e->d_name[0] == '.') continue;
         const int fd = std::atoi(e->d_name);
         sockaddr_in a{};
         socklen_t len = sizeof a;
@@ -108,8 +106,7 @@ TEST_F(Triggered, FiresOnSuccessOnlyWithFireTimeData) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Log> log;
-    if (rank() == 0)
-        log.emplace(ni, 64);
+    if (rank() == 0) log.emplace(ni, 64);
     barrier();
     if (rank() == 1) {
         Buf src(16);
@@ -152,13 +149,11 @@ TEST_F(Triggered, FiresImmediatelyWhenThresholdAlreadyMet) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Log> log;
-    if (rank() == 0)
-        log.emplace(ni, 64);
+    if (rank() == 0) log.emplace(ni, 64);
     barrier();
     if (rank() == 1) {
         Buf src(24);
-        for (int i = 0; i < 3; ++i)
-            src.as<uint64_t>()[i] = 100 + i;
+        for (int i = 0; i < 3; ++i) src.as<uint64_t>()[i] = 100 + i;
         ptl_handle_eq_t eq = make_eq(ni);
         ptl_handle_md_t md = bind_md(ni, src.data(), 24, eq);
         ptl_handle_ct_t b = make_ct(ni), fresh = make_ct(ni), d = make_ct(ni);
@@ -179,8 +174,7 @@ TEST_F(Triggered, FiresImmediatelyWhenThresholdAlreadyMet) {
         EXPECT_EQ(1u, log->next()) << "posting order: each fired when posted";
         EXPECT_EQ(2u, log->next());
         EXPECT_EQ(3u, log->next());
-        for (int i = 0; i < 3; ++i)
-            EXPECT_EQ(uint64_t(100 + i), log->buf.as<uint64_t>()[i]);
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(uint64_t(100 + i), log->buf.as<uint64_t>()[i]);
     }
 }
 
@@ -217,11 +211,11 @@ TEST_F(Triggered, EveryKindUsesStateAtFireTime) {
         a = make_ct(ni);
         const ptl_process_t t = ni.id_of(0);
         ASSERT_PTL(PtlTriggeredAtomic(put_md, 0, 8, PTL_ACK_REQ, t, kPt, 0, 0, tag(1), 1, PTL_SUM, PTL_INT64_T, a, 1));
-        ASSERT_PTL(PtlTriggeredFetchAtomic(get_md, 8, put_md, 8, 8, t, kPt, 0, 8, tag(2), 2, PTL_SUM, PTL_INT64_T, a,
-                                           1));
+        ASSERT_PTL(
+            PtlTriggeredFetchAtomic(get_md, 8, put_md, 8, 8, t, kPt, 0, 8, tag(2), 2, PTL_SUM, PTL_INT64_T, a, 1));
         ASSERT_PTL(PtlTriggeredGet(get_md, 16, 8, t, kPt, 0, 16, tag(3), a, 1));
-        ASSERT_PTL(PtlTriggeredSwap(get_md, 24, put_md, 24, 8, t, kPt, 0, 24, tag(4), 4, nullptr, PTL_SWAP,
-                                    PTL_INT64_T, a, 1));
+        ASSERT_PTL(PtlTriggeredSwap(get_md, 24, put_md, 24, 8, t, kPt, 0, 24, tag(4), 4, nullptr, PTL_SWAP, PTL_INT64_T,
+                                    a, 1));
         ASSERT_PTL(PtlTriggeredSwap(get_md, 32, put_md, 32, 8, t, kPt, 0, 32, tag(5), 5, operand.data(), PTL_CSWAP,
                                     PTL_INT64_T, a, 1));
         s[0] = 5;
@@ -230,8 +224,7 @@ TEST_F(Triggered, EveryKindUsesStateAtFireTime) {
         s[4] = 111;
     }
     barrier();
-    if (rank() == 0)
-        log->buf.as<int64_t>()[2] = 0xBEEF; // no operation is in flight on this ME
+    if (rank() == 0) log->buf.as<int64_t>()[2] = 0xBEEF; // no operation is in flight on this ME
     barrier();
     if (rank() == 1) {
         ASSERT_PTL(PtlCTInc(a, ctv(1)));
@@ -243,9 +236,9 @@ TEST_F(Triggered, EveryKindUsesStateAtFireTime) {
             ++seen[{ev.type, reinterpret_cast<uintptr_t>(ev.user_ptr)}];
         }
         const std::map<std::pair<int, uintptr_t>, int> want = {
-            {{PTL_EVENT_SEND, 1}, 1},  {{PTL_EVENT_ACK, 1}, 1},  {{PTL_EVENT_SEND, 2}, 1},
+            {{PTL_EVENT_SEND, 1}, 1},  {{PTL_EVENT_ACK, 1}, 1},   {{PTL_EVENT_SEND, 2}, 1},
             {{PTL_EVENT_REPLY, 2}, 1}, {{PTL_EVENT_REPLY, 3}, 1}, {{PTL_EVENT_SEND, 4}, 1},
-            {{PTL_EVENT_REPLY, 4}, 1}, {{PTL_EVENT_SEND, 5}, 1}, {{PTL_EVENT_REPLY, 5}, 1}};
+            {{PTL_EVENT_REPLY, 4}, 1}, {{PTL_EVENT_SEND, 5}, 1},  {{PTL_EVENT_REPLY, 5}, 1}};
         EXPECT_TRUE(want == seen) << "the events of the five fired operations";
         const int64_t *g = got.as<int64_t>();
         EXPECT_EQ(1000, g[1]);
@@ -278,8 +271,7 @@ TEST_F(Triggered, OneIncrementFiresInThresholdOrder) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Log> log;
-    if (rank() == 0)
-        log.emplace(ni, 64);
+    if (rank() == 0) log.emplace(ni, 64);
     barrier();
     struct Post {
         ptl_size_t threshold;
@@ -292,8 +284,7 @@ TEST_F(Triggered, OneIncrementFiresInThresholdOrder) {
     const std::vector<uint64_t> order = {2, 7, 4, 10, 1, 6, 5, 3, 9, 11, 8};
     if (rank() == 1) {
         Buf src(8 * 12);
-        for (uint64_t i = 0; i < 12; ++i)
-            src.as<uint64_t>()[i] = i;
+        for (uint64_t i = 0; i < 12; ++i) src.as<uint64_t>()[i] = i;
         ptl_handle_ct_t acks = make_ct(ni), a = make_ct(ni);
         ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, acks, PTL_MD_EVENT_CT_ACK);
         const ptl_process_t t = ni.id_of(0);
@@ -316,7 +307,8 @@ TEST_F(Triggered, OneIncrementFiresInThresholdOrder) {
     if (rank() == 0) {
         for (uint64_t id : order) {
             const bool atomic = id == 5 || id == 7 || id == 10;
-            EXPECT_EQ(id, log->next(atomic ? PTL_EVENT_ATOMIC : PTL_EVENT_PUT)) << "expected order 2 7 4 10 1 6 5 3 9 11 8";
+            EXPECT_EQ(id, log->next(atomic ? PTL_EVENT_ATOMIC : PTL_EVENT_PUT))
+                << "expected order 2 7 4 10 1 6 5 3 9 11 8";
         }
         expect_eq_empty(log->eq);
         EXPECT_EQ(8u, log->buf.as<uint64_t>()[0]) << "the last put";
@@ -333,8 +325,7 @@ TEST_F(Triggered, CounterChainsAndResets) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Log> log;
-    if (rank() == 0)
-        log.emplace(ni, 64);
+    if (rank() == 0) log.emplace(ni, 64);
     barrier();
     if (rank() == 1) {
         Buf src(16);
@@ -391,13 +382,11 @@ TEST_F(Triggered, CancelAndFreeDropPendingTriggers) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Log> log;
-    if (rank() == 0)
-        log.emplace(ni, 64);
+    if (rank() == 0) log.emplace(ni, 64);
     barrier();
     if (rank() == 1) {
         Buf src(32);
-        for (int i = 0; i < 4; ++i)
-            src.as<uint64_t>()[i] = 0xCA0 + i;
+        for (int i = 0; i < 4; ++i) src.as<uint64_t>()[i] = 0xCA0 + i;
         ptl_handle_eq_t eq = make_eq(ni);
         ptl_handle_md_t m1 = bind_md(ni, src.data(), 32, eq), m2 = bind_md(ni, src.data(), 32, eq),
                         m3 = bind_md(ni, src.data(), 32, eq);
@@ -460,8 +449,7 @@ TEST_F(Triggered, NoSpaceBeyondMaxTriggeredOps) {
     ASSERT_GE(k, 1);
     ASSERT_LE(k, 4);
     std::optional<Log> log;
-    if (rank() == 0)
-        log.emplace(ni, 64);
+    if (rank() == 0) log.emplace(ni, 64);
     barrier();
     if (rank() == 1) {
         Buf src(16), dst(16), operand(8);
@@ -503,8 +491,7 @@ TEST_F(Triggered, NoSpaceBeyondMaxTriggeredOps) {
         // Cancelling A and A2 frees the rest.
         ASSERT_PTL(PtlCTCancelTriggered(A));
         ASSERT_PTL(PtlCTCancelTriggered(A2));
-        for (int i = 1; i < k; ++i)
-            ASSERT_PTL(post(i + 2, A, 100)) << "after cancel, pending operation " << i + 1;
+        for (int i = 1; i < k; ++i) ASSERT_PTL(post(i + 2, A, 100)) << "after cancel, pending operation " << i + 1;
         EXPECT_RC(PTL_NO_SPACE, post(0, A2, 100));
         // Freeing D frees its slot.
         ASSERT_PTL(PtlCTFree(D));
@@ -545,13 +532,15 @@ TEST_F(Triggered, FullTableFiredBothWaysHasNoFailures) {
         }
         Log log(ni, 8 * static_cast<size_t>(k), 0, static_cast<ptl_size_t>(k) + 16);
         Buf src(8 * static_cast<size_t>(k));
-        for (int i = 0; i < k; ++i) src.as<uint64_t>()[i] = 1000u * static_cast<unsigned>(rank()) + static_cast<unsigned>(i);
+        for (int i = 0; i < k; ++i)
+            src.as<uint64_t>()[i] = 1000u * static_cast<unsigned>(rank()) + static_cast<unsigned>(i);
         ptl_handle_ct_t acks = make_ct(ni), trig = make_ct(ni);
         ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, acks, PTL_MD_EVENT_CT_ACK);
         const ptl_process_t t = ni.id_of(peer());
         for (int i = 0; i < k; ++i)
             ASSERT_PTL(PtlTriggeredPut(md, 8 * static_cast<ptl_size_t>(i), 8, PTL_CT_ACK_REQ, t, kPt, 0,
-                                       8 * static_cast<ptl_size_t>(i), nullptr, static_cast<ptl_hdr_data_t>(i), trig, 1))
+                                       8 * static_cast<ptl_size_t>(i), nullptr, static_cast<ptl_hdr_data_t>(i), trig,
+                                       1))
                 << "triggered put " << i;
         EXPECT_RC(PTL_NO_SPACE, PtlTriggeredPut(md, 0, 8, PTL_CT_ACK_REQ, t, kPt, 0, 0, nullptr, 0, trig, 1));
         barrier(); // both logs exist
@@ -588,8 +577,7 @@ TEST_F(Triggered, TwoConnectionsAcksOutliveTheEndOfOne) {
     const char *transport = std::getenv("PORTICO_TRANSPORT");
     if (!transport || std::string(transport) != "tcp")
         GTEST_SKIP() << "needs PORTICO_TRANSPORT=tcp (a connection per direction and handshakes)";
-    if (!same_host())
-        GTEST_SKIP() << "needs all ranks on one host (SIGSTOP)";
+    if (!same_host()) GTEST_SKIP() << "needs all ranks on one host (SIGSTOP)";
     constexpr int kOps = 64;
     ptl_ni_limits_t want = generous_limits();
     want.max_triggered_ops = kOps;
@@ -600,7 +588,7 @@ TEST_F(Triggered, TwoConnectionsAcksOutliveTheEndOfOne) {
     Buf src(8 * (kOps + 1));
     ptl_handle_ct_t acks = PTL_INVALID_HANDLE, trig = PTL_INVALID_HANDLE;
     ptl_handle_md_t md = PTL_INVALID_HANDLE;
-    struct sigaction old_cont{};
+    struct sigaction old_cont {};
     if (rank() < 2) {
         log.emplace(ni, 8 * (kOps + 1), 0, kOps + 16);
         for (int i = 0; i <= kOps; ++i)
@@ -610,7 +598,7 @@ TEST_F(Triggered, TwoConnectionsAcksOutliveTheEndOfOne) {
         md = bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, acks, PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK);
     }
     if (rank() == 1) {
-        struct sigaction sa{};
+        struct sigaction sa {};
         sa.sa_handler = on_continue;
         sigemptyset(&sa.sa_mask);
         ASSERT_EQ(0, sigaction(SIGCONT, &sa, &old_cont));
@@ -627,8 +615,7 @@ TEST_F(Triggered, TwoConnectionsAcksOutliveTheEndOfOne) {
         ASSERT_PTL(PtlPut(md, first, 8, PTL_CT_ACK_REQ, ni.id_of(1), kPt, 0, first, nullptr, kOps));
         ASSERT_EQ(0, kill(getpid(), SIGSTOP)); // rank 1 resumes us once it has connected
     } else if (rank() == 1) {
-        while (!g_continued.load())
-            sched_yield(); // stopped by rank 0 in here; rank 2 continues us
+        while (!g_continued.load()) sched_yield(); // stopped by rank 0 in here; rank 2 continues us
         ASSERT_PTL(PtlPut(md, first, 8, PTL_CT_ACK_REQ, ni.id_of(0), kPt, 0, first, nullptr, kOps));
         ASSERT_EQ(0, kill(pids[0], SIGCONT));
     } else {
@@ -647,12 +634,13 @@ TEST_F(Triggered, TwoConnectionsAcksOutliveTheEndOfOne) {
     if (rank() == 0) {
         const int fd = tcp_connection_to(ni.id_of(1));
         ASSERT_GE(fd, 0) << "rank 0's own connection to rank 1";
-        struct stat st{};
+        struct stat st {};
         ASSERT_EQ(0, fstat(fd, &st));
         const ino_t conn = st.st_ino;
         for (int i = 0; i < kOps; ++i)
             ASSERT_PTL(PtlTriggeredPut(md, 8 * static_cast<ptl_size_t>(i), 8, PTL_CT_ACK_REQ, ni.id_of(1), kPt, 0,
-                                       8 * static_cast<ptl_size_t>(i), nullptr, static_cast<ptl_hdr_data_t>(i), trig, 1))
+                                       8 * static_cast<ptl_size_t>(i), nullptr, static_cast<ptl_hdr_data_t>(i), trig,
+                                       1))
                 << "triggered put " << i;
         EXPECT_RC(PTL_NO_SPACE, PtlTriggeredPut(md, 0, 8, PTL_CT_ACK_REQ, ni.id_of(1), kPt, 0, 0, nullptr, 0, trig, 1));
         ASSERT_EQ(0, kill(pids[1], SIGSTOP));
@@ -664,10 +652,8 @@ TEST_F(Triggered, TwoConnectionsAcksOutliveTheEndOfOne) {
         ASSERT_EQ(0, shutdown(fd, SHUT_RD));
         for (;;) {
             const Ct now = ct_get(acks);
-            if (fstat(fd, &st) != 0 || st.st_ino != conn)
-                break;
-            if (now.failure != 0)
-                break; // the bug: no need to wait for the close to see it
+            if (fstat(fd, &st) != 0 || st.st_ino != conn) break;
+            if (now.failure != 0) break; // the bug: no need to wait for the close to see it
             sched_yield();
         }
         EXPECT_EQ((Ct{2 + kOps, 0}), ct_get(acks))
@@ -706,15 +692,15 @@ TEST_F(Triggered, FiredByIncomingTrafficWhileTheOwnerWaits) {
     ptl_handle_eq_t teq = make_eq(ni);
     make_pt(ni, teq, 0, kPt);
     ptl_handle_ct_t c = make_ct(ni);
-    append_me(ni, kPt, me_desc(inbox.data(), 64, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, kAny, c),
-              PTL_PRIORITY_LIST, tag(0x1B), teq);
+    append_me(ni, kPt, me_desc(inbox.data(), 64, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, kAny, c), PTL_PRIORITY_LIST,
+              tag(0x1B), teq);
     ptl_handle_eq_t meq = make_eq(ni);
     ptl_handle_md_t md = bind_md(ni, src.data(), 16, meq);
     if (rank() == 0) {
         ptl_handle_ct_t d = make_ct(ni);
         ASSERT_PTL(PtlTriggeredPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(1), kPt, 0, 0, tag(1), 0xF1, c, 3));
-        ASSERT_PTL(PtlTriggeredAtomic(md, 8, 8, PTL_ACK_REQ, ni.id_of(1), kPt, 0, 8, tag(2), 0xF2, PTL_SUM,
-                                      PTL_INT64_T, c, 3));
+        ASSERT_PTL(PtlTriggeredAtomic(md, 8, 8, PTL_ACK_REQ, ni.id_of(1), kPt, 0, 8, tag(2), 0xF2, PTL_SUM, PTL_INT64_T,
+                                      c, 3));
         ASSERT_PTL(PtlTriggeredCTInc(d, ctv(1), c, 3));
         ASSERT_PTL(PtlTriggeredPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(1), kPt, 0, 0, tag(3), 0xF3, c, 4)); // never
         barrier();
@@ -722,8 +708,7 @@ TEST_F(Triggered, FiredByIncomingTrafficWhileTheOwnerWaits) {
         const std::vector<int> seen = drain_send_ack(meq, 2, 3);
         EXPECT_EQ((std::vector<int>{0, 2, 2, 0}), seen);
         EXPECT_EQ((Ct{1, 0}), ct_wait(d, 1));
-        for (int i = 0; i < 3; ++i)
-            EXPECT_EQ(Kind{PTL_EVENT_PUT}, Kind{wait_event(teq).type});
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(Kind{PTL_EVENT_PUT}, Kind{wait_event(teq).type});
         EXPECT_EQ((Ct{3, 0}), ct_get(c));
         ASSERT_PTL(PtlCTCancelTriggered(c));
     } else {
@@ -754,8 +739,7 @@ TEST_F(Triggered, RingOfTriggeredPuts) {
     Ni ni = open_ni(kMatchingPhysical);
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     Buf inbox(8 * kLaps, 0xEE), src(8 * kLaps);
-    for (int lap = 0; lap < kLaps; ++lap)
-        src.as<uint64_t>()[lap] = uint64_t(lap) * 1000 + uint64_t(me);
+    for (int lap = 0; lap < kLaps; ++lap) src.as<uint64_t>()[lap] = uint64_t(lap) * 1000 + uint64_t(me);
     make_pt(ni, PTL_EQ_NONE, 0, kPt);
     ptl_handle_ct_t c = make_ct(ni);
     append_me(ni, kPt, me_desc(inbox.data(), inbox.size(), PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, kAny, c),
@@ -792,8 +776,8 @@ TEST_F(Triggered, ReductionTriggeredByGoMessages) {
     ptl_handle_ct_t gct = make_ct(ni), sct = make_ct(ni), acks = make_ct(ni);
     append_me(ni, kPt, me_desc(go.data(), 8, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, kGo, 0, gct), PTL_PRIORITY_LIST,
               tag(1), PTL_EQ_NONE);
-    append_me(ni, kPt, me_desc(word.data(), 8, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, kSum, 0, sct),
-              PTL_PRIORITY_LIST, tag(2), PTL_EQ_NONE);
+    append_me(ni, kPt, me_desc(word.data(), 8, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, kSum, 0, sct), PTL_PRIORITY_LIST,
+              tag(2), PTL_EQ_NONE);
     ptl_handle_md_t md = bind_md(ni, val.data(), 8, PTL_EQ_NONE, acks, PTL_MD_EVENT_CT_ACK);
     if (me > 0) {
         ASSERT_PTL(PtlTriggeredAtomic(md, 0, 8, PTL_CT_ACK_REQ, ni.id_of(0), kPt, kSum, 0, nullptr, 0, PTL_SUM,
@@ -801,8 +785,7 @@ TEST_F(Triggered, ReductionTriggeredByGoMessages) {
     }
     barrier();
     if (me == 0) {
-        for (int r = 1; r < n; ++r)
-            ASSERT_PTL(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, ni.id_of(r), kPt, kGo, 0, nullptr, 0));
+        for (int r = 1; r < n; ++r) ASSERT_PTL(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, ni.id_of(r), kPt, kGo, 0, nullptr, 0));
         EXPECT_EQ((Ct{ptl_size_t(n - 1), 0}), ct_wait(sct, ptl_size_t(n - 1)));
         ASSERT_PTL(PtlAtomicSync());
         EXPECT_EQ(int64_t(n) * (n + 1) / 2 - 1, *word.as<int64_t>()) << "2 + 3 + ... + n";

@@ -29,8 +29,7 @@ constexpr size_t kRounds = 6; // fresh entries each round: more chances for the 
 // Many frames each (64 KiB frames), not multiples of a frame. None is shorter than 32 KiB, so on
 // shared memory with default settings they go single copy (no streaming), except the first ones
 // on a link that is still being set up (seen in round 0).
-constexpr ptl_size_t kSizes[] = {1024 * 1024, 640 * 1024 + 3, 256 * 1024 + 1000, 1024 * 1024 - 7,
-                                 384 * 1024 + 77};
+constexpr ptl_size_t kSizes[] = {1024 * 1024, 640 * 1024 + 3, 256 * 1024 + 1000, 1024 * 1024 - 7, 384 * 1024 + 77};
 constexpr ptl_size_t kMaxSize = 1024 * 1024;
 void *const kManaged = tag(0xA1);
 void *const kFallback = tag(0xA2);
@@ -39,8 +38,7 @@ ptl_size_t size_of(int rank, size_t i) { return kSizes[(static_cast<size_t>(rank
 // Where message i of `rank` starts in that initiator's source buffer (its messages back to back).
 ptl_size_t src_offset_of(int rank, size_t i) {
     ptl_size_t off = 0;
-    for (size_t j = 0; j < i; ++j)
-        off += size_of(rank, j);
+    for (size_t j = 0; j < i; ++j) off += size_of(rank, j);
     return off;
 }
 uint32_t seed_of(int rank, size_t round) { return static_cast<uint32_t>(0x27000 + 100 * round + rank); }
@@ -64,8 +62,7 @@ TEST_F(AutoUnlink, ComesAfterEveryPutOfInterleavedInitiators) {
     Ni ni = open_ni(kMatchingPhysical);
     const int n_init = nranks() - 1;
     ptl_size_t total = 0; // bytes sent to the target per round, by all initiators
-    for (int r = 1; r < nranks(); ++r)
-        total += src_offset_of(r, kMsgs);
+    for (int r = 1; r < nranks(); ++r) total += src_offset_of(r, kMsgs);
     // Spent once more than half of the traffic is placed, after several messages; no message is
     // ever truncated (the free space of a linked entry is at least min_free = kMaxSize).
     const ptl_size_t min_free = kMaxSize;
@@ -153,9 +150,8 @@ TEST_F(AutoUnlink, ComesAfterEveryPutOfInterleavedInitiators) {
                 ASSERT_TRUE(ev.user_ptr == kManaged || ev.user_ptr == kFallback) << describe(ev);
                 const bool in_m = ev.user_ptr == kManaged;
                 // The rule under test (§3.13.1): no PUT of the entry after its AUTO_UNLINK.
-                ASSERT_FALSE(in_m && unlinks > 0)
-                    << "PUT event of the managed ME after its AUTO_UNLINK (message " << i << " of rank " << from
-                    << "): " << describe(ev);
+                ASSERT_FALSE(in_m && unlinks > 0) << "PUT event of the managed ME after its AUTO_UNLINK (message " << i
+                                                  << " of rank " << from << "): " << describe(ev);
                 const uintptr_t base = reinterpret_cast<uintptr_t>(in_m ? managed.data() : fallback.data());
                 const size_t cap = in_m ? managed.size() : fallback.size();
                 const uintptr_t start = reinterpret_cast<uintptr_t>(ev.start);
@@ -179,12 +175,10 @@ TEST_F(AutoUnlink, ComesAfterEveryPutOfInterleavedInitiators) {
                 (in_m ? in_managed : in_fallback).push_back({from, i, off, len});
             };
             const size_t n_msgs = static_cast<size_t>(n_init) * kMsgs;
-            while (puts < n_msgs)
-                on_event(wait_event(teq));
+            while (puts < n_msgs) on_event(wait_event(teq));
             // The AUTO_UNLINK (due: the traffic overfills the entry) may be raised just after the
             // last PUT it follows.
-            if (unlinks == 0)
-                on_event(wait_event(teq));
+            if (unlinks == 0) on_event(wait_event(teq));
             EXPECT_EQ(1u, unlinks);
 
             // Local offsets (§3.12.1): each entry holds whole messages back to back from 0, in
@@ -218,8 +212,7 @@ TEST_F(AutoUnlink, ComesAfterEveryPutOfInterleavedInitiators) {
                     for (const Placed &p : *v)
                         if (p.rank == r) seq.push_back(p);
                 ASSERT_EQ(kMsgs, seq.size()) << "rank " << r;
-                for (size_t k = 0; k < kMsgs; ++k)
-                    EXPECT_EQ(k, seq[k].msg) << "rank " << r << ": matched out of order";
+                for (size_t k = 0; k < kMsgs; ++k) EXPECT_EQ(k, seq[k].msg) << "rank " << r << ": matched out of order";
             }
 
             // Payloads, and the ACK of every message reports the offset its PUT event shows.
@@ -241,8 +234,7 @@ TEST_F(AutoUnlink, ComesAfterEveryPutOfInterleavedInitiators) {
             EXPECT_PTL(PtlMEUnlink(hf));
         }
         barrier();
-        if (rank() == 0)
-            expect_eq_empty(teq, "after the round");
+        if (rank() == 0) expect_eq_empty(teq, "after the round");
     }
 }
 

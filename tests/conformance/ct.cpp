@@ -31,24 +31,21 @@ TEST_F(Counting, CountsOperationsAndBytes) {
                   PTL_PRIORITY_LIST, tag(1), eq);
         append_me(ni, kPt,
                   me_desc(b2.data(), b2.size(),
-                          PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES,
-                          2, 0, t_bytes),
+                          PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES, 2, 0, t_bytes),
                   PTL_PRIORITY_LIST, tag(2), eq);
-        append_me(ni, kPt, me_desc(b1.data(), b1.size(), PTL_ME_OP_GET, 3), PTL_PRIORITY_LIST,
-                  tag(3), eq);
+        append_me(ni, kPt, me_desc(b1.data(), b1.size(), PTL_ME_OP_GET, 3), PTL_PRIORITY_LIST, tag(3), eq);
     }
     barrier();
     if (rank() == 1) {
         std::vector<uint8_t> src(1000), dst(100, 0);
         fill_pattern(src.data(), src.size(), 42);
         ptl_handle_ct_t i_ops = make_ct(ni), i_bytes = make_ct(ni), i_reply = make_ct(ni);
-        ptl_handle_md_t md_ops = bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, i_ops,
-                                         PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK);
-        ptl_handle_md_t md_bytes =
-            bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, i_bytes,
-                    PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_BYTES);
-        ptl_handle_md_t md_reply = bind_md(ni, dst.data(), dst.size(), PTL_EQ_NONE, i_reply,
-                                           PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_BYTES);
+        ptl_handle_md_t md_ops =
+            bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, i_ops, PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK);
+        ptl_handle_md_t md_bytes = bind_md(ni, src.data(), src.size(), PTL_EQ_NONE, i_bytes,
+                                           PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_BYTES);
+        ptl_handle_md_t md_reply =
+            bind_md(ni, dst.data(), dst.size(), PTL_EQ_NONE, i_reply, PTL_MD_EVENT_CT_REPLY | PTL_MD_EVENT_CT_BYTES);
         ptl_size_t off = 0;
         for (ptl_size_t len : {100, 200, 300}) {
             ASSERT_PTL(PtlPut(md_ops, off, len, PTL_ACK_REQ, ni.id_of(0), kPt, 1, off, tag(1), 0));
@@ -88,8 +85,7 @@ TEST_F(Counting, AckRequestTypes) {
     if (rank() == 0) {
         eq = make_eq(ni);
         make_pt(ni, eq, 0, kPt);
-        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST,
-                  tag(1), eq);
+        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST, tag(1), eq);
         ptl_me_t d = me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 2);
         d.uid = ni.uids[1] + 1;
         append_me(ni, kPt, d, PTL_PRIORITY_LIST, tag(2), eq);
@@ -106,13 +102,11 @@ TEST_F(Counting, AckRequestTypes) {
             ptl_match_bits_t bits;
             Ct after;
         };
-        const Step steps[] = {{PTL_CT_ACK_REQ, 1, {1, 0}}, {PTL_ACK_REQ, 1, {2, 0}},
-                              {PTL_OC_ACK_REQ, 1, {3, 0}}, {PTL_OC_ACK_REQ, 9, {4, 0}},
-                              {PTL_OC_ACK_REQ, 2, {5, 0}}, {PTL_CT_ACK_REQ, 2, {5, 1}}};
+        const Step steps[] = {{PTL_CT_ACK_REQ, 1, {1, 0}}, {PTL_ACK_REQ, 1, {2, 0}},    {PTL_OC_ACK_REQ, 1, {3, 0}},
+                              {PTL_OC_ACK_REQ, 9, {4, 0}}, {PTL_OC_ACK_REQ, 2, {5, 0}}, {PTL_CT_ACK_REQ, 2, {5, 1}}};
         for (size_t i = 0; i < std::size(steps); ++i) {
             SCOPED_TRACE("step " + std::to_string(i));
-            ASSERT_PTL(PtlPut(md, 0, 16, steps[i].ack, ni.id_of(0), kPt, steps[i].bits, 16 * i,
-                              tag(i), i));
+            ASSERT_PTL(PtlPut(md, 0, 16, steps[i].ack, ni.id_of(0), kPt, steps[i].bits, 16 * i, tag(i), i));
             EXPECT_EQ(steps[i].after, ct_reach(ct, steps[i].after));
         }
         // NO_ACK_REQ: nothing counted. A later OC ack shows the count did not move meanwhile.
@@ -186,8 +180,7 @@ TEST_F(Counting, WaitAndPoll) {
         EXPECT_EQ(0, done.load()) << "a waiter returned before its test was reached";
         ASSERT_PTL(PtlCTInc(d, ptl_ct_event_t{1, 0}));
     }
-    for (auto &t : threads)
-        t.join();
+    for (auto &t : threads) t.join();
     for (int i = 0; i < 3; ++i) {
         EXPECT_EQ(Rc{PTL_OK}, Rc{rcs[i]}) << "waiter " << i;
         EXPECT_EQ((Ct{3, 0}), seen[i]) << "waiter " << i;
@@ -219,11 +212,9 @@ TEST_F(Counting, SetAndIncAreExactAndWrap) {
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t)
         threads.emplace_back([ct] {
-            for (int i = 0; i < 1000; ++i)
-                PtlCTInc(ct, ptl_ct_event_t{1, 0});
+            for (int i = 0; i < 1000; ++i) PtlCTInc(ct, ptl_ct_event_t{1, 0});
         });
-    for (auto &t : threads)
-        t.join();
+    for (auto &t : threads) t.join();
     EXPECT_EQ((Ct{4000, 0}), ct_get(ct));
 }
 

@@ -24,9 +24,9 @@ constexpr ptl_pt_index_t kPt = 60;
 TEST_F(EventQueue, OverflowWithoutFlowControlDropsOldestEvents) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
-    constexpr ptl_size_t kCount = 8;     // requested EQ size
-    constexpr size_t kPuts = 2048;       // far more events than any sane EQ of 8 holds
-    constexpr size_t kWindow = 32;       // puts in flight
+    constexpr ptl_size_t kCount = 8; // requested EQ size
+    constexpr size_t kPuts = 2048;   // far more events than any sane EQ of 8 holds
+    constexpr size_t kWindow = 32;   // puts in flight
     std::vector<uint8_t> buf(8 * kPuts, 0);
     ptl_handle_eq_t teq = PTL_INVALID_HANDLE;
     if (rank() == 0) {
@@ -40,13 +40,11 @@ TEST_F(EventQueue, OverflowWithoutFlowControlDropsOldestEvents) {
         std::vector<uint8_t> src(8 * kPuts);
         fill_pattern(src.data(), src.size(), 37);
         ptl_handle_eq_t ieq = make_eq(ni, 2 * kWindow);
-        ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), ieq, PTL_CT_NONE,
-                                     PTL_MD_EVENT_SEND_DISABLE);
+        ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), ieq, PTL_CT_NONE, PTL_MD_EVENT_SEND_DISABLE);
         size_t sent = 0, acked = 0;
         while (acked < kPuts) {
             while (sent < kPuts && sent - acked < kWindow) {
-                ASSERT_PTL(PtlPut(md, 8 * sent, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 0, 8 * sent,
-                                  tag(sent), sent));
+                ASSERT_PTL(PtlPut(md, 8 * sent, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 0, 8 * sent, tag(sent), sent));
                 ++sent;
             }
             ptl_event_t ev = expect_event(ieq, PTL_EVENT_ACK);
@@ -65,14 +63,12 @@ TEST_F(EventQueue, OverflowWithoutFlowControlDropsOldestEvents) {
             EXPECT_EQ(Kind{PTL_EVENT_PUT}, Kind{ev.type}) << describe(ev);
             kept.push_back(ev.hdr_data);
             const int rc = PtlEQGet(teq, &ev);
-            if (rc == PTL_EQ_EMPTY)
-                break;
+            if (rc == PTL_EQ_EMPTY) break;
             ASSERT_RC(PTL_OK, rc) << "only the first read after the loss reports it";
         }
         EXPECT_GE(kept.size(), kCount);
         EXPECT_LT(kept.size(), kPuts);
-        for (size_t i = 1; i < kept.size(); ++i)
-            EXPECT_LT(kept[i - 1], kept[i]) << "events must come out in order";
+        for (size_t i = 1; i < kept.size(); ++i) EXPECT_LT(kept[i - 1], kept[i]) << "events must come out in order";
         EXPECT_EQ(kPuts - 1, kept.back()) << "the newest events are kept";
     }
     barrier();
@@ -103,8 +99,7 @@ TEST_F(EventQueue, PollReturnsFirstNonEmptyEqAndWhich) {
         for (int i = 0; i < 3; ++i) {
             e[i] = make_eq(ni);
             make_pt(ni, e[i], 0, pts[i]);
-            append_me(ni, pts[i], me_desc(sink, sizeof sink, PTL_ME_OP_PUT, 0, ~0ull),
-                      PTL_PRIORITY_LIST, tag(i), e[i]);
+            append_me(ni, pts[i], me_desc(sink, sizeof sink, PTL_ME_OP_PUT, 0, ~0ull), PTL_PRIORITY_LIST, tag(i), e[i]);
         }
         en = make_eq(nm);
         make_pt(nm, en, 0, kPt);
@@ -190,8 +185,7 @@ TEST_F(EventQueue, TwoWaitersOneEventWakeExactlyOne) {
     ptl_me_t d = me_desc(buf, sizeof buf, PTL_ME_OP_PUT);
     ptl_handle_me_t h;
     ASSERT_PTL(PtlMEAppend(ni.h, kPt, &d, PTL_PRIORITY_LIST, tag(1), &h)); // one LINK event
-    while (returned.load() == 0)
-        sched_yield();
+    while (returned.load() == 0) sched_yield();
     {
         std::lock_guard g(m);
         EXPECT_EQ(1, returned.load()) << "one event woke two waiters";
@@ -229,8 +223,7 @@ TEST_F(EventQueue, QuietWaiterSleepsThroughOtherQueuesEvents) {
         getrusage(RUSAGE_THREAD, &after);
         switches = after.ru_nvcsw - before.ru_nvcsw;
     });
-    while (tid.load() == 0)
-        sched_yield();
+    while (tid.load() == 0) sched_yield();
     // Wait until the waiter has given up polling and sleeps.
     const std::string stat = "/proc/self/task/" + std::to_string(tid.load()) + "/stat";
     for (;;) {

@@ -65,8 +65,7 @@ void on_segv(int sig, siginfo_t *info, void *) {
     last_segv_addr = info->si_addr;
     // A real fault on our page: make it writable and let the instruction run again.
     char *page = static_cast<char *>(prot_none_page), *addr = static_cast<char *>(info->si_addr);
-    if (info->si_code > 0 && page && addr >= page && addr < page + 4096)
-        mprotect(page, 4096, PROT_READ | PROT_WRITE);
+    if (info->si_code > 0 && page && addr >= page && addr < page + 4096) mprotect(page, 4096, PROT_READ | PROT_WRITE);
     segv_count.fetch_add(1);
 }
 
@@ -150,8 +149,8 @@ Net open_net() {
     me_desc.ct_handle = PTL_CT_NONE;
     me_desc.uid = PTL_UID_ANY;
     me_desc.match_id.rank = PTL_RANK_ANY;
-    me_desc.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE |
-                      PTL_ME_EVENT_COMM_DISABLE;
+    me_desc.options =
+        PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_COMM_DISABLE;
     ptl_handle_me_t meh;
     check(PtlMEAppend(n.ni, kPt, &me_desc, PTL_PRIORITY_LIST, nullptr, &meh) == PTL_OK, "PtlMEAppend");
     ptl_md_t md;
@@ -183,8 +182,7 @@ template <class F> int in_child(F what) {
         _exit(0); // survived
     }
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0)
-        check(errno == EINTR, "waitpid");
+    while (waitpid(pid, &st, 0) < 0) check(errno == EINTR, "waitpid");
     return st;
 }
 

@@ -27,10 +27,14 @@ TEST_F(Flood, ThousandsOfPutsAndGetsInFlightBothWays) {
     ptl_handle_eq_t teq = make_eq(ni, 16);
     ptl_handle_ct_t put_ct = make_ct(ni), get_ct = make_ct(ni);
     make_pt(ni, teq, 0, kPt);
-    append_me(ni, kPt, me_desc(inbox.data(), inbox.size(), PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM,
-                              1, 0, put_ct), PTL_PRIORITY_LIST, nullptr, teq);
-    append_me(ni, kPt, me_desc(exposed.data(), exposed.size(), PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM,
-                              2, 0, get_ct), PTL_PRIORITY_LIST, nullptr, teq);
+    append_me(ni, kPt,
+              me_desc(inbox.data(), inbox.size(), PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM, 1,
+                      0, put_ct),
+              PTL_PRIORITY_LIST, nullptr, teq);
+    append_me(ni, kPt,
+              me_desc(exposed.data(), exposed.size(), PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM,
+                      2, 0, get_ct),
+              PTL_PRIORITY_LIST, nullptr, teq);
     barrier();
 
     // Initiator side: counters only, so no event queue can overflow.

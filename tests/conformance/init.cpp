@@ -13,8 +13,7 @@ TEST(Init, NoInitBeforePtlInitAndNesting) {
     // Never initialized in this process: every call reports PTL_NO_INIT.
     ptl_handle_ni_t ni = PTL_INVALID_HANDLE;
     ptl_ni_limits_t limits{};
-    EXPECT_RC(PTL_NO_INIT,
-              PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &limits, &ni));
+    EXPECT_RC(PTL_NO_INIT, PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &limits, &ni));
     EXPECT_RC(PTL_NO_INIT, PtlNIFini(ni));
     ptl_handle_eq_t eq;
     EXPECT_RC(PTL_NO_INIT, PtlEQAlloc(ni, 16, &eq));
@@ -39,25 +38,19 @@ TEST(Init, NoInitBeforePtlInitAndNesting) {
 
     // Exactly one of MATCHING/NO_MATCHING and one of LOGICAL/PHYSICAL (§3.6.2).
     ptl_handle_ni_t bad = PTL_INVALID_HANDLE;
-    EXPECT_RC(PTL_ARG_INVALID,
-              PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_PHYSICAL,
-                        PTL_PID_ANY, nullptr, &limits, &bad));
-    EXPECT_RC(PTL_ARG_INVALID,
-              PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL,
-                        PTL_PID_ANY, nullptr, &limits, &bad));
-    EXPECT_RC(PTL_ARG_INVALID, PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_PHYSICAL, PTL_PID_ANY, nullptr,
-                                         &limits, &bad));
-    EXPECT_RC(PTL_ARG_INVALID, PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING, PTL_PID_ANY, nullptr,
-                                         &limits, &bad));
+    EXPECT_RC(PTL_ARG_INVALID, PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_PHYSICAL,
+                                         PTL_PID_ANY, nullptr, &limits, &bad));
+    EXPECT_RC(PTL_ARG_INVALID, PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL,
+                                         PTL_PID_ANY, nullptr, &limits, &bad));
+    EXPECT_RC(PTL_ARG_INVALID, PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_PHYSICAL, PTL_PID_ANY, nullptr, &limits, &bad));
+    EXPECT_RC(PTL_ARG_INVALID, PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING, PTL_PID_ANY, nullptr, &limits, &bad));
     // pid must be < PTL_PID_MAX or PTL_PID_ANY.
-    EXPECT_RC(PTL_ARG_INVALID, PtlNIInit(PTL_IFACE_DEFAULT, kNonMatchingPhysical, PTL_PID_MAX,
-                                         nullptr, &limits, &bad));
+    EXPECT_RC(PTL_ARG_INVALID, PtlNIInit(PTL_IFACE_DEFAULT, kNonMatchingPhysical, PTL_PID_MAX, nullptr, &limits, &bad));
 
     EXPECT_PTL(PtlNIFini(ni));
     PtlFini();
     // Finalized again.
-    EXPECT_RC(PTL_NO_INIT,
-              PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &limits, &ni));
+    EXPECT_RC(PTL_NO_INIT, PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &limits, &ni));
     barrier();
 }
 

@@ -25,33 +25,26 @@ TEST_F(Match, MatchAndIgnoreBitsInListOrder) {
     struct Entry {
         ptl_match_bits_t bits, ignore;
     };
-    const Entry entries[4] = {{0x10, 0x0F},
-                              {0x15, 0},
-                              {0xFF00000000000000ull, 0x00FFFFFFFFFFFFFFull},
-                              {0, ~0ull}};
+    const Entry entries[4] = {{0x10, 0x0F}, {0x15, 0}, {0xFF00000000000000ull, 0x00FFFFFFFFFFFFFFull}, {0, ~0ull}};
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
         for (int i = 0; i < 4; ++i) {
-            ptl_handle_me_t h = append_me(
-                ni, kPt,
-                me_desc(buf.data() + 64 * i, 64, PTL_ME_OP_PUT, entries[i].bits, entries[i].ignore),
-                PTL_PRIORITY_LIST, tag(i + 1), teq);
-            if (i == 0)
-                a = h;
+            ptl_handle_me_t h =
+                append_me(ni, kPt, me_desc(buf.data() + 64 * i, 64, PTL_ME_OP_PUT, entries[i].bits, entries[i].ignore),
+                          PTL_PRIORITY_LIST, tag(i + 1), teq);
+            if (i == 0) a = h;
         }
     }
     barrier();
     // (match bits, entry expected) for the first phase, then again after unlinking entry 1.
-    const std::pair<ptl_match_bits_t, int> phase1[] = {{0x15, 1}, {0x1F, 1}, {0x20, 4},
-                                                        {0xFF00000000001234ull, 3},
-                                                        {0xFE00000000000000ull, 4}, {0x10, 1}};
+    const std::pair<ptl_match_bits_t, int> phase1[] = {
+        {0x15, 1}, {0x1F, 1}, {0x20, 4}, {0xFF00000000001234ull, 3}, {0xFE00000000000000ull, 4}, {0x10, 1}};
     const std::pair<ptl_match_bits_t, int> phase2[] = {{0x15, 2}, {0x1A, 4}, {0xFFFFFFFFFFFFFFFFull, 3}};
     auto run = [&](const std::pair<ptl_match_bits_t, int> *p, size_t n, ptl_hdr_data_t first) {
         if (rank() == 1) {
             Sender s(ni, 8, 12);
-            for (size_t i = 0; i < n; ++i)
-                s.put(kPt, 8, p[i].first, 0, first + i, 8, 0);
+            for (size_t i = 0; i < n; ++i) s.put(kPt, 8, p[i].first, 0, first + i, 8, 0);
         } else if (rank() == 0) {
             for (size_t i = 0; i < n; ++i) {
                 const int e = p[i].second;
@@ -96,12 +89,10 @@ TEST_F(Match, MatchIdFiltersInitiators) {
             nobody.rank = static_cast<ptl_rank_t>(nranks() + 5);
         } else {
             std::set<ptl_pid_t> pids;
-            for (const auto &p : ni.phys)
-                pids.insert(p.phys.pid);
+            for (const auto &p : ni.phys) pids.insert(p.phys.pid);
             nobody.phys.nid = PTL_NID_ANY;
             nobody.phys.pid = 1;
-            while (pids.count(nobody.phys.pid))
-                ++nobody.phys.pid;
+            while (pids.count(nobody.phys.pid)) ++nobody.phys.pid;
         }
         std::vector<ptl_process_t> ids;
         ids.push_back(nobody);
@@ -164,8 +155,7 @@ TEST_F(Match, MatchIdFiltersInitiators) {
         step(1, 3, 3);
         const bool same_node = logical || ni.phys[2].phys.nid == ni.phys[1].phys.nid;
         step(2, same_node ? 3 : 4, 4);
-        if (rank() == 0)
-            expect_eq_empty(teq);
+        if (rank() == 0) expect_eq_empty(teq);
         barrier();
         close_ni(ni);
     }
@@ -180,10 +170,9 @@ TEST_F(Match, NoTruncateMovesToNextEntry) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt, me_desc(b1.data(), 64, PTL_ME_OP_PUT | PTL_ME_NO_TRUNCATE, 1),
-                  PTL_PRIORITY_LIST, tag(1), teq);
-        append_me(ni, kPt, me_desc(b2.data(), 1024, PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST, tag(2),
+        append_me(ni, kPt, me_desc(b1.data(), 64, PTL_ME_OP_PUT | PTL_ME_NO_TRUNCATE, 1), PTL_PRIORITY_LIST, tag(1),
                   teq);
+        append_me(ni, kPt, me_desc(b2.data(), 1024, PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST, tag(2), teq);
     }
     barrier();
     struct Step {
@@ -198,19 +187,18 @@ TEST_F(Match, NoTruncateMovesToNextEntry) {
     } else if (rank() == 0) {
         for (size_t i = 0; i < std::size(steps); ++i) {
             uint8_t *base = steps[i].entry == 1 ? b1.data() : b2.data();
-            check_target_event(
-                wait_event(teq),
-                {.type = PTL_EVENT_PUT,
-                 .initiator = 1,
-                 .pt_index = kPt,
-                 .match_bits = 1,
-                 .rlength = steps[i].len,
-                 .mlength = steps[i].len,
-                 .remote_offset = steps[i].roff,
-                 .start = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(base) + steps[i].roff),
-                 .user_ptr = tag(steps[i].entry),
-                 .hdr_data = i},
-                ni);
+            check_target_event(wait_event(teq),
+                               {.type = PTL_EVENT_PUT,
+                                .initiator = 1,
+                                .pt_index = kPt,
+                                .match_bits = 1,
+                                .rlength = steps[i].len,
+                                .mlength = steps[i].len,
+                                .remote_offset = steps[i].roff,
+                                .start = reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(base) + steps[i].roff),
+                                .user_ptr = tag(steps[i].entry),
+                                .hdr_data = i},
+                               ni);
         }
         EXPECT_EQ(-1, check_pattern(b1.data(), 32, 15));
         EXPECT_EQ(-1, check_pattern(b1.data() + 32, 32, 15));
@@ -230,8 +218,7 @@ TEST_F(Match, TruncationOnMeLeAndZeroLengthEntry) {
     if (rank() == 0) {
         teq = make_eq(m);
         make_pt(m, teq, 0, kPt);
-        append_me(m, kPt, me_desc(tb.data(), 100, PTL_ME_OP_PUT | PTL_ME_OP_GET, 1),
-                  PTL_PRIORITY_LIST, tag(1), teq);
+        append_me(m, kPt, me_desc(tb.data(), 100, PTL_ME_OP_PUT | PTL_ME_OP_GET, 1), PTL_PRIORITY_LIST, tag(1), teq);
         leq = make_eq(n);
         make_pt(n, leq, 0, kPt);
         make_pt(n, leq, 0, zpt);
@@ -262,9 +249,9 @@ TEST_F(Match, TruncationOnMeLeAndZeroLengthEntry) {
         l.put(kPt, 150, 0, 0, 5, 100, 0);
         l.put(zpt, 10, 0, 0, 6, 0, 0);
     } else if (rank() == 0) {
-        auto ev = [&](ptl_handle_eq_t eq, const Ni &ni, ptl_event_kind_t type, ptl_size_t rlen,
-                      ptl_size_t mlen, ptl_size_t roff, const void *start, uintptr_t user,
-                      std::optional<ptl_hdr_data_t> hdr, ptl_match_bits_t bits) {
+        auto ev = [&](ptl_handle_eq_t eq, const Ni &ni, ptl_event_kind_t type, ptl_size_t rlen, ptl_size_t mlen,
+                      ptl_size_t roff, const void *start, uintptr_t user, std::optional<ptl_hdr_data_t> hdr,
+                      ptl_match_bits_t bits) {
             check_target_event(wait_event(eq),
                                {.type = type,
                                 .initiator = 1,
@@ -311,10 +298,10 @@ TEST_F(Match, UseOnceAutoUnlinkAndLateUnlink) {
         if (rank() == 0) {
             teq = make_eq(ni);
             make_pt(ni, teq, 0, kPt);
-            once = append_entry(ni, kPt, me_desc(b1.data(), 64, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 1),
-                                PTL_PRIORITY_LIST, tag(1), teq);
-            persistent = append_entry(ni, kPt, me_desc(b2.data(), 64, PTL_ME_OP_PUT, 1),
-                                      PTL_PRIORITY_LIST, tag(2), teq);
+            once = append_entry(ni, kPt, me_desc(b1.data(), 64, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 1), PTL_PRIORITY_LIST,
+                                tag(1), teq);
+            persistent =
+                append_entry(ni, kPt, me_desc(b2.data(), 64, PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST, tag(2), teq);
         }
         barrier();
         if (rank() == 1) {
@@ -361,9 +348,7 @@ TEST_F(Match, ManageLocalPacksMessages) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt,
-                  me_desc(buf.data(), buf.size(),
-                          PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_MANAGE_LOCAL, 3),
+        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_MANAGE_LOCAL, 3),
                   PTL_PRIORITY_LIST, tag(1), teq);
     }
     barrier();
@@ -371,9 +356,8 @@ TEST_F(Match, ManageLocalPacksMessages) {
         bool get;
         ptl_size_t local_off, len, roff, used, mlength;
     };
-    const Op ops[] = {{false, 0, 100, 777, 0, 100},  {false, 100, 200, 777, 100, 200},
-                      {false, 300, 50, 5, 300, 50},  {true, 1500, 50, 999, 350, 50},
-                      {false, 350, 700, 0, 400, 600}, {false, 0, 10, 0, 1000, 0}};
+    const Op ops[] = {{false, 0, 100, 777, 0, 100},   {false, 100, 200, 777, 100, 200}, {false, 300, 50, 5, 300, 50},
+                      {true, 1500, 50, 999, 350, 50}, {false, 350, 700, 0, 400, 600},   {false, 0, 10, 0, 1000, 0}};
     if (rank() == 1) {
         std::vector<uint8_t> src(2048);
         fill_pattern(src.data(), src.size(), 18);
@@ -381,11 +365,10 @@ TEST_F(Match, ManageLocalPacksMessages) {
         ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), ieq);
         for (size_t i = 0; i < std::size(ops); ++i) {
             if (ops[i].get) {
-                ASSERT_PTL(PtlGet(md, ops[i].local_off, ops[i].len, ni.id_of(0), kPt, 3, ops[i].roff,
-                                  tag(i)));
+                ASSERT_PTL(PtlGet(md, ops[i].local_off, ops[i].len, ni.id_of(0), kPt, 3, ops[i].roff, tag(i)));
             } else {
-                ASSERT_PTL(PtlPut(md, ops[i].local_off, ops[i].len, PTL_ACK_REQ, ni.id_of(0), kPt,
-                                  3, ops[i].roff, tag(i), i));
+                ASSERT_PTL(
+                    PtlPut(md, ops[i].local_off, ops[i].len, PTL_ACK_REQ, ni.id_of(0), kPt, 3, ops[i].roff, tag(i), i));
             }
         }
         std::map<std::pair<int, size_t>, int> seen;
@@ -422,8 +405,7 @@ TEST_F(Match, ManageLocalPacksMessages) {
                                 .remote_offset = ops[i].roff,
                                 .start = buf.data() + ops[i].used,
                                 .user_ptr = tag(1),
-                                .hdr_data = ops[i].get ? std::nullopt
-                                                       : std::optional<ptl_hdr_data_t>(i)},
+                                .hdr_data = ops[i].get ? std::nullopt : std::optional<ptl_hdr_data_t>(i)},
                                ni);
         }
         EXPECT_EQ(-1, check_pattern(buf.data(), 350, 18));
@@ -510,11 +492,9 @@ TEST_F(Match, UnlinkOfConsumedUseOnceEntryIsStale) {
             teq = make_eq(ni);
             make_pt(ni, teq, 0, kPt);
             for (int i = 0; i < kOps; ++i)
-                once[static_cast<size_t>(i)] =
-                    append_entry(ni, kPt,
-                                 me_desc(bufs.data() + 16 * i, 16,
-                                         PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE, 5),
-                                 PTL_PRIORITY_LIST, tag(10 + static_cast<uintptr_t>(i)), teq);
+                once[static_cast<size_t>(i)] = append_entry(
+                    ni, kPt, me_desc(bufs.data() + 16 * i, 16, PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_USE_ONCE, 5),
+                    PTL_PRIORITY_LIST, tag(10 + static_cast<uintptr_t>(i)), teq);
         }
         barrier();
         if (rank() == 1) {
@@ -527,11 +507,9 @@ TEST_F(Match, UnlinkOfConsumedUseOnceEntryIsStale) {
             expect_send_and_ack(ieq, tag(1), 8, 8, 0);
             ASSERT_PTL(PtlGet(gmd, 0, 8, ni.id_of(0), kPt, 5, 0, tag(2)));
             check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(2), .mlength = 8});
-            ASSERT_PTL(PtlAtomic(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 5, 0, tag(3), 0, PTL_SUM,
-                                 PTL_UINT64_T));
+            ASSERT_PTL(PtlAtomic(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 5, 0, tag(3), 0, PTL_SUM, PTL_UINT64_T));
             expect_send_and_ack(ieq, tag(3), 8, 8, 0);
-            ASSERT_PTL(PtlFetchAtomic(gmd, 0, md, 0, 8, ni.id_of(0), kPt, 5, 0, tag(4), 0, PTL_SUM,
-                                      PTL_UINT64_T));
+            ASSERT_PTL(PtlFetchAtomic(gmd, 0, md, 0, 8, ni.id_of(0), kPt, 5, 0, tag(4), 0, PTL_SUM, PTL_UINT64_T));
             for (int k = 0; k < 2; ++k) { // SEND and REPLY, in either order
                 ptl_event_t ev = wait_event(ieq);
                 EXPECT_TRUE(ev.type == PTL_EVENT_SEND || ev.type == PTL_EVENT_REPLY) << describe(ev);
@@ -545,18 +523,16 @@ TEST_F(Match, UnlinkOfConsumedUseOnceEntryIsStale) {
             for (int i = 0; i < kOps; ++i) {
                 ptl_event_t ev = expect_event(teq, comm[i]);
                 EXPECT_EQ(tag(10 + static_cast<uintptr_t>(i)), ev.user_ptr) << describe(ev);
-                check_entry_event(wait_event(teq), PTL_EVENT_AUTO_UNLINK, kPt,
-                                  tag(10 + static_cast<uintptr_t>(i)));
+                check_entry_event(wait_event(teq), PTL_EVENT_AUTO_UNLINK, kPt, tag(10 + static_cast<uintptr_t>(i)));
             }
             for (int i = 0; i < kOps; ++i)
                 for (int attempt = 0; attempt < 3; ++attempt)
                     EXPECT_RC(PTL_ARG_INVALID, unlink_entry(ni, once[static_cast<size_t>(i)]))
                         << "entry " << i << " consumed itself; attempt " << attempt;
             // Appending again (which frees retired entries) does not bring the handles back.
-            ptl_handle_any_t fresh = append_entry(ni, kPt, me_desc(spare.data(), 16, PTL_ME_OP_PUT, 6),
-                                                  PTL_PRIORITY_LIST, tag(20), teq);
-            for (int i = 0; i < kOps; ++i)
-                EXPECT_RC(PTL_ARG_INVALID, unlink_entry(ni, once[static_cast<size_t>(i)]));
+            ptl_handle_any_t fresh =
+                append_entry(ni, kPt, me_desc(spare.data(), 16, PTL_ME_OP_PUT, 6), PTL_PRIORITY_LIST, tag(20), teq);
+            for (int i = 0; i < kOps; ++i) EXPECT_RC(PTL_ARG_INVALID, unlink_entry(ni, once[static_cast<size_t>(i)]));
             EXPECT_PTL(unlink_entry(ni, fresh));
             EXPECT_RC(PTL_ARG_INVALID, unlink_entry(ni, fresh)) << "unlinked twice";
             expect_eq_empty(teq);
@@ -585,8 +561,8 @@ TEST_F(Match, NoMatchWithoutFlowControlIsDropped) {
             make_pt(ni, teq, 0, kPt);
             make_pt(ni, teq, 0, kEmptyPt);
             if (matching) // an LE matches everything: on a non-matching NI only kEmptyPt drops
-                append_entry(ni, kPt, me_desc(buf.data(), 64, PTL_ME_OP_PUT | PTL_ME_OP_GET, 1),
-                             PTL_PRIORITY_LIST, tag(1), teq);
+                append_entry(ni, kPt, me_desc(buf.data(), 64, PTL_ME_OP_PUT | PTL_ME_OP_GET, 1), PTL_PRIORITY_LIST,
+                             tag(1), teq);
             before = read_sr(ni);
         }
         barrier();
@@ -602,8 +578,8 @@ TEST_F(Match, NoMatchWithoutFlowControlIsDropped) {
             const ptl_pt_index_t miss = matching ? kPt : kEmptyPt; // PT with no matching entry
             const ptl_match_bits_t bits = matching ? 2 : 0;
             auto failed_reply = [&](uintptr_t id) {
-                check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(id),
-                                                   .mlength = 0, .fail = PTL_NI_DROPPED});
+                check_init_event(wait_event(ieq),
+                                 {.type = PTL_EVENT_REPLY, .user_ptr = tag(id), .mlength = 0, .fail = PTL_NI_DROPPED});
             };
             // Put and get that match nothing, a put to a PT that does not exist, a get from an
             // allocated PT with no entry.
@@ -616,11 +592,9 @@ TEST_F(Match, NoMatchWithoutFlowControlIsDropped) {
             ASSERT_PTL(PtlGet(gmd, 0, 8, ni.id_of(0), kEmptyPt, 1, 0, tag(4)));
             failed_reply(4);
             // Atomics travel the same way.
-            ASSERT_PTL(PtlAtomic(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), miss, bits, 0, tag(5), 5, PTL_SUM,
-                                 PTL_INT64_T));
+            ASSERT_PTL(PtlAtomic(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), miss, bits, 0, tag(5), 5, PTL_SUM, PTL_INT64_T));
             expect_send_and_failed_ack(ieq, tag(5), 8, PTL_NI_DROPPED);
-            ASSERT_PTL(PtlFetchAtomic(gmd, 0, md, 0, 8, ni.id_of(0), miss, bits, 0, tag(6), 6, PTL_SUM,
-                                      PTL_INT64_T));
+            ASSERT_PTL(PtlFetchAtomic(gmd, 0, md, 0, 8, ni.id_of(0), miss, bits, 0, tag(6), 6, PTL_SUM, PTL_INT64_T));
             check_init_event(wait_event(ieq), {.type = PTL_EVENT_SEND, .user_ptr = tag(6)});
             failed_reply(6);
             EXPECT_EQ(-1, check_fill(dst.data(), dst.size(), 0xAB)) << "a dropped get wrote the MD";

@@ -14,12 +14,10 @@ namespace {
 bool limits_equal(const ptl_ni_limits_t &a, const ptl_ni_limits_t &b) {
     return a.max_entries == b.max_entries && a.max_unexpected_headers == b.max_unexpected_headers &&
            a.max_mds == b.max_mds && a.max_cts == b.max_cts && a.max_eqs == b.max_eqs &&
-           a.max_pt_index == b.max_pt_index && a.max_iovecs == b.max_iovecs &&
-           a.max_list_size == b.max_list_size && a.max_triggered_ops == b.max_triggered_ops &&
-           a.max_msg_size == b.max_msg_size && a.max_atomic_size == b.max_atomic_size &&
-           a.max_fetch_atomic_size == b.max_fetch_atomic_size &&
-           a.max_waw_ordered_size == b.max_waw_ordered_size &&
-           a.max_war_ordered_size == b.max_war_ordered_size &&
+           a.max_pt_index == b.max_pt_index && a.max_iovecs == b.max_iovecs && a.max_list_size == b.max_list_size &&
+           a.max_triggered_ops == b.max_triggered_ops && a.max_msg_size == b.max_msg_size &&
+           a.max_atomic_size == b.max_atomic_size && a.max_fetch_atomic_size == b.max_fetch_atomic_size &&
+           a.max_waw_ordered_size == b.max_waw_ordered_size && a.max_war_ordered_size == b.max_war_ordered_size &&
            a.max_volatile_size == b.max_volatile_size && a.features == b.features;
 }
 
@@ -28,8 +26,7 @@ class NiTest : public PtlTest {};
 // Item 2 (§3.6, §3.6.2, §3.9): the four logical NIs of one physical NI share one nid/pid; a
 // repeated PtlNIInit returns the first handle and limits, ignores pid, and needs two PtlNIFini.
 TEST_F(NiTest, FourKindsShareOnePhysIdAndInitIsRefCounted) {
-    const unsigned kinds[4] = {kMatchingPhysical, kNonMatchingPhysical, kMatchingLogical,
-                               kNonMatchingLogical};
+    const unsigned kinds[4] = {kMatchingPhysical, kNonMatchingPhysical, kMatchingLogical, kNonMatchingLogical};
     ptl_handle_ni_t h[4];
     ptl_ni_limits_t lim[4];
     ptl_process_t phys[4];
@@ -39,8 +36,7 @@ TEST_F(NiTest, FourKindsShareOnePhysIdAndInitIsRefCounted) {
         ASSERT_PTL(PtlGetPhysId(h[i], &phys[i]));
     }
     for (int i = 0; i < 4; ++i) {
-        for (int j = i + 1; j < 4; ++j)
-            EXPECT_FALSE(PtlHandleIsEqual(h[i], h[j])) << i << " vs " << j;
+        for (int j = i + 1; j < 4; ++j) EXPECT_FALSE(PtlHandleIsEqual(h[i], h[j])) << i << " vs " << j;
         EXPECT_EQ(phys[0].phys.nid, phys[i].phys.nid) << ni_kind_name(kinds[i]);
         EXPECT_EQ(phys[0].phys.pid, phys[i].phys.pid) << ni_kind_name(kinds[i]);
         ptl_handle_ni_t back;
@@ -69,8 +65,7 @@ TEST_F(NiTest, FourKindsShareOnePhysIdAndInitIsRefCounted) {
     const ptl_pid_t other_pid = (phys[0].phys.pid + 1) % PTL_PID_MAX;
     ASSERT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, other_pid, nullptr, &lim2, &again));
     EXPECT_TRUE(PtlHandleIsEqual(h[0], again));
-    EXPECT_TRUE(limits_equal(lim[0], lim2))
-        << "a repeated PtlNIInit must return the first caller's actual limits";
+    EXPECT_TRUE(limits_equal(lim[0], lim2)) << "a repeated PtlNIInit must return the first caller's actual limits";
     ptl_process_t id_again;
     ASSERT_PTL(PtlGetPhysId(again, &id_again));
     EXPECT_TRUE(same_process(phys[0], id_again, false)) << "the pid argument must be ignored";
@@ -89,8 +84,7 @@ TEST_F(NiTest, FourKindsShareOnePhysIdAndInitIsRefCounted) {
     const ptl_pt_index_t pt = make_pt(ni, eq, 0, 4);
     std::vector<uint8_t> rbuf(64, 0), sbuf(64);
     fill_pattern(sbuf.data(), sbuf.size(), 100 + rank());
-    append_me(ni, pt, me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT), PTL_PRIORITY_LIST,
-              tag(1), eq);
+    append_me(ni, pt, me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT), PTL_PRIORITY_LIST, tag(1), eq);
     ptl_handle_eq_t ieq = make_eq(ni);
     ptl_handle_md_t md = bind_md(ni, sbuf.data(), sbuf.size(), ieq);
     barrier();
@@ -100,8 +94,7 @@ TEST_F(NiTest, FourKindsShareOnePhysIdAndInitIsRefCounted) {
     EXPECT_EQ(-1, check_pattern(rbuf.data(), 64, 100 + peer()));
     barrier();
     ASSERT_PTL(PtlMDRelease(md));
-    for (int i = 0; i < 4; ++i)
-        EXPECT_PTL(PtlNIFini(h[i])) << ni_kind_name(kinds[i]);
+    for (int i = 0; i < 4; ++i) EXPECT_PTL(PtlNIFini(h[i])) << ni_kind_name(kinds[i]);
 }
 
 // Item 3 (§3.6.1, §3.6.2): a requested pid is honoured, a pid in use is refused with
@@ -129,14 +122,13 @@ TEST_F(NiTest, PidRequestAndLimits) {
     if (rank() == 1) {
         // Learn this node's nid with a throw-away NI, then ask for rank 0's pid.
         ptl_handle_ni_t probe;
-        ASSERT_PTL(
-            PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &lim, &probe));
+        ASSERT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &lim, &probe));
         ptl_process_t mine;
         ASSERT_PTL(PtlGetPhysId(probe, &mine));
         ASSERT_PTL(PtlNIFini(probe));
         if (mine.phys.nid == ids[0].phys.nid) {
-            EXPECT_RC(PTL_PID_IN_USE, PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical,
-                                                ids[0].phys.pid, nullptr, &lim, &ni));
+            EXPECT_RC(PTL_PID_IN_USE,
+                      PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, ids[0].phys.pid, nullptr, &lim, &ni));
         }
         ASSERT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, kMatchingPhysical, PTL_PID_ANY, nullptr, &lim, &ni));
     }
@@ -265,16 +257,15 @@ TEST_F(NiTest, DesiredLimitsAreHonouredAndEnforced) {
     // Atomics: max_atomic_size 32, max_fetch_atomic_size 40; the triggered forms alike.
     EXPECT_RC(PTL_ARG_INVALID,
               PtlAtomic(md2, 0, 40, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0, PTL_SUM, PTL_INT64_T));
-    EXPECT_RC(PTL_ARG_INVALID, PtlFetchAtomic(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, PTL_SUM,
-                                              PTL_INT64_T));
+    EXPECT_RC(PTL_ARG_INVALID, PtlFetchAtomic(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, PTL_SUM, PTL_INT64_T));
     EXPECT_RC(PTL_ARG_INVALID,
               PtlSwap(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, nullptr, PTL_SWAP, PTL_INT64_T));
-    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredAtomic(md2, 0, 40, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0,
-                                                  PTL_SUM, PTL_INT64_T, ct, 100));
-    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredFetchAtomic(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0,
-                                                       PTL_SUM, PTL_INT64_T, ct, 100));
-    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredSwap(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, nullptr,
-                                                PTL_SWAP, PTL_INT64_T, ct, 100));
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredAtomic(md2, 0, 40, PTL_NO_ACK_REQ, self, 200, 0, 0, nullptr, 0, PTL_SUM,
+                                                  PTL_INT64_T, ct, 100));
+    EXPECT_RC(PTL_ARG_INVALID,
+              PtlTriggeredFetchAtomic(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, PTL_SUM, PTL_INT64_T, ct, 100));
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredSwap(md2, 0, md3, 0, 48, self, 200, 0, 0, nullptr, 0, nullptr, PTL_SWAP,
+                                                PTL_INT64_T, ct, 100));
     // At the limits the calls are accepted: PT 200 has no entry, so each is dropped and reported.
     ASSERT_PTL(PtlAtomic(md2, 0, 32, PTL_ACK_REQ, self, 200, 0, 0, tag(1), 0, PTL_SUM, PTL_INT64_T));
     ASSERT_PTL(PtlFetchAtomic(md3, 0, md2, 0, 40, self, 200, 0, 0, tag(2), 0, PTL_SUM, PTL_INT64_T));
@@ -311,8 +302,7 @@ TEST_F(NiTest, NIHandleAndHandleIsEqual) {
         ptl_handle_md_t md = bind_md(*ni, buf, sizeof buf, eq, ct);
         const ptl_pt_index_t pt = make_pt(*ni, eq);
         ptl_handle_any_t entry =
-            append_entry(*ni, pt, me_desc(buf, sizeof buf, PTL_ME_OP_PUT), PTL_PRIORITY_LIST,
-                         tag(7), eq);
+            append_entry(*ni, pt, me_desc(buf, sizeof buf, PTL_ME_OP_PUT), PTL_PRIORITY_LIST, tag(7), eq);
         for (ptl_handle_any_t obj : {ni->h, eq, ct, md, entry}) {
             ptl_handle_ni_t back = PTL_INVALID_HANDLE;
             ASSERT_PTL(PtlNIHandle(obj, &back));
@@ -383,8 +373,7 @@ TEST_F(NiTest, LogicalMapAndRanks) {
         // Larger buffer: the whole map, the tail untouched. Entry r = physical id of rank r.
         ASSERT_PTL(PtlGetMap(ni.h, map.size(), map.data(), &actual));
         EXPECT_EQ(n, actual);
-        for (size_t r = 0; r < n; ++r)
-            EXPECT_TRUE(same_process(ni.phys[r], map[r], false)) << "rank " << r;
+        for (size_t r = 0; r < n; ++r) EXPECT_TRUE(same_process(ni.phys[r], map[r], false)) << "rank " << r;
         for (size_t i = n; i < map.size(); ++i)
             EXPECT_EQ(0xA5A5A5A5u, map[i].phys.nid) << "entry " << i << " must be left untouched";
 
@@ -394,8 +383,7 @@ TEST_F(NiTest, LogicalMapAndRanks) {
         EXPECT_RC(PTL_IGNORED, PtlSetMap(ni.h, n, reversed.data()));
         std::vector<ptl_process_t> after(n);
         ASSERT_PTL(PtlGetMap(ni.h, n, after.data(), &actual));
-        for (size_t r = 0; r < n; ++r)
-            EXPECT_TRUE(same_process(ni.phys[r], after[r], false)) << "rank " << r;
+        for (size_t r = 0; r < n; ++r) EXPECT_TRUE(same_process(ni.phys[r], after[r], false)) << "rank " << r;
 
         // Ids.
         ptl_process_t id;
@@ -410,12 +398,11 @@ TEST_F(NiTest, LogicalMapAndRanks) {
             const ptl_pt_index_t pt = make_pt(ni, teq, 0, 9);
             std::vector<uint8_t> rbuf(128, 0), sbuf(128);
             fill_pattern(sbuf.data(), sbuf.size(), 7 + rank());
-            append_entry(ni, pt, me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT, 0x77),
-                         PTL_PRIORITY_LIST, tag(0x10), teq);
+            append_entry(ni, pt, me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT, 0x77), PTL_PRIORITY_LIST, tag(0x10),
+                         teq);
             ptl_handle_md_t md = bind_md(ni, sbuf.data(), sbuf.size(), ieq);
             barrier();
-            ASSERT_PTL(PtlPut(md, 0, 100, PTL_ACK_REQ, ni.id_of(peer()), pt, 0x77, 8, tag(0x20),
-                              0x1234 + rank()));
+            ASSERT_PTL(PtlPut(md, 0, 100, PTL_ACK_REQ, ni.id_of(peer()), pt, 0x77, 8, tag(0x20), 0x1234 + rank()));
             expect_send_and_ack(ieq, tag(0x20), 100, 100, 8);
             ptl_event_t ev = wait_event(teq);
             check_target_event(ev,

@@ -46,8 +46,8 @@ TEST_F(Ordering, MatchingOrderIsKeptForAllSizesUnlessUnordered) {
             ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), ieq, PTL_CT_NONE,
                                          (unordered ? PTL_MD_UNORDERED : 0u) | PTL_MD_EVENT_SEND_DISABLE);
             for (size_t i = 0; i < kN; ++i)
-                ASSERT_PTL(PtlPut(md, 1000 * i, sizes[i % std::size(sizes)], PTL_ACK_REQ,
-                                  ni.id_of(0), pt, 0x59, 0, tag(i), i));
+                ASSERT_PTL(PtlPut(md, 1000 * i, sizes[i % std::size(sizes)], PTL_ACK_REQ, ni.id_of(0), pt, 0x59, 0,
+                                  tag(i), i));
             std::set<uintptr_t> acked;
             for (size_t i = 0; i < kN; ++i) {
                 ptl_event_t ev = expect_event(ieq, PTL_EVENT_ACK);
@@ -60,8 +60,7 @@ TEST_F(Ordering, MatchingOrderIsKeptForAllSizesUnlessUnordered) {
             std::set<ptl_hdr_data_t> seen;
             for (size_t k = 0; k < 2 * kN; ++k) {
                 ptl_event_t ev = wait_event(eq);
-                if (ev.type == PTL_EVENT_AUTO_UNLINK)
-                    continue;
+                if (ev.type == PTL_EVENT_AUTO_UNLINK) continue;
                 ASSERT_EQ(Kind{PTL_EVENT_PUT}, Kind{ev.type}) << describe(ev);
                 const size_t me = reinterpret_cast<uintptr_t>(ev.user_ptr);
                 const ptl_hdr_data_t msg = ev.hdr_data;
@@ -98,9 +97,7 @@ TEST_F(Ordering, ShortMessagesKeepPerAddressDataOrder) {
     if (rank() == 0) {
         eq = make_eq(ni, 2048);
         make_pt(ni, eq, 0, kPt);
-        append_me(ni, kPt,
-                  me_desc(word.data(), word.size(),
-                          PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE),
+        append_me(ni, kPt, me_desc(word.data(), word.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE),
                   PTL_PRIORITY_LIST, tag(1), eq);
     }
     barrier();
@@ -108,34 +105,29 @@ TEST_F(Ordering, ShortMessagesKeepPerAddressDataOrder) {
         ptl_handle_eq_t ieq = make_eq(ni, 4 * kChain + 4 * kBurst);
         // Chain: put i writes value i (4 bytes at offset 0); get i reads offset 0.
         std::vector<uint32_t> values(kChain + 1), replies(kChain + 1, 0xFFFFFFFFu);
-        for (uint32_t i = 0; i <= kChain; ++i)
-            values[i] = i;
-        ptl_handle_md_t vmd = bind_md(ni, values.data(), values.size() * 4, ieq, PTL_CT_NONE,
-                                      PTL_MD_EVENT_SEND_DISABLE);
+        for (uint32_t i = 0; i <= kChain; ++i) values[i] = i;
+        ptl_handle_md_t vmd =
+            bind_md(ni, values.data(), values.size() * 4, ieq, PTL_CT_NONE, PTL_MD_EVENT_SEND_DISABLE);
         ptl_handle_md_t rmd = bind_md(ni, replies.data(), replies.size() * 4, ieq);
         for (uint32_t i = 0; i <= kChain; ++i) {
             ASSERT_PTL(PtlGet(rmd, 4 * i, 4, ni.id_of(0), kPt, 0, 0, tag(i)));
             if (i < kChain) {
-                ASSERT_PTL(PtlPut(vmd, 4 * (i + 1), 4, PTL_NO_ACK_REQ, ni.id_of(0), kPt, 0, 0,
-                                  tag(1000 + i), 0));
+                ASSERT_PTL(PtlPut(vmd, 4 * (i + 1), 4, PTL_NO_ACK_REQ, ni.id_of(0), kPt, 0, 0, tag(1000 + i), 0));
             }
         }
         for (uint32_t k = 0; k <= kChain; ++k) {
             ptl_event_t ev = expect_event(ieq, PTL_EVENT_REPLY);
             EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
         }
-        for (uint32_t i = 0; i <= kChain; ++i)
-            EXPECT_EQ(i, replies[i]) << "get " << i << " saw another put's value";
+        for (uint32_t i = 0; i <= kChain; ++i) EXPECT_EQ(i, replies[i]) << "get " << i << " saw another put's value";
 
         // Burst: kBurst puts of 32 bytes at offset 16, put j filled with byte j+1; the last one acked.
         std::vector<uint8_t> burst(32 * kBurst);
+        for (size_t j = 0; j < kBurst; ++j) std::memset(burst.data() + 32 * j, static_cast<int>(j + 1), 32);
+        ptl_handle_md_t bmd = bind_md(ni, burst.data(), burst.size(), ieq, PTL_CT_NONE, PTL_MD_EVENT_SEND_DISABLE);
         for (size_t j = 0; j < kBurst; ++j)
-            std::memset(burst.data() + 32 * j, static_cast<int>(j + 1), 32);
-        ptl_handle_md_t bmd = bind_md(ni, burst.data(), burst.size(), ieq, PTL_CT_NONE,
-                                      PTL_MD_EVENT_SEND_DISABLE);
-        for (size_t j = 0; j < kBurst; ++j)
-            ASSERT_PTL(PtlPut(bmd, 32 * j, 32, j + 1 == kBurst ? PTL_ACK_REQ : PTL_NO_ACK_REQ,
-                              ni.id_of(0), kPt, 0, 16, tag(5000 + j), 0));
+            ASSERT_PTL(PtlPut(bmd, 32 * j, 32, j + 1 == kBurst ? PTL_ACK_REQ : PTL_NO_ACK_REQ, ni.id_of(0), kPt, 0, 16,
+                              tag(5000 + j), 0));
         ptl_event_t ev = expect_event(ieq, PTL_EVENT_ACK);
         EXPECT_EQ(tag(5000 + kBurst - 1), ev.user_ptr);
         // Read after write: a get of the word after the burst sees the last put.
@@ -156,22 +148,18 @@ struct Segments {
     std::vector<std::vector<uint8_t>> seg;
     std::vector<ptl_iovec_t> iov;
     explicit Segments(std::initializer_list<size_t> sizes, uint8_t fill) {
-        for (size_t s : sizes)
-            seg.emplace_back(s, fill);
-        for (auto &s : seg)
-            iov.push_back({s.data(), s.size()});
+        for (size_t s : sizes) seg.emplace_back(s, fill);
+        for (auto &s : seg) iov.push_back({s.data(), s.size()});
     }
     size_t total() const {
         size_t n = 0;
-        for (const auto &s : seg)
-            n += s.size();
+        for (const auto &s : seg) n += s.size();
         return n;
     }
     // Logical byte i of the region.
     uint8_t &at(size_t i) {
         for (auto &s : seg) {
-            if (i < s.size())
-                return s[i];
+            if (i < s.size()) return s[i];
             i -= s.size();
         }
         static uint8_t none;
@@ -188,10 +176,9 @@ TEST_F(Ordering, IovecRegionsActContiguous) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
     Ni nm = open_ni(kNonMatchingPhysical);
-    if (ni.limits.max_iovecs < 3 || nm.limits.max_iovecs < 3)
-        GTEST_SKIP() << "max_iovecs < 3";
-    Segments t({7, 300, 200}, 0);     // target ME, 507 bytes
-    Segments l({50, 1, 49}, 0);       // target LE, 100 bytes
+    if (ni.limits.max_iovecs < 3 || nm.limits.max_iovecs < 3) GTEST_SKIP() << "max_iovecs < 3";
+    Segments t({7, 300, 200}, 0); // target ME, 507 bytes
+    Segments l({50, 1, 49}, 0);   // target LE, 100 bytes
     ptl_handle_eq_t eq = PTL_INVALID_HANDLE, leq = PTL_INVALID_HANDLE;
     if (rank() == 0) {
         eq = make_eq(ni);
@@ -200,8 +187,8 @@ TEST_F(Ordering, IovecRegionsActContiguous) {
                   PTL_PRIORITY_LIST, tag(1), eq);
         leq = make_eq(nm);
         make_pt(nm, leq, 0, kPt);
-        append_le(nm, kPt, le_desc(l.iov.data(), l.iov.size(), PTL_LE_OP_PUT | PTL_IOVEC),
-                  PTL_PRIORITY_LIST, tag(2), leq);
+        append_le(nm, kPt, le_desc(l.iov.data(), l.iov.size(), PTL_LE_OP_PUT | PTL_IOVEC), PTL_PRIORITY_LIST, tag(2),
+                  leq);
     }
     barrier();
     struct Put {
@@ -210,66 +197,78 @@ TEST_F(Ordering, IovecRegionsActContiguous) {
     const Put puts[] = {{5, 500, 3, 500}, {0, 300, 10, 300}, {100, 400, 300, 207}};
     if (rank() == 1) {
         Segments s({10, 1, 500}, 0); // initiator MD, 511 bytes
-        for (size_t i = 0; i < s.total(); ++i)
-            s.at(i) = pattern_byte(60, i);
+        for (size_t i = 0; i < s.total(); ++i) s.at(i) = pattern_byte(60, i);
         ptl_handle_eq_t ieq = make_eq(ni);
         ptl_handle_md_t md = bind_md(ni, s.iov.data(), s.iov.size(), ieq, PTL_CT_NONE, PTL_IOVEC);
         for (size_t i = 0; i < std::size(puts); ++i) {
-            ASSERT_PTL(PtlPut(md, puts[i].local, puts[i].len, PTL_ACK_REQ, ni.id_of(0), kPt, 6,
-                              puts[i].roff, tag(i), i));
+            ASSERT_PTL(
+                PtlPut(md, puts[i].local, puts[i].len, PTL_ACK_REQ, ni.id_of(0), kPt, 6, puts[i].roff, tag(i), i));
             expect_send_and_ack(ieq, tag(i), puts[i].len, puts[i].mlength, puts[i].roff);
         }
         // A get from the iovec ME into the iovec MD, across segments on both sides.
         Segments d({3, 3, 394}, 0xAA);
         ptl_handle_md_t dmd = bind_md(ni, d.iov.data(), d.iov.size(), ieq, PTL_CT_NONE, PTL_IOVEC);
         ASSERT_PTL(PtlGet(dmd, 1, 390, ni.id_of(0), kPt, 6, 5, tag(10)));
-        check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(10),
-                                           .mlength = 390, .remote_offset = 5,
+        check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY,
+                                           .user_ptr = tag(10),
+                                           .mlength = 390,
+                                           .remote_offset = 5,
                                            .list = PTL_PRIORITY_LIST});
         // Target bytes after the three puts: [3,10) from put 0, [10,300) from put 1, [300,507)
         // from put 2 (its first 207 bytes).
         auto target_byte = [&](size_t off) -> uint8_t {
-            if (off >= 300)
-                return pattern_byte(60, 100 + (off - 300));
-            if (off >= 10)
-                return pattern_byte(60, off - 10);
+            if (off >= 300) return pattern_byte(60, 100 + (off - 300));
+            if (off >= 10) return pattern_byte(60, off - 10);
             return pattern_byte(60, 5 + (off - 3));
         };
         EXPECT_EQ(0xAA, d.at(0));
-        for (size_t i = 0; i < 390; ++i)
-            ASSERT_EQ(target_byte(5 + i), d.at(1 + i)) << "reply byte " << i;
-        for (size_t i = 391; i < d.total(); ++i)
-            ASSERT_EQ(0xAA, d.at(i)) << "byte " << i << " beyond the reply";
+        for (size_t i = 0; i < 390; ++i) ASSERT_EQ(target_byte(5 + i), d.at(1 + i)) << "reply byte " << i;
+        for (size_t i = 391; i < d.total(); ++i) ASSERT_EQ(0xAA, d.at(i)) << "byte " << i << " beyond the reply";
 
         Sender n(nm, 128, 160);
         n.put(kPt, 100, 0, 40, 20, 60, 40);
     } else if (rank() == 0) {
         for (size_t i = 0; i < std::size(puts); ++i) {
             check_target_event(wait_event(eq),
-                               {.type = PTL_EVENT_PUT, .initiator = 1, .pt_index = kPt,
-                                .match_bits = 6, .rlength = puts[i].len, .mlength = puts[i].mlength,
-                                .remote_offset = puts[i].roff, .start = t.address(puts[i].roff),
-                                .user_ptr = tag(1), .hdr_data = i},
+                               {.type = PTL_EVENT_PUT,
+                                .initiator = 1,
+                                .pt_index = kPt,
+                                .match_bits = 6,
+                                .rlength = puts[i].len,
+                                .mlength = puts[i].mlength,
+                                .remote_offset = puts[i].roff,
+                                .start = t.address(puts[i].roff),
+                                .user_ptr = tag(1),
+                                .hdr_data = i},
                                ni);
         }
         check_target_event(wait_event(eq),
-                           {.type = PTL_EVENT_GET, .initiator = 1, .pt_index = kPt, .match_bits = 6,
-                            .rlength = 390, .mlength = 390, .remote_offset = 5,
-                            .start = t.address(5), .user_ptr = tag(1)},
+                           {.type = PTL_EVENT_GET,
+                            .initiator = 1,
+                            .pt_index = kPt,
+                            .match_bits = 6,
+                            .rlength = 390,
+                            .mlength = 390,
+                            .remote_offset = 5,
+                            .start = t.address(5),
+                            .user_ptr = tag(1)},
                            ni);
-        for (size_t i = 0; i < 3; ++i)
-            EXPECT_EQ(0, t.at(i)) << "byte " << i << " before the first put";
-        for (size_t i = 0; i < 7; ++i)
-            EXPECT_EQ(pattern_byte(60, 5 + i), t.at(3 + i));
+        for (size_t i = 0; i < 3; ++i) EXPECT_EQ(0, t.at(i)) << "byte " << i << " before the first put";
+        for (size_t i = 0; i < 7; ++i) EXPECT_EQ(pattern_byte(60, 5 + i), t.at(3 + i));
         check_target_event(wait_event(leq),
-                           {.type = PTL_EVENT_PUT, .initiator = 1, .pt_index = kPt, .match_bits = 0,
-                            .rlength = 100, .mlength = 60, .remote_offset = 40,
-                            .start = l.address(40), .user_ptr = tag(2), .hdr_data = 20},
+                           {.type = PTL_EVENT_PUT,
+                            .initiator = 1,
+                            .pt_index = kPt,
+                            .match_bits = 0,
+                            .rlength = 100,
+                            .mlength = 60,
+                            .remote_offset = 40,
+                            .start = l.address(40),
+                            .user_ptr = tag(2),
+                            .hdr_data = 20},
                            nm);
-        for (size_t i = 0; i < 60; ++i)
-            ASSERT_EQ(pattern_byte(160, i), l.at(40 + i)) << "LE byte " << 40 + i;
-        for (size_t i = 0; i < 40; ++i)
-            ASSERT_EQ(0, l.at(i));
+        for (size_t i = 0; i < 60; ++i) ASSERT_EQ(pattern_byte(160, i), l.at(40 + i)) << "LE byte " << 40 + i;
+        for (size_t i = 0; i < 40; ++i) ASSERT_EQ(0, l.at(i));
     }
     barrier();
 }
@@ -281,16 +280,15 @@ TEST_F(Ordering, VolatileMdBufferIsReusableOnReturn) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
     const ptl_size_t len = std::min<ptl_size_t>(ni.limits.max_volatile_size, 4096);
-    if (len == 0)
-        GTEST_SKIP() << "max_volatile_size is 0";
+    if (len == 0) GTEST_SKIP() << "max_volatile_size is 0";
     constexpr size_t kN = 100;
     std::vector<uint8_t> buf(len * kN, 0);
     ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
     if (rank() == 0) {
         eq = make_eq(ni, 2 * kN);
         make_pt(ni, eq, 0, kPt);
-        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL),
-                  PTL_PRIORITY_LIST, tag(1), eq);
+        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL), PTL_PRIORITY_LIST,
+                  tag(1), eq);
     }
     barrier();
     if (rank() == 1) {
@@ -312,11 +310,9 @@ TEST_F(Ordering, VolatileMdBufferIsReusableOnReturn) {
         EXPECT_EQ(static_cast<int>(kN), sends);
         EXPECT_EQ(static_cast<int>(kN), acks);
     } else if (rank() == 0) {
-        for (size_t k = 0; k < kN; ++k)
-            expect_event(eq, PTL_EVENT_PUT);
+        for (size_t k = 0; k < kN; ++k) expect_event(eq, PTL_EVENT_PUT);
         for (size_t i = 0; i < kN; ++i)
-            EXPECT_EQ(-1, check_pattern(buf.data() + len * i, len, static_cast<uint32_t>(600 + i)))
-                << "put " << i;
+            EXPECT_EQ(-1, check_pattern(buf.data() + len * i, len, static_cast<uint32_t>(600 + i))) << "put " << i;
     }
 }
 

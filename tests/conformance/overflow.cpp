@@ -29,15 +29,14 @@ struct Target {
         eq = make_eq(ni);
         make_pt(ni, eq, 0, kPt);
         ptl_me_t d = me_desc(obuf.data(), obuf.size(),
-                             PTL_ME_OP_PUT | PTL_ME_OP_GET | extra_options |
-                                 (manage_local ? PTL_ME_MANAGE_LOCAL : 0u),
+                             PTL_ME_OP_PUT | PTL_ME_OP_GET | extra_options | (manage_local ? PTL_ME_MANAGE_LOCAL : 0u),
                              0, kAny, ct);
         d.min_free = min_free;
         over = append_me(ni, kPt, d, PTL_OVERFLOW_LIST, tag(0x0F), eq);
     }
     // The PUT event of a message that landed in the overflow ME at `used` (the offset used).
-    void expect_put(ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff, ptl_size_t used,
-                    ptl_hdr_data_t hdr, const void *user = tag(0x0F)) {
+    void expect_put(ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff, ptl_size_t used, ptl_hdr_data_t hdr,
+                    const void *user = tag(0x0F)) {
         check_target_event(wait_event(eq),
                            {.type = PTL_EVENT_PUT,
                             .initiator = 1,
@@ -52,9 +51,8 @@ struct Target {
                            ni);
     }
     // An overflow (or SEARCH) event for that message, reported to `user`.
-    void expect_overflow(ptl_event_kind_t type, ptl_size_t len, ptl_match_bits_t bits,
-                         ptl_size_t roff, ptl_size_t used, std::optional<ptl_hdr_data_t> hdr,
-                         const void *user) {
+    void expect_overflow(ptl_event_kind_t type, ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff, ptl_size_t used,
+                         std::optional<ptl_hdr_data_t> hdr, const void *user) {
         check_target_event(wait_event(eq),
                            {.type = type,
                             .initiator = 1,
@@ -75,13 +73,12 @@ struct Target {
     }
     void search(ptl_match_bits_t bits, ptl_search_op_t op, bool use_once, const void *user,
                 ptl_handle_ct_t ct = PTL_CT_NONE, ptl_match_bits_t ignore = 0) {
-        ptl_me_t d = me_desc(nullptr, 0, PTL_ME_OP_PUT | (use_once ? PTL_ME_USE_ONCE : 0u), bits,
-                             ignore, ct);
+        ptl_me_t d = me_desc(nullptr, 0, PTL_ME_OP_PUT | (use_once ? PTL_ME_USE_ONCE : 0u), bits, ignore, ct);
         EXPECT_PTL(PtlMESearch(ni.h, kPt, &d, op, const_cast<void *>(user)));
     }
     // A priority append that may match unexpected headers (its events are checked by the caller).
-    ptl_handle_me_t append(void *buf, ptl_size_t len, unsigned options, ptl_match_bits_t bits,
-                           const void *user, ptl_size_t min_free = 0) {
+    ptl_handle_me_t append(void *buf, ptl_size_t len, unsigned options, ptl_match_bits_t bits, const void *user,
+                           ptl_size_t min_free = 0) {
         ptl_me_t d = me_desc(buf, len, options, bits);
         d.min_free = min_free;
         ptl_handle_me_t h = PTL_INVALID_HANDLE;
@@ -98,8 +95,7 @@ struct Target {
 TEST_F(Overflow, UseOnceAppendConsumesUnexpectedHeader) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
-    if (rank() == 0)
-        t.emplace(ni, true);
+    if (rank() == 0) t.emplace(ni, true);
     barrier();
     if (rank() == 1) {
         Sender s(ni, 256, 21);
@@ -112,8 +108,7 @@ TEST_F(Overflow, UseOnceAppendConsumesUnexpectedHeader) {
         t->expect_put(100, 0x42, 5, 0, 1);
         EXPECT_EQ(-1, check_pattern(t->obuf.data(), 100, 21));
         std::vector<uint8_t> pbuf(256, 0);
-        ptl_handle_me_t p = t->append(pbuf.data(), pbuf.size(), PTL_ME_OP_PUT | PTL_ME_USE_ONCE,
-                                      0x42, tag(0xA1));
+        ptl_handle_me_t p = t->append(pbuf.data(), pbuf.size(), PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0x42, tag(0xA1));
         t->expect_overflow(PTL_EVENT_PUT_OVERFLOW, 100, 0x42, 5, 0, 1, tag(0xA1));
         check_entry_event(wait_event(t->eq), PTL_EVENT_AUTO_UNLINK, kPt, tag(0xA1));
         EXPECT_RC(PTL_ARG_INVALID, PtlMEUnlink(p)) << "the entry unlinked itself";
@@ -133,8 +128,7 @@ TEST_F(Overflow, UseOnceAppendConsumesUnexpectedHeader) {
 TEST_F(Overflow, PersistentAppendConsumesAllMatchingHeaders) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
-    if (rank() == 0)
-        t.emplace(ni, true);
+    if (rank() == 0) t.emplace(ni, true);
     barrier();
     std::vector<uint8_t> pbuf(256, 0);
     if (rank() == 1) {
@@ -149,19 +143,24 @@ TEST_F(Overflow, PersistentAppendConsumesAllMatchingHeaders) {
         barrier();
     } else if (rank() == 0) {
         const ptl_size_t len[4] = {10, 20, 30, 5}, used[4] = {0, 10, 30, 60};
-        for (int i = 0; i < 4; ++i)
-            t->expect_put(len[i], i == 3 ? 8 : 7, 0, used[i], i);
+        for (int i = 0; i < 4; ++i) t->expect_put(len[i], i == 3 ? 8 : 7, 0, used[i], i);
         barrier();
         t->append(pbuf.data(), pbuf.size(), PTL_ME_OP_PUT, 7, tag(0xB1));
-        for (int i = 0; i < 3; ++i)
-            t->expect_overflow(PTL_EVENT_PUT_OVERFLOW, len[i], 7, 0, used[i], i, tag(0xB1));
+        for (int i = 0; i < 3; ++i) t->expect_overflow(PTL_EVENT_PUT_OVERFLOW, len[i], 7, 0, used[i], i, tag(0xB1));
         check_entry_event(wait_event(t->eq), PTL_EVENT_LINK, kPt, tag(0xB1));
         barrier();
         barrier();
         check_target_event(wait_event(t->eq),
-                           {.type = PTL_EVENT_PUT, .initiator = 1, .pt_index = kPt, .match_bits = 7,
-                            .rlength = 16, .mlength = 16, .remote_offset = 8,
-                            .start = pbuf.data() + 8, .user_ptr = tag(0xB1), .hdr_data = 4},
+                           {.type = PTL_EVENT_PUT,
+                            .initiator = 1,
+                            .pt_index = kPt,
+                            .match_bits = 7,
+                            .rlength = 16,
+                            .mlength = 16,
+                            .remote_offset = 8,
+                            .start = pbuf.data() + 8,
+                            .user_ptr = tag(0xB1),
+                            .hdr_data = 4},
                            ni);
         // The header with other match bits is still there.
         t->search(8, PTL_SEARCH_ONLY, false, tag(0xB2));
@@ -180,8 +179,7 @@ TEST_F(Overflow, PersistentAppendConsumesAllMatchingHeaders) {
 TEST_F(Overflow, IncUhRlengthAdvancesOffsetAndMinFreeUnlinks) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
-    if (rank() == 0)
-        t.emplace(ni, true, 0, PTL_CT_NONE, 0, 8192);
+    if (rank() == 0) t.emplace(ni, true, 0, PTL_CT_NONE, 0, 8192);
     barrier();
     std::vector<uint8_t> p1(1000, 0), p2(1000, 0);
     const unsigned inc = PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_LOCAL_INC_UH_RLENGTH;
@@ -231,9 +229,16 @@ TEST_F(Overflow, IncUhRlengthAdvancesOffsetAndMinFreeUnlinks) {
         barrier();
         barrier();
         check_target_event(wait_event(t->eq),
-                           {.type = PTL_EVENT_PUT, .initiator = 1, .pt_index = kPt, .match_bits = 9,
-                            .rlength = 50, .mlength = 50, .remote_offset = 0,
-                            .start = p1.data() + 600, .user_ptr = tag(0xC1), .hdr_data = 7},
+                           {.type = PTL_EVENT_PUT,
+                            .initiator = 1,
+                            .pt_index = kPt,
+                            .match_bits = 9,
+                            .rlength = 50,
+                            .mlength = 50,
+                            .remote_offset = 0,
+                            .start = p1.data() + 600,
+                            .user_ptr = tag(0xC1),
+                            .hdr_data = 7},
                            ni);
         EXPECT_EQ(-1, check_pattern(p1.data() + 600, 50, 23));
         expect_eq_empty(t->eq);
@@ -255,8 +260,7 @@ TEST_F(Overflow, UnexpectedHdrDisableKeepsNoHeader) {
         eq = make_eq(ni);
         make_pt(ni, eq, 0, kPt);
         append_me(ni, kPt,
-                  me_desc(obuf.data(), 64,
-                          PTL_ME_OP_PUT | PTL_ME_USE_ONCE | PTL_ME_UNEXPECTED_HDR_DISABLE, 0, kAny),
+                  me_desc(obuf.data(), 64, PTL_ME_OP_PUT | PTL_ME_USE_ONCE | PTL_ME_UNEXPECTED_HDR_DISABLE, 0, kAny),
                   PTL_OVERFLOW_LIST, tag(0xD0), eq);
     }
     barrier();
@@ -275,8 +279,8 @@ TEST_F(Overflow, UnexpectedHdrDisableKeepsNoHeader) {
         EXPECT_EQ(Fail{PTL_NI_NO_MATCH}, Fail{ev.ni_fail_type}) << describe(ev);
         EXPECT_EQ(tag(0xD1), ev.user_ptr);
         // The append finds nothing and links.
-        append_me(ni, kPt, me_desc(pbuf.data(), 64, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0x24),
-                  PTL_PRIORITY_LIST, tag(0xD2), eq);
+        append_me(ni, kPt, me_desc(pbuf.data(), 64, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 0x24), PTL_PRIORITY_LIST,
+                  tag(0xD2), eq);
         expect_eq_empty(eq, "(no AUTO_FREE with UNEXPECTED_HDR_DISABLE)");
         EXPECT_EQ(-1, check_pattern(obuf.data(), 16, 24));
     }
@@ -338,8 +342,7 @@ TEST_F(Overflow, AutoFreeAfterAllHeadersConsumed) {
 TEST_F(Overflow, UnlinkOverflowEntryWithHeadersIsInUse) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
-    if (rank() == 0)
-        t.emplace(ni, false);
+    if (rank() == 0) t.emplace(ni, false);
     barrier();
     if (rank() == 1) {
         Sender s(ni, 64, 26);
@@ -362,8 +365,7 @@ TEST_F(Overflow, UnlinkOverflowEntryWithHeadersIsInUse) {
 TEST_F(Overflow, SearchOnlyKeepsHeaders) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
-    if (rank() == 0)
-        t.emplace(ni, false);
+    if (rank() == 0) t.emplace(ni, false);
     barrier();
     if (rank() == 1) {
         Sender s(ni, 64, 28);
@@ -397,19 +399,16 @@ TEST_F(Overflow, SearchOnlyKeepsHeaders) {
 TEST_F(Overflow, SearchDeleteRemovesHeaders) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
-    if (rank() == 0)
-        t.emplace(ni, true);
+    if (rank() == 0) t.emplace(ni, true);
     barrier();
     if (rank() == 1) {
         Sender s(ni, 64, 29);
-        for (ptl_hdr_data_t i = 0; i < 3; ++i)
-            s.put(kPt, 8, 0x44, 0, i, 8, 8 * i, PTL_OVERFLOW_LIST);
+        for (ptl_hdr_data_t i = 0; i < 3; ++i) s.put(kPt, 8, 0x44, 0, i, 8, 8 * i, PTL_OVERFLOW_LIST);
         s.put(kPt, 8, 0x45, 0, 3, 8, 24, PTL_OVERFLOW_LIST);
     }
     barrier();
     if (rank() == 0) {
-        for (ptl_hdr_data_t i = 0; i < 4; ++i)
-            t->expect_put(8, i == 3 ? 0x45 : 0x44, 0, 8 * i, i);
+        for (ptl_hdr_data_t i = 0; i < 4; ++i) t->expect_put(8, i == 3 ? 0x45 : 0x44, 0, 8 * i, i);
         t->search(0x44, PTL_SEARCH_DELETE, false, tag(0x81));
         for (ptl_hdr_data_t i = 0; i < 3; ++i)
             t->expect_overflow(PTL_EVENT_PUT_OVERFLOW, 8, 0x44, 0, 8 * i, i, tag(0x81));
@@ -431,8 +430,7 @@ TEST_F(Overflow, SearchDeleteRemovesHeaders) {
 TEST_F(Overflow, SearchCountingEventsAndStatusRegisters) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
-    if (rank() == 0)
-        t.emplace(ni, true);
+    if (rank() == 0) t.emplace(ni, true);
     barrier();
     if (rank() == 1) {
         Sender s(ni, 64, 30);
@@ -463,14 +461,12 @@ TEST_F(Overflow, SearchCountingEventsAndStatusRegisters) {
             t->search(c.bits, c.op, c.use_once, tag(0x90 + i), ct);
             for (int h = 0; h < c.hits; ++h) {
                 ptl_event_t ev = wait_event(t->eq);
-                EXPECT_EQ(Kind{c.op == PTL_SEARCH_ONLY ? PTL_EVENT_SEARCH : PTL_EVENT_PUT_OVERFLOW},
-                          Kind{ev.type})
+                EXPECT_EQ(Kind{c.op == PTL_SEARCH_ONLY ? PTL_EVENT_SEARCH : PTL_EVENT_PUT_OVERFLOW}, Kind{ev.type})
                     << describe(ev);
                 EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
                 EXPECT_EQ(static_cast<ptl_hdr_data_t>(h + 1), ev.hdr_data) << describe(ev);
             }
-            if (!c.use_once || c.hits == 0)
-                t->expect_no_match(tag(0x90 + i));
+            if (!c.use_once || c.hits == 0) t->expect_no_match(tag(0x90 + i));
             EXPECT_EQ(c.want, ct_reach(ct, c.want));
         }
         expect_eq_empty(t->eq);
@@ -484,8 +480,7 @@ TEST_F(Overflow, SearchCountingEventsAndStatusRegisters) {
 TEST_F(Overflow, UnexpectedMatchingSkipsPermissionChecks) {
     Ni ni = open_ni(kMatchingPhysical);
     std::optional<Target> t;
-    if (rank() == 0)
-        t.emplace(ni, true);
+    if (rank() == 0) t.emplace(ni, true);
     barrier();
     if (rank() == 1) {
         Sender s(ni, 64, 31);
@@ -566,12 +561,18 @@ TEST_F(Overflow, NonMatchingLeUnexpectedHeaders) {
         s->put(kPt, 8, 0, 8, 2, 8, 8, PTL_OVERFLOW_LIST, 8);
     }
     barrier();
-    auto ev = [&](ptl_event_kind_t type, ptl_size_t roff, const uint8_t *base, uintptr_t user,
-                  ptl_hdr_data_t hdr) {
+    auto ev = [&](ptl_event_kind_t type, ptl_size_t roff, const uint8_t *base, uintptr_t user, ptl_hdr_data_t hdr) {
         check_target_event(wait_event(eq),
-                           {.type = type, .initiator = 1, .pt_index = kPt, .match_bits = 0,
-                            .rlength = 8, .mlength = 8, .remote_offset = roff, .start = base + roff,
-                            .user_ptr = tag(user), .hdr_data = hdr},
+                           {.type = type,
+                            .initiator = 1,
+                            .pt_index = kPt,
+                            .match_bits = 0,
+                            .rlength = 8,
+                            .mlength = 8,
+                            .remote_offset = roff,
+                            .start = base + roff,
+                            .user_ptr = tag(user),
+                            .hdr_data = hdr},
                            ni);
     };
     if (rank() == 0) {
@@ -595,8 +596,7 @@ TEST_F(Overflow, NonMatchingLeUnexpectedHeaders) {
         check_entry_event(wait_event(eq), PTL_EVENT_LINK, kPt, tag(0x22));
     }
     barrier();
-    if (rank() == 1)
-        s->put(kPt, 8, 0, 16, 3, 8, 16, PTL_PRIORITY_LIST);
+    if (rank() == 1) s->put(kPt, 8, 0, 16, 3, 8, 16, PTL_PRIORITY_LIST);
     barrier();
     if (rank() == 0) {
         ev(PTL_EVENT_PUT, 16, p2.data(), 0x22, 3);

@@ -16,8 +16,8 @@ class PermMatching : public PtlTest {};
 constexpr ptl_pt_index_t kPtA = 40, kPtB = 41;
 
 // Initiator helpers: a put whose ACK reports `fail`, a get whose REPLY reports `fail`.
-void put_expect(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t eq, ptl_pt_index_t pt,
-                ptl_match_bits_t bits, uintptr_t id, ptl_ni_fail_t fail) {
+void put_expect(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t eq, ptl_pt_index_t pt, ptl_match_bits_t bits,
+                uintptr_t id, ptl_ni_fail_t fail) {
     ASSERT_PTL(PtlPut(md, 0, 32, PTL_ACK_REQ, ni.id_of(0), pt, bits, 0, tag(id), id));
     if (fail == PTL_NI_OK)
         expect_send_and_ack(eq, tag(id), 32, 32, 0);
@@ -25,8 +25,8 @@ void put_expect(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t eq, ptl_pt_ind
         expect_send_and_failed_ack(eq, tag(id), 32, fail);
 }
 
-void get_expect(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t eq, ptl_pt_index_t pt,
-                ptl_match_bits_t bits, uintptr_t id, ptl_ni_fail_t fail) {
+void get_expect(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t eq, ptl_pt_index_t pt, ptl_match_bits_t bits,
+                uintptr_t id, ptl_ni_fail_t fail) {
     ASSERT_PTL(PtlGet(md, 0, 32, ni.id_of(0), pt, bits, 0, tag(id)));
     check_init_event(wait_event(eq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(id), .fail = fail});
 }
@@ -131,9 +131,7 @@ TEST_P(Perm, UidCheck) {
 }
 
 INSTANTIATE_TEST_SUITE_P(NiKinds, Perm, ::testing::Values(kMatchingPhysical, kNonMatchingPhysical),
-                         [](const ::testing::TestParamInfo<unsigned> &info) {
-                             return ni_kind_name(info.param);
-                         });
+                         [](const ::testing::TestParamInfo<unsigned> &info) { return ni_kind_name(info.param); });
 
 // Item 14 (§2.5.2, §4.2.2): once an ME matched, a failed permission or operation check drops the
 // message: matching does not continue with the next ME, and no list changes (a use-once ME that
@@ -151,12 +149,9 @@ TEST_F(PermMatching, FailedCheckDoesNotFallThrough) {
         ptl_me_t d = me_desc(b.data(), 64, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, 1);
         d.uid = ni.uids[1] + 1;
         bad_uid = append_me(ni, kPtA, d, PTL_PRIORITY_LIST, tag(1), teq);
-        append_me(ni, kPtA, me_desc(b.data() + 64, 64, PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST, tag(2),
-                  teq);
-        append_me(ni, kPtA, me_desc(b.data() + 128, 64, PTL_ME_OP_GET, 2), PTL_PRIORITY_LIST,
-                  tag(3), teq);
-        append_me(ni, kPtA, me_desc(b.data() + 192, 64, PTL_ME_OP_PUT, 2), PTL_PRIORITY_LIST,
-                  tag(4), teq);
+        append_me(ni, kPtA, me_desc(b.data() + 64, 64, PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST, tag(2), teq);
+        append_me(ni, kPtA, me_desc(b.data() + 128, 64, PTL_ME_OP_GET, 2), PTL_PRIORITY_LIST, tag(3), teq);
+        append_me(ni, kPtA, me_desc(b.data() + 192, 64, PTL_ME_OP_PUT, 2), PTL_PRIORITY_LIST, tag(4), teq);
         before = read_sr(ni);
     }
     barrier();
@@ -179,8 +174,7 @@ TEST_F(PermMatching, FailedCheckDoesNotFallThrough) {
         EXPECT_PTL(PtlMEUnlink(bad_uid)) << "the refusing use-once ME must still be linked";
     }
     barrier();
-    if (rank() == 1)
-        put_expect(ni, md, ieq, kPtA, 1, 4, PTL_NI_OK);
+    if (rank() == 1) put_expect(ni, md, ieq, kPtA, 1, 4, PTL_NI_OK);
     barrier();
     if (rank() == 0) {
         ptl_event_t ev = expect_event(teq, PTL_EVENT_PUT);

@@ -18,8 +18,7 @@ class FlowControl : public PtlTest {};
 void check_pt_disabled(const ptl_event_t &ev, ptl_pt_index_t pt) {
     EXPECT_EQ(Kind{PTL_EVENT_PT_DISABLED}, Kind{ev.type}) << describe(ev);
     EXPECT_EQ(pt, ev.pt_index) << describe(ev);
-    EXPECT_TRUE(ev.ni_fail_type == PTL_NI_OK || ev.ni_fail_type == PTL_NI_PT_DISABLED)
-        << describe(ev);
+    EXPECT_TRUE(ev.ni_fail_type == PTL_NI_OK || ev.ni_fail_type == PTL_NI_PT_DISABLED) << describe(ev);
 }
 
 // Item 4 (§3.7.1, §3.7.2).
@@ -48,13 +47,11 @@ TEST_F(PtTest, AllocFreeAndErrors) {
 
     // Exhaust the table: exactly max_pt_index + 1 entries exist.
     std::set<ptl_pt_index_t> taken = {any};
-    if (top != PTL_PT_ANY)
-        taken.insert(top);
+    if (top != PTL_PT_ANY) taken.insert(top);
     for (;;) {
         ptl_pt_index_t pt = PTL_PT_ANY;
         const int rc = PtlPTAlloc(ni.h, 0, PTL_EQ_NONE, PTL_PT_ANY, &pt);
-        if (rc == PTL_PT_FULL)
-            break;
+        if (rc == PTL_PT_FULL) break;
         ASSERT_PTL(rc);
         ASSERT_LE(pt, static_cast<ptl_pt_index_t>(max));
         ASSERT_TRUE(taken.insert(pt).second) << "index " << pt << " handed out twice";
@@ -71,8 +68,7 @@ TEST_F(PtTest, AllocFreeAndErrors) {
 
     // PTFree with an attached ME: PT_IN_USE until it is unlinked.
     static char buf[8];
-    ptl_handle_me_t me = append_me(ni, got, me_desc(buf, sizeof buf, PTL_ME_OP_PUT),
-                                   PTL_PRIORITY_LIST, tag(1), eq);
+    ptl_handle_me_t me = append_me(ni, got, me_desc(buf, sizeof buf, PTL_ME_OP_PUT), PTL_PRIORITY_LIST, tag(1), eq);
     EXPECT_RC(PTL_PT_IN_USE, PtlPTFree(ni.h, got));
     ASSERT_PTL(PtlMEUnlink(me));
     EXPECT_PTL(PtlPTFree(ni.h, got));
@@ -99,8 +95,8 @@ TEST_F(FlowControl, NoMatchDisablesPtUntilEnabled) {
     if (rank() == 0) {
         teq = make_eq(ni, 64);
         pt = make_pt(ni, teq, PTL_PT_FLOWCTRL, pt_req);
-        append_me(ni, pt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, 1),
-                  PTL_PRIORITY_LIST, tag(0x71), teq);
+        append_me(ni, pt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, 1), PTL_PRIORITY_LIST,
+                  tag(0x71), teq);
     } else if (rank() == 1) {
         ieq = make_eq(ni, 64);
         md = bind_md(ni, src.data(), src.size(), ieq);
@@ -120,8 +116,7 @@ TEST_F(FlowControl, NoMatchDisablesPtUntilEnabled) {
         ASSERT_PTL(PtlPut(md, 0, 64, PTL_ACK_REQ, ni.id_of(0), pt, 1, 0, tag(2), 2));
         expect_send_and_failed_ack(ieq, tag(2), 64, PTL_NI_PT_DISABLED);
         ASSERT_PTL(PtlGet(md, 128, 32, ni.id_of(0), pt, 1, 0, tag(3)));
-        check_init_event(wait_event(ieq),
-                         {.type = PTL_EVENT_REPLY, .user_ptr = tag(3), .fail = PTL_NI_PT_DISABLED});
+        check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(3), .fail = PTL_NI_PT_DISABLED});
     }
     barrier(); // D
     if (rank() == 0) {
@@ -161,12 +156,10 @@ size_t puts_until_disabled(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t ieq
         EXPECT_PTL(PtlPut(md, 0, 0, PTL_ACK_REQ, ni.id_of(0), pt, bits, 0, tag(i + 1), i));
         ptl_event_t ev = expect_event(ieq, PTL_EVENT_ACK);
         EXPECT_EQ(tag(i + 1), ev.user_ptr) << describe(ev);
-        if (ev.ni_fail_type == PTL_NI_PT_DISABLED)
-            return i;
+        if (ev.ni_fail_type == PTL_NI_PT_DISABLED) return i;
         EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
     }
-    ADD_FAILURE() << "an EQ allocated for 4 events held " << kMax
-                  << " events without triggering flow control";
+    ADD_FAILURE() << "an EQ allocated for 4 events held " << kMax << " events without triggering flow control";
     return kMax;
 }
 
@@ -182,8 +175,8 @@ void full_eq_test(bool flowctrl_event_disabled) {
     if (my_rank() == 0) {
         teq = make_eq(ni, 4);
         make_pt(ni, teq, PTL_PT_FLOWCTRL, pt);
-        const unsigned opts = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE |
-                              (flowctrl_event_disabled ? PTL_ME_EVENT_FLOWCTRL_DISABLE : 0u);
+        const unsigned opts =
+            PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | (flowctrl_event_disabled ? PTL_ME_EVENT_FLOWCTRL_DISABLE : 0u);
         append_me(ni, pt, me_desc(nullptr, 0, opts, 0, 0xFF), PTL_PRIORITY_LIST, tag(0x34), teq);
     } else if (my_rank() == 1) {
         ieq = make_eq(ni, 64);
@@ -191,8 +184,7 @@ void full_eq_test(bool flowctrl_event_disabled) {
     }
     barrier();
     size_t accepted = 0;
-    if (my_rank() == 1)
-        accepted = puts_until_disabled(ni, md, ieq, pt, 0x01);
+    if (my_rank() == 1) accepted = puts_until_disabled(ni, md, ieq, pt, 0x01);
     accepted = job().allgather_pod(accepted).at(1);
     EXPECT_GE(accepted, 4u) << "the EQ must hold at least the requested 4 events";
     barrier();
@@ -212,8 +204,7 @@ void full_eq_test(bool flowctrl_event_disabled) {
             EXPECT_LT(ev.hdr_data, accepted);
             EXPECT_TRUE(seen.insert(ev.hdr_data).second) << describe(ev);
         }
-        if (!flowctrl_event_disabled)
-            check_pt_disabled(wait_event(teq), pt);
+        if (!flowctrl_event_disabled) check_pt_disabled(wait_event(teq), pt);
         expect_eq_empty(teq, "after draining");
         ASSERT_PTL(PtlPTEnable(ni.h, pt));
     }
@@ -235,8 +226,7 @@ void full_eq_test(bool flowctrl_event_disabled) {
     }
     if (my_rank() == 1) {
         ASSERT_PTL(PtlPut(md, 0, 0, PTL_ACK_REQ, ni.id_of(0), pt, 0x02, 0, tag(0xB), 0xB));
-        check_init_event(expect_event(ieq, PTL_EVENT_ACK),
-                         {.type = PTL_EVENT_ACK, .user_ptr = tag(0xB), .mlength = 0});
+        check_init_event(expect_event(ieq, PTL_EVENT_ACK), {.type = PTL_EVENT_ACK, .user_ptr = tag(0xB), .mlength = 0});
     } else if (my_rank() == 0) {
         ptl_event_t ev = expect_event(teq, PTL_EVENT_PUT);
         EXPECT_EQ(0xBu, ev.hdr_data) << describe(ev);
@@ -266,8 +256,8 @@ TEST_F(PtTest, AllocDisabledAndPtDisable) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, PTL_PT_ALLOC_DISABLED, pt);
-        append_me(ni, pt, me_desc(b1.data(), b1.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, 1),
-                  PTL_PRIORITY_LIST, tag(1), teq);
+        append_me(ni, pt, me_desc(b1.data(), b1.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, 1), PTL_PRIORITY_LIST, tag(1),
+                  teq);
     } else if (rank() == 1) {
         ieq = make_eq(ni);
         md = bind_md(ni, src.data(), src.size(), ieq);
@@ -295,16 +285,14 @@ TEST_F(PtTest, AllocDisabledAndPtDisable) {
         // PtlPTDisable blocks until done and raises no event; an append still links.
         ASSERT_PTL(PtlPTDisable(ni.h, pt));
         expect_eq_empty(teq, "after PtlPTDisable");
-        append_me(ni, pt, me_desc(b2.data(), b2.size(), PTL_ME_OP_PUT, 2), PTL_PRIORITY_LIST,
-                  tag(2), teq);
+        append_me(ni, pt, me_desc(b2.data(), b2.size(), PTL_ME_OP_PUT, 2), PTL_PRIORITY_LIST, tag(2), teq);
     }
     barrier();
     if (rank() == 1) {
         ASSERT_PTL(PtlPut(md, 0, 64, PTL_ACK_REQ, ni.id_of(0), pt, 2, 0, tag(3), 3));
         expect_send_and_failed_ack(ieq, tag(3), 64, PTL_NI_PT_DISABLED);
         ASSERT_PTL(PtlGet(md, 0, 16, ni.id_of(0), pt, 1, 0, tag(4)));
-        check_init_event(wait_event(ieq),
-                         {.type = PTL_EVENT_REPLY, .user_ptr = tag(4), .fail = PTL_NI_PT_DISABLED});
+        check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(4), .fail = PTL_NI_PT_DISABLED});
     }
     barrier();
     if (rank() == 0) {

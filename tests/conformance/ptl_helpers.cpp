@@ -25,10 +25,9 @@ public:
     BlockedAt(const char *what, const std::source_location &at) : mine_(gettid() == getpid()) {
         if (!mine_) return;
         const char *file = at.file_name();
-        if (const char *slash = std::strrchr(file, '/'))
-            file = slash + 1;
-        std::snprintf(portico_test_wait_note, sizeof portico_test_wait_note, "%s at %s:%u", what,
-                      file, static_cast<unsigned>(at.line()));
+        if (const char *slash = std::strrchr(file, '/')) file = slash + 1;
+        std::snprintf(portico_test_wait_note, sizeof portico_test_wait_note, "%s at %s:%u", what, file,
+                      static_cast<unsigned>(at.line()));
     }
     ~BlockedAt() {
         if (mine_) portico_test_wait_note[0] = '\0';
@@ -57,14 +56,12 @@ std::ostream &operator<<(std::ostream &os, const Sr &s) {
 
 std::string describe(const ptl_event_t &ev) {
     std::ostringstream os;
-    os << "event{" << event_name(ev.type) << ", fail=" << fail_name(ev.ni_fail_type)
-       << ", initiator=(nid " << ev.initiator.phys.nid << ", pid " << ev.initiator.phys.pid
-       << " | rank " << ev.initiator.rank << "), pt=" << ev.pt_index << ", list=" << ev.ptl_list
-       << ", uid=" << ev.uid << ", match_bits=0x" << std::hex << ev.match_bits << std::dec
-       << ", rlength=" << ev.rlength << ", mlength=" << ev.mlength
-       << ", remote_offset=" << ev.remote_offset << ", start=" << ev.start
-       << ", user_ptr=" << ev.user_ptr << ", hdr_data=0x" << std::hex << ev.hdr_data << std::dec
-       << "}";
+    os << "event{" << event_name(ev.type) << ", fail=" << fail_name(ev.ni_fail_type) << ", initiator=(nid "
+       << ev.initiator.phys.nid << ", pid " << ev.initiator.phys.pid << " | rank " << ev.initiator.rank
+       << "), pt=" << ev.pt_index << ", list=" << ev.ptl_list << ", uid=" << ev.uid << ", match_bits=0x" << std::hex
+       << ev.match_bits << std::dec << ", rlength=" << ev.rlength << ", mlength=" << ev.mlength
+       << ", remote_offset=" << ev.remote_offset << ", start=" << ev.start << ", user_ptr=" << ev.user_ptr
+       << ", hdr_data=0x" << std::hex << ev.hdr_data << std::dec << "}";
     return os.str();
 }
 
@@ -85,14 +82,12 @@ ptl_process_t Ni::id_of(int r) const {
 }
 
 bool same_process(const ptl_process_t &a, const ptl_process_t &b, bool logical) {
-    if (logical)
-        return a.rank == b.rank;
+    if (logical) return a.rank == b.rank;
     return a.phys.nid == b.phys.nid && a.phys.pid == b.phys.pid;
 }
 
 std::string process_str(const ptl_process_t &p, bool logical) {
-    if (logical)
-        return "rank " + std::to_string(p.rank);
+    if (logical) return "rank " + std::to_string(p.rank);
     return "nid " + std::to_string(p.phys.nid) + " pid " + std::to_string(p.phys.pid);
 }
 
@@ -147,8 +142,8 @@ ptl_pt_index_t make_pt(const Ni &ni, ptl_handle_eq_t eq, unsigned options, ptl_p
     return pt;
 }
 
-ptl_handle_md_t bind_md(const Ni &ni, void *start, ptl_size_t length, ptl_handle_eq_t eq,
-                        ptl_handle_ct_t ct, unsigned options) {
+ptl_handle_md_t bind_md(const Ni &ni, void *start, ptl_size_t length, ptl_handle_eq_t eq, ptl_handle_ct_t ct,
+                        unsigned options) {
     ptl_md_t md{};
     md.start = start;
     md.length = length;
@@ -188,16 +183,15 @@ ptl_le_t le_desc(void *start, ptl_size_t length, unsigned options, ptl_handle_ct
     return le;
 }
 
-void check_entry_event(const ptl_event_t &ev, ptl_event_kind_t type, ptl_pt_index_t pt,
-                       const void *user_ptr) {
+void check_entry_event(const ptl_event_t &ev, ptl_event_kind_t type, ptl_pt_index_t pt, const void *user_ptr) {
     EXPECT_EQ(Kind{type}, Kind{ev.type}) << describe(ev);
     EXPECT_EQ(pt, ev.pt_index) << describe(ev);
     EXPECT_EQ(user_ptr, ev.user_ptr) << describe(ev);
     EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
 }
 
-ptl_handle_me_t append_me(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me, ptl_list_t list,
-                          void *user_ptr, ptl_handle_eq_t eq) {
+ptl_handle_me_t append_me(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me, ptl_list_t list, void *user_ptr,
+                          ptl_handle_eq_t eq) {
     ptl_handle_me_t h = PTL_INVALID_HANDLE;
     EXPECT_PTL(PtlMEAppend(ni.h, pt, &me, list, user_ptr, &h));
     if (!(me.options & PTL_ME_EVENT_LINK_DISABLE) && eq != PTL_EQ_NONE)
@@ -205,8 +199,8 @@ ptl_handle_me_t append_me(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me, p
     return h;
 }
 
-ptl_handle_le_t append_le(const Ni &ni, ptl_pt_index_t pt, const ptl_le_t &le, ptl_list_t list,
-                          void *user_ptr, ptl_handle_eq_t eq) {
+ptl_handle_le_t append_le(const Ni &ni, ptl_pt_index_t pt, const ptl_le_t &le, ptl_list_t list, void *user_ptr,
+                          ptl_handle_eq_t eq) {
     ptl_handle_le_t h = PTL_INVALID_HANDLE;
     EXPECT_PTL(PtlLEAppend(ni.h, pt, &le, list, user_ptr, &h));
     if (!(le.options & PTL_LE_EVENT_LINK_DISABLE) && eq != PTL_EQ_NONE)
@@ -214,18 +208,15 @@ ptl_handle_le_t append_le(const Ni &ni, ptl_pt_index_t pt, const ptl_le_t &le, p
     return h;
 }
 
-ptl_handle_any_t append_entry(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me,
-                              ptl_list_t list, void *user_ptr, ptl_handle_eq_t eq) {
-    if (ni.matching())
-        return append_me(ni, pt, me, list, user_ptr, eq);
+ptl_handle_any_t append_entry(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me, ptl_list_t list, void *user_ptr,
+                              ptl_handle_eq_t eq) {
+    if (ni.matching()) return append_me(ni, pt, me, list, user_ptr, eq);
     ptl_le_t le = le_desc(me.start, me.length, me.options, me.ct_handle);
     le.uid = me.uid;
     return append_le(ni, pt, le, list, user_ptr, eq);
 }
 
-int unlink_entry(const Ni &ni, ptl_handle_any_t h) {
-    return ni.matching() ? PtlMEUnlink(h) : PtlLEUnlink(h);
-}
+int unlink_entry(const Ni &ni, ptl_handle_any_t h) { return ni.matching() ? PtlMEUnlink(h) : PtlLEUnlink(h); }
 
 ptl_event_t wait_event(ptl_handle_eq_t eq, std::source_location at) {
     ptl_event_t ev;
@@ -235,23 +226,20 @@ ptl_event_t wait_event(ptl_handle_eq_t eq, std::source_location at) {
         BlockedAt note("PtlEQWait", at);
         rc = PtlEQWait(eq, &ev);
     }
-    EXPECT_RC(PTL_OK, rc) << " (called at " << at.file_name() << ":" << at.line()
-                          << "; event: " << describe(ev) << ")";
+    EXPECT_RC(PTL_OK, rc) << " (called at " << at.file_name() << ":" << at.line() << "; event: " << describe(ev) << ")";
     return ev;
 }
 
 ptl_event_t expect_event(ptl_handle_eq_t eq, ptl_event_kind_t kind, std::source_location at) {
     ptl_event_t ev = wait_event(eq, at);
-    EXPECT_EQ(Kind{kind}, Kind{ev.type}) << describe(ev) << " (called at " << at.file_name()
-                                         << ":" << at.line() << ")";
+    EXPECT_EQ(Kind{kind}, Kind{ev.type}) << describe(ev) << " (called at " << at.file_name() << ":" << at.line() << ")";
     return ev;
 }
 
 std::vector<ptl_event_t> wait_events(ptl_handle_eq_t eq, size_t n, std::source_location at) {
     std::vector<ptl_event_t> out;
     out.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-        out.push_back(wait_event(eq, at));
+    for (size_t i = 0; i < n; ++i) out.push_back(wait_event(eq, at));
     return out;
 }
 
@@ -267,8 +255,7 @@ void check_target_event(const ptl_event_t &ev, const TargetEv &want, const Ni &n
     EXPECT_EQ(Kind{want.type}, Kind{ev.type}) << d;
     EXPECT_EQ(Fail{want.fail}, Fail{ev.ni_fail_type}) << d;
     EXPECT_TRUE(same_process(ni.id_of(want.initiator), ev.initiator, ni.logical()))
-        << "initiator: expected " << process_str(ni.id_of(want.initiator), ni.logical()) << "; "
-        << d;
+        << "initiator: expected " << process_str(ni.id_of(want.initiator), ni.logical()) << "; " << d;
     EXPECT_EQ(want.pt_index, ev.pt_index) << d;
     EXPECT_EQ(ni.uids.at(static_cast<size_t>(want.initiator)), ev.uid) << "uid; " << d;
     EXPECT_EQ(ni.matching() ? want.match_bits : 0, ev.match_bits) << "match_bits; " << d;
@@ -289,8 +276,7 @@ void check_init_event(const ptl_event_t &ev, const InitEv &want) {
     EXPECT_EQ(Kind{want.type}, Kind{ev.type}) << d;
     EXPECT_EQ(want.user_ptr, ev.user_ptr) << "user_ptr; " << d;
     EXPECT_EQ(Fail{want.fail}, Fail{ev.ni_fail_type}) << d;
-    if (want.fail != PTL_NI_OK)
-        return; // the remaining fields are defined on success only
+    if (want.fail != PTL_NI_OK) return; // the remaining fields are defined on success only
     if (want.mlength) {
         EXPECT_EQ(*want.mlength, ev.mlength) << "mlength; " << d;
     }
@@ -302,9 +288,8 @@ void check_init_event(const ptl_event_t &ev, const InitEv &want) {
     }
 }
 
-void expect_send_and_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
-                         ptl_size_t mlength, ptl_size_t remote_offset, ptl_list_t list,
-                         std::source_location at) {
+void expect_send_and_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length, ptl_size_t mlength,
+                         ptl_size_t remote_offset, ptl_list_t list, std::source_location at) {
     bool send = false, ack = false;
     while (!send || !ack) {
         ptl_event_t ev = wait_event(eq, at);
@@ -325,8 +310,8 @@ void expect_send_and_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t le
     }
 }
 
-void expect_send_and_failed_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
-                                ptl_ni_fail_t fail, std::source_location at) {
+void expect_send_and_failed_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length, ptl_ni_fail_t fail,
+                                std::source_location at) {
     bool send = false, ack = false;
     while (!send || !ack) {
         ptl_event_t ev = wait_event(eq, at);
@@ -343,18 +328,16 @@ void expect_send_and_failed_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_si
     }
 }
 
-Sender::Sender(const Ni &n, size_t size, uint32_t seed, int target_rank)
-    : ni(n), target(target_rank), src(size) {
+Sender::Sender(const Ni &n, size_t size, uint32_t seed, int target_rank) : ni(n), target(target_rank), src(size) {
     fill_pattern(src.data(), src.size(), seed);
     eq = make_eq(ni);
     md = bind_md(ni, src.data(), src.size(), eq);
 }
 
-void Sender::put(ptl_pt_index_t pt, ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff,
-                 ptl_hdr_data_t hdr, ptl_size_t mlength, ptl_size_t used_offset, ptl_list_t list,
-                 ptl_size_t local_offset, std::source_location at) {
-    EXPECT_PTL(PtlPut(md, local_offset, len, PTL_ACK_REQ, ni.id_of(target), pt, bits, roff,
-                      tag(hdr), hdr));
+void Sender::put(ptl_pt_index_t pt, ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff, ptl_hdr_data_t hdr,
+                 ptl_size_t mlength, ptl_size_t used_offset, ptl_list_t list, ptl_size_t local_offset,
+                 std::source_location at) {
+    EXPECT_PTL(PtlPut(md, local_offset, len, PTL_ACK_REQ, ni.id_of(target), pt, bits, roff, tag(hdr), hdr));
     expect_send_and_ack(eq, tag(hdr), len, mlength, used_offset, list, at);
 }
 
@@ -384,36 +367,31 @@ Ct ct_wait(ptl_handle_ct_t ct, ptl_size_t test, std::source_location at) {
 }
 
 Ct ct_reach(ptl_handle_ct_t ct, Ct want, std::source_location at) {
-    if (want.failure == 0)
-        return ct_wait(ct, want.success, at);
+    if (want.failure == 0) return ct_wait(ct, want.success, at);
     BlockedAt note("a counter poll", at);
     for (;;) {
         const Ct now = ct_get(ct);
-        if (now.success >= want.success && now.failure >= want.failure)
-            return now;
+        if (now.success >= want.success && now.failure >= want.failure) return now;
         sched_yield();
     }
 }
 
 void fill_pattern(void *buf, size_t n, uint32_t seed, uint64_t first_index) {
     auto *p = static_cast<uint8_t *>(buf);
-    for (size_t i = 0; i < n; ++i)
-        p[i] = pattern_byte(seed, first_index + i);
+    for (size_t i = 0; i < n; ++i) p[i] = pattern_byte(seed, first_index + i);
 }
 
 long check_pattern(const void *buf, size_t n, uint32_t seed, uint64_t first_index) {
     const auto *p = static_cast<const uint8_t *>(buf);
     for (size_t i = 0; i < n; ++i)
-        if (p[i] != pattern_byte(seed, first_index + i))
-            return static_cast<long>(i);
+        if (p[i] != pattern_byte(seed, first_index + i)) return static_cast<long>(i);
     return -1;
 }
 
 long check_fill(const void *buf, size_t n, uint8_t value) {
     const auto *p = static_cast<const uint8_t *>(buf);
     for (size_t i = 0; i < n; ++i)
-        if (p[i] != value)
-            return static_cast<long>(i);
+        if (p[i] != value) return static_cast<long>(i);
     return -1;
 }
 
@@ -440,21 +418,17 @@ void wait_until_stopped(pid_t pid) {
         DIR *d = opendir(dir.c_str());
         ASSERT_NE(nullptr, d) << dir;
         while (dirent *e = readdir(d)) {
-            if (e->d_name[0] == '.')
-                continue;
+            if (e->d_name[0] == '.') continue;
             std::ifstream stat(dir + "/" + e->d_name + "/stat");
             std::string line;
             std::getline(stat, line);
             const size_t paren = line.rfind(')');
-            if (paren == std::string::npos || paren + 2 >= line.size())
-                continue; // the thread just exited
+            if (paren == std::string::npos || paren + 2 >= line.size()) continue; // the thread just exited
             const char state = line[paren + 2];
-            if (state != 'T' && state != 't')
-                all_stopped = false;
+            if (state != 'T' && state != 't') all_stopped = false;
         }
         closedir(d);
-        if (all_stopped)
-            return;
+        if (all_stopped) return;
         sched_yield();
     }
 }
@@ -463,8 +437,7 @@ bool same_host() {
     std::array<char, 256> host{};
     gethostname(host.data(), host.size() - 1);
     for (const auto &h : job().allgather_pod(host))
-        if (h != host)
-            return false;
+        if (h != host) return false;
     return true;
 }
 

@@ -104,24 +104,22 @@ std::string process_str(const ptl_process_t &p, bool logical);
 // ---- objects ----------------------------------------------------------------------------------
 ptl_handle_eq_t make_eq(const Ni &ni, ptl_size_t count = 1024);
 ptl_handle_ct_t make_ct(const Ni &ni);
-ptl_pt_index_t make_pt(const Ni &ni, ptl_handle_eq_t eq, unsigned options = 0,
-                       ptl_pt_index_t req = PTL_PT_ANY);
+ptl_pt_index_t make_pt(const Ni &ni, ptl_handle_eq_t eq, unsigned options = 0, ptl_pt_index_t req = PTL_PT_ANY);
 ptl_handle_md_t bind_md(const Ni &ni, void *start, ptl_size_t length, ptl_handle_eq_t eq,
                         ptl_handle_ct_t ct = PTL_CT_NONE, unsigned options = 0);
 
 ptl_me_t me_desc(void *start, ptl_size_t length, unsigned options, ptl_match_bits_t match_bits = 0,
                  ptl_match_bits_t ignore_bits = 0, ptl_handle_ct_t ct = PTL_CT_NONE);
-ptl_le_t le_desc(void *start, ptl_size_t length, unsigned options,
-                 ptl_handle_ct_t ct = PTL_CT_NONE);
+ptl_le_t le_desc(void *start, ptl_size_t length, unsigned options, ptl_handle_ct_t ct = PTL_CT_NONE);
 
 // Appends and, unless the entry disables it, consumes and checks its LINK event on `eq`.
-ptl_handle_me_t append_me(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me, ptl_list_t list,
-                          void *user_ptr, ptl_handle_eq_t eq);
-ptl_handle_le_t append_le(const Ni &ni, ptl_pt_index_t pt, const ptl_le_t &le, ptl_list_t list,
-                          void *user_ptr, ptl_handle_eq_t eq);
+ptl_handle_me_t append_me(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me, ptl_list_t list, void *user_ptr,
+                          ptl_handle_eq_t eq);
+ptl_handle_le_t append_le(const Ni &ni, ptl_pt_index_t pt, const ptl_le_t &le, ptl_list_t list, void *user_ptr,
+                          ptl_handle_eq_t eq);
 // Appends an ME on a matching NI or an LE on a non-matching one (match fields ignored for an LE).
-ptl_handle_any_t append_entry(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me,
-                              ptl_list_t list, void *user_ptr, ptl_handle_eq_t eq);
+ptl_handle_any_t append_entry(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me, ptl_list_t list, void *user_ptr,
+                              ptl_handle_eq_t eq);
 int unlink_entry(const Ni &ni, ptl_handle_any_t h);
 
 // ---- events ----------------------------------------------------------------------------------
@@ -166,18 +164,15 @@ struct InitEv {
 void check_init_event(const ptl_event_t &ev, const InitEv &want);
 
 // Checks a LINK / AUTO_UNLINK / AUTO_FREE event.
-void check_entry_event(const ptl_event_t &ev, ptl_event_kind_t type, ptl_pt_index_t pt,
-                       const void *user_ptr);
+void check_entry_event(const ptl_event_t &ev, ptl_event_kind_t type, ptl_pt_index_t pt, const void *user_ptr);
 
 // Waits for the SEND and the ACK of one put (any order) on `eq` and checks both.
-void expect_send_and_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
-                         ptl_size_t mlength, ptl_size_t remote_offset,
-                         ptl_list_t list = PTL_PRIORITY_LIST,
+void expect_send_and_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length, ptl_size_t mlength,
+                         ptl_size_t remote_offset, ptl_list_t list = PTL_PRIORITY_LIST,
                          std::source_location at = std::source_location::current());
 // Waits for the SEND (which must succeed: it reports local errors only, §3.13.3) and the ACK of
 // one put, any order; the ACK must report `fail`.
-void expect_send_and_failed_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length,
-                                ptl_ni_fail_t fail,
+void expect_send_and_failed_ack(ptl_handle_eq_t eq, const void *user_ptr, ptl_size_t length, ptl_ni_fail_t fail,
                                 std::source_location at = std::source_location::current());
 
 // Initiator side of simple puts: an MD over a patterned source buffer, with its own EQ.
@@ -191,10 +186,9 @@ struct Sender {
     Sender(const Ni &n, size_t size, uint32_t seed, int target_rank = 0);
     // PtlPut with ACK_REQ of src[local_offset, +len) and hdr_data = user_ptr = hdr; waits for the
     // SEND and the ACK and expects the ACK to report `mlength` at `used_offset` in `list`.
-    void put(ptl_pt_index_t pt, ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff,
-             ptl_hdr_data_t hdr, ptl_size_t mlength, ptl_size_t used_offset,
-             ptl_list_t list = PTL_PRIORITY_LIST, ptl_size_t local_offset = 0,
-             std::source_location at = std::source_location::current());
+    void put(ptl_pt_index_t pt, ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff, ptl_hdr_data_t hdr,
+             ptl_size_t mlength, ptl_size_t used_offset, ptl_list_t list = PTL_PRIORITY_LIST,
+             ptl_size_t local_offset = 0, std::source_location at = std::source_location::current());
 };
 
 // ---- status registers ------------------------------------------------------------------------
@@ -210,8 +204,7 @@ inline Sr sr_plus(Sr s, ptl_sr_value_t drop, ptl_sr_value_t perm, ptl_sr_value_t
 
 // ---- counting events --------------------------------------------------------------------------
 Ct ct_get(ptl_handle_ct_t ct);
-Ct ct_wait(ptl_handle_ct_t ct, ptl_size_t test,
-           std::source_location at = std::source_location::current());
+Ct ct_wait(ptl_handle_ct_t ct, ptl_size_t test, std::source_location at = std::source_location::current());
 // Waits until both fields have reached `want` (PtlCTWait cannot wait for a failure count above 1,
 // and full events and counter updates are unordered, §4.3): PtlCTWait when want.failure == 0,
 // otherwise PtlCTGet in a yielding loop. Returns the value seen; callers compare it with `want`
@@ -252,10 +245,10 @@ protected:
 };
 
 // Skips the current test on every rank (deterministically) when the job has fewer than n ranks.
-#define REQUIRE_RANKS(n)                                                                           \
-    do {                                                                                           \
-        if (::ptltest::job_size() < (n))                                                           \
-            GTEST_SKIP() << "needs " << (n) << " ranks, job has " << ::ptltest::job_size();       \
+#define REQUIRE_RANKS(n)                                                                                               \
+    do {                                                                                                               \
+        if (::ptltest::job_size() < (n))                                                                               \
+            GTEST_SKIP() << "needs " << (n) << " ranks, job has " << ::ptltest::job_size();                            \
     } while (0)
 
 } // namespace ptltest

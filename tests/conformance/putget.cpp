@@ -31,13 +31,12 @@ TEST_P(PutGet, PutAllFieldsBothDirections) {
         make_pt(ni, teq, 0, kPt);
         std::vector<uint8_t> rbuf(4096, 0), sbuf(2048);
         fill_pattern(sbuf.data(), sbuf.size(), 70 + rank());
-        append_entry(ni, kPt, me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT, kBits),
-                     PTL_PRIORITY_LIST, tag(0x100 + rank()), teq);
+        append_entry(ni, kPt, me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT, kBits), PTL_PRIORITY_LIST,
+                     tag(0x100 + rank()), teq);
         ptl_handle_md_t md = bind_md(ni, sbuf.data(), sbuf.size(), ieq);
         barrier();
         const ptl_hdr_data_t hdr = 0xDEADBEEF00000000ull | static_cast<unsigned>(rank());
-        ASSERT_PTL(PtlPut(md, 16, 1000, PTL_ACK_REQ, ni.id_of(peer()), kPt, kBits, 100,
-                          tag(0x200 + rank()), hdr));
+        ASSERT_PTL(PtlPut(md, 16, 1000, PTL_ACK_REQ, ni.id_of(peer()), kPt, kBits, 100, tag(0x200 + rank()), hdr));
         expect_send_and_ack(ieq, tag(0x200 + rank()), 1000, 1000, 100);
         check_target_event(wait_event(teq),
                            {.type = PTL_EVENT_PUT,
@@ -76,8 +75,8 @@ TEST_P(PutGet, GetAllFieldsBothDirections) {
         make_pt(ni, teq, 0, kPt);
         std::vector<uint8_t> tbuf(4096), dbuf(1024, 0);
         fill_pattern(tbuf.data(), tbuf.size(), 50 + rank());
-        append_entry(ni, kPt, me_desc(tbuf.data(), tbuf.size(), PTL_ME_OP_GET, kBits),
-                     PTL_PRIORITY_LIST, tag(0x300 + rank()), teq);
+        append_entry(ni, kPt, me_desc(tbuf.data(), tbuf.size(), PTL_ME_OP_GET, kBits), PTL_PRIORITY_LIST,
+                     tag(0x300 + rank()), teq);
         ptl_handle_md_t md = bind_md(ni, dbuf.data(), dbuf.size(), ieq);
         barrier();
         ASSERT_PTL(PtlGet(md, 8, 500, ni.id_of(peer()), kPt, kBits, 32, tag(0x400 + rank())));
@@ -123,12 +122,11 @@ TEST_P(PutGet, ManyConcurrentPutsAndGetsBothDirections) {
         barrier();
         return;
     }
-    static const ptl_size_t sizes[] = {0,    1,    8,     63,    64,    65,     1000,  4096,
-                                       8191, 8192, 65536, 65537, 100000, 262144, 3,     777};
+    static const ptl_size_t sizes[] = {0,    1,    8,     63,    64,     65,     1000, 4096,
+                                       8191, 8192, 65536, 65537, 100000, 262144, 3,    777};
     constexpr size_t n = sizeof sizes / sizeof sizes[0];
     std::vector<ptl_size_t> off(n + 1, 0);
-    for (size_t i = 0; i < n; ++i)
-        off[i + 1] = off[i] + sizes[i];
+    for (size_t i = 0; i < n; ++i) off[i + 1] = off[i] + sizes[i];
     const ptl_size_t total = off[n];
     // Target entry: puts land in [0, total), gets read from [total, 2*total).
     std::vector<uint8_t> tbuf(2 * total, 0);
@@ -138,16 +136,14 @@ TEST_P(PutGet, ManyConcurrentPutsAndGetsBothDirections) {
     fill_pattern(sbuf.data(), total, 80 + rank());
     ptl_handle_eq_t teq = make_eq(ni, 4 * n), ieq = make_eq(ni, 4 * n);
     make_pt(ni, teq, 0, kPt);
-    append_entry(ni, kPt, me_desc(tbuf.data(), tbuf.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, 5),
-                 PTL_PRIORITY_LIST, tag(0xE), teq);
+    append_entry(ni, kPt, me_desc(tbuf.data(), tbuf.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, 5), PTL_PRIORITY_LIST,
+                 tag(0xE), teq);
     ptl_handle_md_t smd = bind_md(ni, sbuf.data(), total, ieq);
     ptl_handle_md_t gmd = bind_md(ni, gbuf.data(), total, ieq);
     barrier();
     for (size_t i = 0; i < n; ++i) {
-        ASSERT_PTL(PtlPut(smd, off[i], sizes[i], PTL_ACK_REQ, ni.id_of(peer()), kPt, 5, off[i],
-                          tag(0x1000 + i), i));
-        ASSERT_PTL(PtlGet(gmd, off[i], sizes[i], ni.id_of(peer()), kPt, 5, total + off[i],
-                          tag(0x2000 + i)));
+        ASSERT_PTL(PtlPut(smd, off[i], sizes[i], PTL_ACK_REQ, ni.id_of(peer()), kPt, 5, off[i], tag(0x1000 + i), i));
+        ASSERT_PTL(PtlGet(gmd, off[i], sizes[i], ni.id_of(peer()), kPt, 5, total + off[i], tag(0x2000 + i)));
     }
     std::vector<int> sends(n), acks(n), replies(n), puts(n), gets(n);
     for (size_t k = 0; k < 3 * n; ++k) {
@@ -195,8 +191,7 @@ TEST_P(PutGet, ManyConcurrentPutsAndGetsBothDirections) {
         } else if (ev.type == PTL_EVENT_GET) {
             // (offset, length) identifies the get.
             size_t j = 0;
-            while (j < n && !(total + off[j] == ev.remote_offset && sizes[j] == ev.rlength))
-                ++j;
+            while (j < n && !(total + off[j] == ev.remote_offset && sizes[j] == ev.rlength)) ++j;
             ASSERT_LT(j, n) << describe(ev);
             ++gets[j];
             check_target_event(ev,
@@ -228,11 +223,9 @@ TEST_P(PutGet, ManyConcurrentPutsAndGetsBothDirections) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllNiKinds, PutGet,
-                         ::testing::Values(kMatchingPhysical, kNonMatchingPhysical,
-                                           kMatchingLogical, kNonMatchingLogical),
-                         [](const ::testing::TestParamInfo<unsigned> &info) {
-                             return ni_kind_name(info.param);
-                         });
+                         ::testing::Values(kMatchingPhysical, kNonMatchingPhysical, kMatchingLogical,
+                                           kNonMatchingLogical),
+                         [](const ::testing::TestParamInfo<unsigned> &info) { return ni_kind_name(info.param); });
 
 // Item 9 (§2.5.1, §4.2.2): a non-matching NI always delivers into the first LE of the list,
 // whatever the match bits; a use-once first LE hands over to the next one.
@@ -251,8 +244,7 @@ TEST_F(PutGetMd, NonMatchingNiUsesFirstLe) {
         make_pt(ni, teq, 0, pb);
         le1 = append_le(ni, pa, le_desc(b1.data(), 64, PTL_LE_OP_PUT), PTL_PRIORITY_LIST, tag(1), teq);
         append_le(ni, pa, le_desc(b2.data(), 64, PTL_LE_OP_PUT), PTL_PRIORITY_LIST, tag(2), teq);
-        append_le(ni, pb, le_desc(b3.data(), 64, PTL_LE_OP_PUT | PTL_LE_USE_ONCE),
-                  PTL_PRIORITY_LIST, tag(3), teq);
+        append_le(ni, pb, le_desc(b3.data(), 64, PTL_LE_OP_PUT | PTL_LE_USE_ONCE), PTL_PRIORITY_LIST, tag(3), teq);
         append_le(ni, pb, le_desc(b4.data(), 64, PTL_LE_OP_PUT), PTL_PRIORITY_LIST, tag(4), teq);
     } else if (rank() == 1) {
         ieq = make_eq(ni);
@@ -263,8 +255,7 @@ TEST_F(PutGetMd, NonMatchingNiUsesFirstLe) {
         ASSERT_PTL(PtlPut(md, 0, 8, PTL_ACK_REQ, ni.id_of(0), pt, bits, roff, tag(id), id));
         expect_send_and_ack(ieq, tag(id), 8, 8, roff);
     };
-    auto expect_put = [&](ptl_pt_index_t pt, const void *user, uint8_t *buf, ptl_size_t roff,
-                          ptl_hdr_data_t hdr) {
+    auto expect_put = [&](ptl_pt_index_t pt, const void *user, uint8_t *buf, ptl_size_t roff, ptl_hdr_data_t hdr) {
         check_target_event(wait_event(teq),
                            {.type = PTL_EVENT_PUT,
                             .initiator = 1,
@@ -315,11 +306,9 @@ TEST_F(PutGetMd, MdEventDisableFlags) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST,
-                  tag(1), teq);
+        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST, tag(1), teq);
         // Bits 2: an entry that refuses puts.
-        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_GET, 2), PTL_PRIORITY_LIST,
-                  tag(2), teq);
+        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_GET, 2), PTL_PRIORITY_LIST, tag(2), teq);
     }
     barrier();
     if (rank() == 1) {
@@ -327,22 +316,18 @@ TEST_F(PutGetMd, MdEventDisableFlags) {
         // SEND_DISABLE: only the ACK.
         ptl_handle_md_t md1 = bind_md(ni, src.data(), 64, ieq, PTL_CT_NONE, PTL_MD_EVENT_SEND_DISABLE);
         ASSERT_PTL(PtlPut(md1, 0, 64, PTL_ACK_REQ, ni.id_of(0), kPt, 1, 0, tag(11), 11));
-        check_init_event(wait_event(ieq), {.type = PTL_EVENT_ACK,
-                                           .user_ptr = tag(11),
-                                           .mlength = 64,
-                                           .remote_offset = 0,
-                                           .list = PTL_PRIORITY_LIST});
+        check_init_event(
+            wait_event(ieq),
+            {.type = PTL_EVENT_ACK, .user_ptr = tag(11), .mlength = 64, .remote_offset = 0, .list = PTL_PRIORITY_LIST});
         // SUCCESS_DISABLE with a CT counting SEND and ACK: no full event for success...
         ptl_handle_ct_t ct = make_ct(ni);
-        ptl_handle_md_t md2 =
-            bind_md(ni, src.data(), 64, ieq, ct,
-                    PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK);
+        ptl_handle_md_t md2 = bind_md(ni, src.data(), 64, ieq, ct,
+                                      PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK);
         ASSERT_PTL(PtlPut(md2, 0, 64, PTL_ACK_REQ, ni.id_of(0), kPt, 1, 64, tag(12), 12));
         EXPECT_EQ((Ct{2, 0}), ct_wait(ct, 2));
         // ... but a failed ACK is delivered, and counted as a failure.
         ASSERT_PTL(PtlPut(md2, 0, 64, PTL_ACK_REQ, ni.id_of(0), kPt, 2, 0, tag(13), 13));
-        check_init_event(wait_event(ieq),
-                         {.type = PTL_EVENT_ACK, .user_ptr = tag(13), .fail = PTL_NI_OP_VIOLATION});
+        check_init_event(wait_event(ieq), {.type = PTL_EVENT_ACK, .user_ptr = tag(13), .fail = PTL_NI_OP_VIOLATION});
         EXPECT_EQ((Ct{3, 1}), ct_reach(ct, Ct{3, 1})) << "SEND success counted, ACK failure counted";
         expect_eq_empty(ieq);
     }
@@ -372,23 +357,20 @@ TEST_F(PutGetMd, EntryEventDisableFlags) {
         make_pt(ni, teq, 0, kPt);
         ct_comm = make_ct(ni);
         ct_succ = make_ct(ni);
+        append_me(
+            ni, kPt,
+            me_desc(b.data(), 64, PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM, 1, 0, ct_comm),
+            PTL_PRIORITY_LIST, tag(1), teq);
         append_me(ni, kPt,
-                  me_desc(b.data(), 64, PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM,
-                          1, 0, ct_comm),
-                  PTL_PRIORITY_LIST, tag(1), teq);
-        append_me(ni, kPt,
-                  me_desc(b.data() + 64, 64,
-                          PTL_ME_OP_PUT | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_CT_COMM, 2, 0,
+                  me_desc(b.data() + 64, 64, PTL_ME_OP_PUT | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_CT_COMM, 2, 0,
                           ct_succ),
                   PTL_PRIORITY_LIST, tag(2), teq);
         append_me(ni, kPt,
-                  me_desc(b.data() + 128, 64,
-                          PTL_ME_OP_PUT | PTL_ME_USE_ONCE | PTL_ME_EVENT_UNLINK_DISABLE, 3),
+                  me_desc(b.data() + 128, 64, PTL_ME_OP_PUT | PTL_ME_USE_ONCE | PTL_ME_EVENT_UNLINK_DISABLE, 3),
                   PTL_PRIORITY_LIST, tag(3), teq);
-        append_me(ni, kPt, me_desc(b.data() + 192, 64, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 4),
-                  PTL_PRIORITY_LIST, tag(4), teq);
-        append_me(ni, kPt, me_desc(b.data() + 256, 64, PTL_ME_OP_PUT, 5), PTL_PRIORITY_LIST,
-                  tag(5), teq);
+        append_me(ni, kPt, me_desc(b.data() + 192, 64, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE, 4), PTL_PRIORITY_LIST,
+                  tag(4), teq);
+        append_me(ni, kPt, me_desc(b.data() + 256, 64, PTL_ME_OP_PUT, 5), PTL_PRIORITY_LIST, tag(5), teq);
         expect_eq_empty(teq, "after appends (LINK_DISABLE)");
     }
     barrier();
@@ -409,12 +391,10 @@ TEST_F(PutGetMd, EntryEventDisableFlags) {
         }
         EXPECT_EQ((Ct{1, 0}), ct_wait(ct_comm, 1));
         EXPECT_EQ((Ct{1, 0}), ct_wait(ct_succ, 1));
-        for (int i = 0; i < 5; ++i)
-            EXPECT_EQ(-1, check_pattern(b.data() + 64 * i, 64, 141)) << "entry " << i + 1;
+        for (int i = 0; i < 5; ++i) EXPECT_EQ(-1, check_pattern(b.data() + 64 * i, 64, 141)) << "entry " << i + 1;
     }
     barrier();
-    if (rank() == 0)
-        expect_eq_empty(teq, "(COMM/SUCCESS/UNLINK disabled)");
+    if (rank() == 0) expect_eq_empty(teq, "(COMM/SUCCESS/UNLINK disabled)");
 }
 
 // Item 44 (§3.15.1, §3.15.2): NO_ACK_REQ gives no ACK; an MD without EQ and CT gets no ACK;
@@ -428,8 +408,7 @@ TEST_F(PutGetMd, NoAckReqAndMdWithoutEqOrCt) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 0, ~0ull),
-                  PTL_PRIORITY_LIST, tag(1), teq);
+        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 0, ~0ull), PTL_PRIORITY_LIST, tag(1), teq);
     }
     barrier();
     if (rank() == 1) {
@@ -456,8 +435,7 @@ TEST_F(PutGetMd, NoAckReqAndMdWithoutEqOrCt) {
 
         // CT only: SEND and ACK counted, no ACK for NO_ACK_REQ.
         ptl_handle_ct_t ct = make_ct(ni);
-        ptl_handle_md_t mdc = bind_md(ni, src.data(), 64, PTL_EQ_NONE, ct,
-                                      PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK);
+        ptl_handle_md_t mdc = bind_md(ni, src.data(), 64, PTL_EQ_NONE, ct, PTL_MD_EVENT_CT_SEND | PTL_MD_EVENT_CT_ACK);
         ASSERT_PTL(PtlPut(mdc, 0, 64, PTL_NO_ACK_REQ, ni.id_of(0), kPt, 0, 128, tag(3), 3));
         ASSERT_PTL(PtlPut(mdc, 0, 64, PTL_ACK_REQ, ni.id_of(0), kPt, 0, 192, tag(4), 4));
         EXPECT_EQ((Ct{3, 0}), ct_wait(ct, 3));
@@ -481,8 +459,7 @@ TEST_F(PutGetMd, NoAckReqAndMdWithoutEqOrCt) {
             EXPECT_TRUE(seen.insert(ev.hdr_data).second) << describe(ev);
             EXPECT_EQ((ev.hdr_data - 1) * 64, ev.remote_offset) << describe(ev);
         }
-        for (int i = 0; i < 6; ++i)
-            EXPECT_EQ(-1, check_pattern(buf.data() + 64 * i, 64, 44)) << "put " << i + 1;
+        for (int i = 0; i < 6; ++i) EXPECT_EQ(-1, check_pattern(buf.data() + 64 * i, 64, 44)) << "put " << i + 1;
         barrier();
     } else {
         barrier();
@@ -495,8 +472,7 @@ TEST_F(PutGetMd, NoAckReqAndMdWithoutEqOrCt) {
 // and the ACK are certainly late; a put's SEND is local (§3.13.1) and must not need the target.
 TEST_F(PutGetMd, MdReleaseInUseAndLateAckDropped) {
     REQUIRE_RANKS(2);
-    if (!same_host())
-        GTEST_SKIP() << "needs all ranks on one host (SIGSTOP of the target)";
+    if (!same_host()) GTEST_SKIP() << "needs all ranks on one host (SIGSTOP of the target)";
     Ni ni = open_ni(kMatchingPhysical);
     std::vector<pid_t> pids = job().allgather_pod(getpid());
     std::vector<uint8_t> tbuf(256), dbuf(64, 0), src(8);
@@ -525,8 +501,7 @@ TEST_F(PutGetMd, MdReleaseInUseAndLateAckDropped) {
         ASSERT_PTL(PtlGet(gmd, 0, 64, ni.id_of(0), kPt, 0, 0, tag(1)));
         EXPECT_RC(PTL_IN_USE, PtlMDRelease(gmd)) << "a get still awaits its REPLY";
         ASSERT_PTL(PtlPut(pmd, 0, 8, PTL_ACK_REQ, ni.id_of(0), kPt, 0, 128, tag(2), 2));
-        check_init_event(expect_event(peq, PTL_EVENT_SEND),
-                         {.type = PTL_EVENT_SEND, .user_ptr = tag(2), .mlength = 8});
+        check_init_event(expect_event(peq, PTL_EVENT_SEND), {.type = PTL_EVENT_SEND, .user_ptr = tag(2), .mlength = 8});
         EXPECT_PTL(PtlMDRelease(pmd)) << "releasing after SEND, before the ACK, is allowed";
         ASSERT_EQ(0, kill(pids[0], SIGCONT));
 
@@ -550,8 +525,7 @@ TEST_F(PutGetMd, MdReleaseInUseAndLateAckDropped) {
         expect_eq_empty(meq);
     } else if (rank() == 0) {
         std::map<int, int> kinds;
-        for (int i = 0; i < 4; ++i)
-            ++kinds[wait_event(teq).type];
+        for (int i = 0; i < 4; ++i) ++kinds[wait_event(teq).type];
         EXPECT_EQ(1, kinds[PTL_EVENT_GET]);
         EXPECT_EQ(3, kinds[PTL_EVENT_PUT]);
         EXPECT_EQ(-1, check_pattern(tbuf.data() + 128, 8, 162));
@@ -574,8 +548,7 @@ TEST_F(PutGetMd, SegvOnUnmappedSource) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 0, ~0ull),
-                  PTL_PRIORITY_LIST, tag(1), teq);
+        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 0, ~0ull), PTL_PRIORITY_LIST, tag(1), teq);
     }
     barrier();
     if (rank() == 1) {
@@ -584,8 +557,7 @@ TEST_F(PutGetMd, SegvOnUnmappedSource) {
         fill_pattern(ok.data(), ok.size(), 63);
         ptl_handle_eq_t ieq = make_eq(ni);
         ptl_handle_md_t all = bind_md(ni, nullptr, PTL_SIZE_MAX, ieq);
-        ASSERT_PTL(PtlPut(all, reinterpret_cast<uintptr_t>(hole), 64, PTL_ACK_REQ, ni.id_of(0), kPt,
-                          0, 0, tag(1), 1));
+        ASSERT_PTL(PtlPut(all, reinterpret_cast<uintptr_t>(hole), 64, PTL_ACK_REQ, ni.id_of(0), kPt, 0, 0, tag(1), 1));
         ptl_event_t ev = wait_event(ieq);
         bool segv = false;
         if (ev.type == PTL_EVENT_SEND && ev.ni_fail_type == PTL_NI_SEGV) {
@@ -602,29 +574,37 @@ TEST_F(PutGetMd, SegvOnUnmappedSource) {
         }
         EXPECT_TRUE(segv) << "no completion of the put reported PTL_NI_SEGV";
         // The same MD still works for a mapped source.
-        ASSERT_PTL(PtlPut(all, reinterpret_cast<uintptr_t>(ok.data()), 64, PTL_ACK_REQ, ni.id_of(0),
-                          kPt, 0, 64, tag(2), 2));
+        ASSERT_PTL(
+            PtlPut(all, reinterpret_cast<uintptr_t>(ok.data()), 64, PTL_ACK_REQ, ni.id_of(0), kPt, 0, 64, tag(2), 2));
         for (;;) { // skip a possible late event of the first put
             ptl_event_t e = wait_event(ieq);
-            if (e.user_ptr == tag(1))
-                continue;
+            if (e.user_ptr == tag(1)) continue;
             EXPECT_EQ(tag(2), e.user_ptr);
             EXPECT_EQ(Fail{PTL_NI_OK}, Fail{e.ni_fail_type}) << describe(e);
             if (e.type == PTL_EVENT_ACK) {
-                check_init_event(e, {.type = PTL_EVENT_ACK, .user_ptr = tag(2), .mlength = 64,
-                                     .remote_offset = 64, .list = PTL_PRIORITY_LIST});
+                check_init_event(e, {.type = PTL_EVENT_ACK,
+                                     .user_ptr = tag(2),
+                                     .mlength = 64,
+                                     .remote_offset = 64,
+                                     .list = PTL_PRIORITY_LIST});
                 break;
             }
         }
     } else if (rank() == 0) {
         for (;;) { // the faulty put may or may not have reached the target
             ptl_event_t ev = expect_event(teq, PTL_EVENT_PUT);
-            if (ev.hdr_data == 1)
-                continue;
+            if (ev.hdr_data == 1) continue;
             check_target_event(ev,
-                               {.type = PTL_EVENT_PUT, .initiator = 1, .pt_index = kPt,
-                                .match_bits = 0, .rlength = 64, .mlength = 64, .remote_offset = 64,
-                                .start = buf.data() + 64, .user_ptr = tag(1), .hdr_data = 2},
+                               {.type = PTL_EVENT_PUT,
+                                .initiator = 1,
+                                .pt_index = kPt,
+                                .match_bits = 0,
+                                .rlength = 64,
+                                .mlength = 64,
+                                .remote_offset = 64,
+                                .start = buf.data() + 64,
+                                .user_ptr = tag(1),
+                                .hdr_data = 2},
                                ni);
             break;
         }
@@ -649,12 +629,10 @@ TEST_F(PutGetMd, SegvOnUnmappedTarget) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
         ct = make_ct(ni);
-        append_me(ni, kPt, me_desc(nullptr, PTL_SIZE_MAX, PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST,
-                  tag(1), teq);
+        append_me(ni, kPt, me_desc(nullptr, PTL_SIZE_MAX, PTL_ME_OP_PUT, 1), PTL_PRIORITY_LIST, tag(1), teq);
         append_me(ni, kPt,
                   me_desc(nullptr, PTL_SIZE_MAX,
-                          PTL_ME_OP_PUT | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_CT_COMM |
-                              PTL_ME_EVENT_CT_BYTES,
+                          PTL_ME_OP_PUT | PTL_ME_EVENT_SUCCESS_DISABLE | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES,
                           2, 0, ct),
                   PTL_PRIORITY_LIST, tag(2), teq);
     }
@@ -666,8 +644,7 @@ TEST_F(PutGetMd, SegvOnUnmappedTarget) {
         fill_pattern(src.data(), src.size(), 64);
         ptl_handle_eq_t ieq = make_eq(ni);
         ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), ieq);
-        auto send_and_ack = [&](uintptr_t bits, ptl_size_t len, uintptr_t roff, uintptr_t id,
-                                bool fault) {
+        auto send_and_ack = [&](uintptr_t bits, ptl_size_t len, uintptr_t roff, uintptr_t id, bool fault) {
             ASSERT_PTL(PtlPut(md, 0, len, PTL_ACK_REQ, ni.id_of(0), kPt, bits, roff, tag(id), id));
             for (int k = 0; k < 2; ++k) {
                 ptl_event_t ev = wait_event(ieq);
@@ -680,8 +657,10 @@ TEST_F(PutGetMd, SegvOnUnmappedTarget) {
                         EXPECT_NE(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type})
                             << "the ACK must report the target's fault: " << describe(ev);
                     } else {
-                        check_init_event(ev, {.type = PTL_EVENT_ACK, .user_ptr = tag(id),
-                                              .mlength = len, .remote_offset = roff,
+                        check_init_event(ev, {.type = PTL_EVENT_ACK,
+                                              .user_ptr = tag(id),
+                                              .mlength = len,
+                                              .remote_offset = roff,
                                               .list = PTL_PRIORITY_LIST});
                     }
                 }
@@ -703,14 +682,28 @@ TEST_F(PutGetMd, SegvOnUnmappedTarget) {
         EXPECT_EQ(tag(1), ev.user_ptr);
         EXPECT_EQ(1u, ev.hdr_data);
         check_target_event(wait_event(teq),
-                           {.type = PTL_EVENT_PUT, .initiator = 1, .pt_index = kPt,
-                            .match_bits = 1, .rlength = 0, .mlength = 0, .remote_offset = hole_addr,
-                            .start = hole, .user_ptr = tag(1), .hdr_data = 2},
+                           {.type = PTL_EVENT_PUT,
+                            .initiator = 1,
+                            .pt_index = kPt,
+                            .match_bits = 1,
+                            .rlength = 0,
+                            .mlength = 0,
+                            .remote_offset = hole_addr,
+                            .start = hole,
+                            .user_ptr = tag(1),
+                            .hdr_data = 2},
                            ni);
         check_target_event(wait_event(teq),
-                           {.type = PTL_EVENT_PUT, .initiator = 1, .pt_index = kPt,
-                            .match_bits = 1, .rlength = 64, .mlength = 64, .remote_offset = good_addr,
-                            .start = good.data(), .user_ptr = tag(1), .hdr_data = 3},
+                           {.type = PTL_EVENT_PUT,
+                            .initiator = 1,
+                            .pt_index = kPt,
+                            .match_bits = 1,
+                            .rlength = 64,
+                            .mlength = 64,
+                            .remote_offset = good_addr,
+                            .start = good.data(),
+                            .user_ptr = tag(1),
+                            .hdr_data = 3},
                            ni);
         EXPECT_EQ(-1, check_pattern(good.data(), 64, 64));
         // Bits 2: the successful put raised no event, the faulty one did.
@@ -736,8 +729,7 @@ TEST_F(PutGetMd, UnreliablePut) {
     if (rank() == 0) {
         teq = make_eq(ni);
         make_pt(ni, teq, 0, kPt);
-        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 0, ~0ull),
-                  PTL_PRIORITY_LIST, tag(1), teq);
+        append_me(ni, kPt, me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT, 0, ~0ull), PTL_PRIORITY_LIST, tag(1), teq);
     }
     barrier();
     if (rank() == 1) {
@@ -746,8 +738,7 @@ TEST_F(PutGetMd, UnreliablePut) {
         ptl_handle_eq_t ieq = make_eq(ni);
         ptl_handle_md_t umd = bind_md(ni, src.data(), src.size(), ieq, PTL_CT_NONE, PTL_MD_UNRELIABLE);
         for (int i = 0; i < kN; ++i) {
-            ASSERT_PTL(PtlPut(umd, 0, 128, PTL_NO_ACK_REQ, ni.id_of(0), kPt, 1, 128 * i,
-                              tag(100 + i), i));
+            ASSERT_PTL(PtlPut(umd, 0, 128, PTL_NO_ACK_REQ, ni.id_of(0), kPt, 1, 128 * i, tag(100 + i), i));
             check_init_event(expect_event(ieq, PTL_EVENT_SEND),
                              {.type = PTL_EVENT_SEND, .user_ptr = tag(100 + i), .mlength = 128});
         }
@@ -761,8 +752,7 @@ TEST_F(PutGetMd, UnreliablePut) {
         for (;;) {
             ptl_event_t ev = expect_event(teq, PTL_EVENT_PUT);
             EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
-            if (ev.hdr_data == 999)
-                break;
+            if (ev.hdr_data == 999) break;
             ASSERT_LT(ev.hdr_data, static_cast<ptl_hdr_data_t>(kN));
             EXPECT_EQ(128u, ev.mlength);
             EXPECT_EQ(-1, check_pattern(buf.data() + 128 * ev.hdr_data, 128, 163));

@@ -48,14 +48,11 @@ TEST_F(Stress, AllToAllPutsWithAcks) {
     ptl_handle_eq_t teq = make_eq(ni, static_cast<ptl_size_t>(n * kRounds + 64));
     make_pt(ni, teq, 0, kPt);
     for (int s = 0; s < n; ++s) {
-        if (s == me)
-            continue;
+        if (s == me) continue;
         ptl_size_t total = 0;
-        for (int r = 0; r < kRounds; ++r)
-            total += msg_size(s, me, r);
+        for (int r = 0; r < kRounds; ++r) total += msg_size(s, me, r);
         rbuf[s].assign(total, 0);
-        ptl_me_t d = me_desc(rbuf[s].data(), total,
-                             PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE,
+        ptl_me_t d = me_desc(rbuf[s].data(), total, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE,
                              static_cast<ptl_match_bits_t>(s));
         d.match_id = ni.id_of(s);
         append_me(ni, kPt, d, PTL_PRIORITY_LIST, tag(s), teq);
@@ -92,8 +89,7 @@ TEST_F(Stress, AllToAllPutsWithAcks) {
     for (int r = 0; r < kRounds; ++r) {
         // Reuse the slot of round r - kSlots only once all its SENDs arrived.
         if (r >= kSlots) {
-            while (sends_of_round[r - kSlots] < n - 1)
-                handle_initiator_event(wait_event(ieq));
+            while (sends_of_round[r - kSlots] < n - 1) handle_initiator_event(wait_event(ieq));
         }
         uint8_t *slot = src.data() + (r % kSlots) * kMaxSize;
         fill_pattern(slot, kMaxSize, data_seed(me, r));
@@ -103,17 +99,14 @@ TEST_F(Stress, AllToAllPutsWithAcks) {
             off_at[dst][r] = next_off[dst];
             next_off[dst] += size;
             ASSERT_PTL(PtlPut(md, (r % kSlots) * kMaxSize, size, PTL_ACK_REQ, ni.id_of(dst), kPt,
-                              static_cast<ptl_match_bits_t>(me), 999999,
-                              tag((uintptr_t(r) << 16) | uintptr_t(dst)), static_cast<ptl_hdr_data_t>(r)));
+                              static_cast<ptl_match_bits_t>(me), 999999, tag((uintptr_t(r) << 16) | uintptr_t(dst)),
+                              static_cast<ptl_hdr_data_t>(r)));
         }
     }
     const size_t expected = static_cast<size_t>((n - 1) * kRounds);
-    while (sends.size() < expected || acks.size() < expected)
-        handle_initiator_event(wait_event(ieq));
-    for (const auto &[key, count] : sends)
-        EXPECT_EQ(1, count) << "SEND of round " << key.first << " to " << key.second;
-    for (const auto &[key, count] : acks)
-        EXPECT_EQ(1, count) << "ACK of round " << key.first << " to " << key.second;
+    while (sends.size() < expected || acks.size() < expected) handle_initiator_event(wait_event(ieq));
+    for (const auto &[key, count] : sends) EXPECT_EQ(1, count) << "SEND of round " << key.first << " to " << key.second;
+    for (const auto &[key, count] : acks) EXPECT_EQ(1, count) << "ACK of round " << key.first << " to " << key.second;
 
     // Everything sent to me.
     std::vector<int> next_round(static_cast<size_t>(n), 0);
@@ -171,8 +164,8 @@ TEST_F(Stress, AllToAllGets) {
     ptl_handle_ct_t ct = make_ct(ni);
     append_me(ni, kPt,
               me_desc(region.data(), kRegion,
-                      PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES,
-                      0x6E7, 0, ct),
+                      PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES, 0x6E7,
+                      0, ct),
               PTL_PRIORITY_LIST, tag(1), teq);
     const int ops = (n - 1) * kRounds;
     constexpr int kWindow = 16; // gets in flight, each with its own reply slot
@@ -187,8 +180,7 @@ TEST_F(Stress, AllToAllGets) {
     };
     std::vector<Op> op(static_cast<size_t>(ops));
     std::vector<int> free_slots;
-    for (int i = 0; i < kWindow; ++i)
-        free_slots.push_back(i);
+    for (int i = 0; i < kWindow; ++i) free_slots.push_back(i);
     int issued = 0, done = 0;
     auto complete_one = [&] {
         ptl_event_t ev = expect_event(ieq, PTL_EVENT_REPLY);
@@ -199,8 +191,7 @@ TEST_F(Stress, AllToAllGets) {
                               .mlength = op[i].size,
                               .remote_offset = op[i].roff,
                               .list = PTL_PRIORITY_LIST});
-        ASSERT_EQ(-1, check_pattern(dst.data() + op[i].slot * kMaxSize, op[i].size,
-                                    7000 + op[i].peer, op[i].roff))
+        ASSERT_EQ(-1, check_pattern(dst.data() + op[i].slot * kMaxSize, op[i].size, 7000 + op[i].peer, op[i].roff))
             << "get " << i << " from rank " << op[i].peer;
         free_slots.push_back(op[i].slot);
         ++done;
@@ -210,24 +201,21 @@ TEST_F(Stress, AllToAllGets) {
             const int peer = (me + k) % n;
             const ptl_size_t size = msg_size(me, peer, r + 1000);
             const ptl_size_t roff = mix(uint64_t(r) * 31 + uint64_t(peer)) % (kRegion - size + 1);
-            while (free_slots.empty())
-                complete_one();
+            while (free_slots.empty()) complete_one();
             const int slot = free_slots.back();
             free_slots.pop_back();
             op[issued] = {peer, size, roff, slot};
-            ASSERT_PTL(PtlGet(md, static_cast<ptl_size_t>(slot) * kMaxSize, size, ni.id_of(peer),
-                              kPt, 0x6E7, roff, tag(issued)));
+            ASSERT_PTL(PtlGet(md, static_cast<ptl_size_t>(slot) * kMaxSize, size, ni.id_of(peer), kPt, 0x6E7, roff,
+                              tag(issued)));
             ++issued;
         }
     }
-    while (done < ops)
-        complete_one();
+    while (done < ops) complete_one();
     barrier();
     // Every peer's gets from me are counted, in bytes.
     ptl_size_t bytes = 0;
     for (int s = 0; s < n; ++s)
-        for (int r = 0; s != me && r < kRounds; ++r)
-            bytes += msg_size(s, me, r + 1000);
+        for (int r = 0; s != me && r < kRounds; ++r) bytes += msg_size(s, me, r + 1000);
     EXPECT_EQ((Ct{bytes, 0}), ct_wait(ct, bytes));
     expect_eq_empty(teq);
     expect_eq_empty(ieq);
@@ -239,16 +227,14 @@ TEST_F(Stress, AllToAllGets) {
 TEST_F(Stress, ThreadedPutsLoseNoEvents) {
     constexpr int kThreads = 2, kPerThread = 200;
     const int n = nranks(), me = rank();
-    if (n < 2)
-        GTEST_SKIP() << "needs 2 ranks";
+    if (n < 2) GTEST_SKIP() << "needs 2 ranks";
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     Ni ni = open_ni(kMatchingPhysical);
     std::vector<uint8_t> rbuf(kThreads * kPerThread * 16, 0);
     ptl_handle_eq_t teq = make_eq(ni, kThreads * kPerThread + 64);
     make_pt(ni, teq, 0, kPt);
     ptl_handle_ct_t ct = make_ct(ni);
-    append_me(ni, kPt,
-              me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, ~0ull, ct),
+    append_me(ni, kPt, me_desc(rbuf.data(), rbuf.size(), PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, ~0ull, ct),
               PTL_PRIORITY_LIST, tag(1), teq);
     barrier();
     std::vector<std::thread> threads;
@@ -260,8 +246,7 @@ TEST_F(Stress, ThreadedPutsLoseNoEvents) {
             ptl_handle_md_t md = bind_md(ni, src.data(), src.size(), eq);
             for (int i = 0; i < kPerThread; ++i) {
                 const ptl_size_t slot = static_cast<ptl_size_t>(t * kPerThread + i);
-                EXPECT_PTL(PtlPut(md, 16 * i, 16, PTL_ACK_REQ, ni.id_of(next), kPt, 0, 16 * slot,
-                                  tag(slot), slot));
+                EXPECT_PTL(PtlPut(md, 16 * i, 16, PTL_ACK_REQ, ni.id_of(next), kPt, 0, 16 * slot, tag(slot), slot));
             }
             std::set<std::pair<int, void *>> seen;
             for (int k = 0; k < 2 * kPerThread; ++k) {
@@ -281,13 +266,11 @@ TEST_F(Stress, ThreadedPutsLoseNoEvents) {
         EXPECT_TRUE(got.insert(ev.hdr_data).second) << "duplicate " << describe(ev);
         EXPECT_EQ(16 * ev.hdr_data, ev.remote_offset);
     }
-    for (auto &th : threads)
-        th.join();
+    for (auto &th : threads) th.join();
     EXPECT_EQ((Ct{kThreads * kPerThread, 0}), ct_wait(ct, kThreads * kPerThread));
     for (int t = 0; t < kThreads; ++t)
         for (int i = 0; i < kPerThread; ++i)
-            ASSERT_EQ(-1, check_pattern(rbuf.data() + 16 * (t * kPerThread + i), 16,
-                                        300 + prev * 10 + t, 16 * i))
+            ASSERT_EQ(-1, check_pattern(rbuf.data() + 16 * (t * kPerThread + i), 16, 300 + prev * 10 + t, 16 * i))
                 << "thread " << t << " put " << i;
     barrier();
     expect_eq_empty(teq);

@@ -25,12 +25,21 @@ enum Cat { S = 0, M = 1, L = 2, LA = 3 };
 
 // Handler indices: one per (kind, argument count), plus the rule/flood handlers.
 enum : int {
-    H_SREQ = 128, H_MREQ = 145, H_LREQ = 162, H_SREP = 179, H_MREP = 196, H_LREP = 213,
-    H_RULES = 230, H_RULES_REP, H_NOREPLY, H_FLOOD, H_FLOOD_REP
+    H_SREQ = 128,
+    H_MREQ = 145,
+    H_LREQ = 162,
+    H_SREP = 179,
+    H_MREP = 196,
+    H_LREP = 213,
+    H_RULES = 230,
+    H_RULES_REP,
+    H_NOREPLY,
+    H_FLOOD,
+    H_FLOOD_REP
 };
 
-constexpr size_t kSeg = 48u << 20;          // segment per node
-constexpr size_t kReplyArea = 24u << 20;     // replies land above this offset, requests below
+constexpr size_t kSeg = 48u << 20;       // segment per node
+constexpr size_t kReplyArea = 24u << 20; // replies land above this offset, requests below
 
 Arg arg_val(int i, int m) {
     static const Arg special[8] = {INT32_MIN, INT32_MAX, -1, 0, 1, 0x12345678, -0x2468ace, 77};
@@ -75,25 +84,25 @@ size_t long_offset(int m, size_t n, bool reply) { return (reply ? kReplyArea : 0
 #define TA14 TA13, a[13]
 #define TA15 TA14, a[14]
 #define TA16 TA15, a[15]
-#define SW17(fn, ...)                                                                              \
-    switch (m) {                                                                                   \
-    case 0: return fn##0(__VA_ARGS__ TA0);                                                         \
-    case 1: return fn##1(__VA_ARGS__ TA1);                                                         \
-    case 2: return fn##2(__VA_ARGS__ TA2);                                                         \
-    case 3: return fn##3(__VA_ARGS__ TA3);                                                         \
-    case 4: return fn##4(__VA_ARGS__ TA4);                                                         \
-    case 5: return fn##5(__VA_ARGS__ TA5);                                                         \
-    case 6: return fn##6(__VA_ARGS__ TA6);                                                         \
-    case 7: return fn##7(__VA_ARGS__ TA7);                                                         \
-    case 8: return fn##8(__VA_ARGS__ TA8);                                                         \
-    case 9: return fn##9(__VA_ARGS__ TA9);                                                         \
-    case 10: return fn##10(__VA_ARGS__ TA10);                                                      \
-    case 11: return fn##11(__VA_ARGS__ TA11);                                                      \
-    case 12: return fn##12(__VA_ARGS__ TA12);                                                      \
-    case 13: return fn##13(__VA_ARGS__ TA13);                                                      \
-    case 14: return fn##14(__VA_ARGS__ TA14);                                                      \
-    case 15: return fn##15(__VA_ARGS__ TA15);                                                      \
-    case 16: return fn##16(__VA_ARGS__ TA16);                                                      \
+#define SW17(fn, ...)                                                                                                  \
+    switch (m) {                                                                                                       \
+    case 0: return fn##0(__VA_ARGS__ TA0);                                                                             \
+    case 1: return fn##1(__VA_ARGS__ TA1);                                                                             \
+    case 2: return fn##2(__VA_ARGS__ TA2);                                                                             \
+    case 3: return fn##3(__VA_ARGS__ TA3);                                                                             \
+    case 4: return fn##4(__VA_ARGS__ TA4);                                                                             \
+    case 5: return fn##5(__VA_ARGS__ TA5);                                                                             \
+    case 6: return fn##6(__VA_ARGS__ TA6);                                                                             \
+    case 7: return fn##7(__VA_ARGS__ TA7);                                                                             \
+    case 8: return fn##8(__VA_ARGS__ TA8);                                                                             \
+    case 9: return fn##9(__VA_ARGS__ TA9);                                                                             \
+    case 10: return fn##10(__VA_ARGS__ TA10);                                                                          \
+    case 11: return fn##11(__VA_ARGS__ TA11);                                                                          \
+    case 12: return fn##12(__VA_ARGS__ TA12);                                                                          \
+    case 13: return fn##13(__VA_ARGS__ TA13);                                                                          \
+    case 14: return fn##14(__VA_ARGS__ TA14);                                                                          \
+    case 15: return fn##15(__VA_ARGS__ TA15);                                                                          \
+    case 16: return fn##16(__VA_ARGS__ TA16);                                                                          \
     }
 
 int request(int cat, gasnet_node_t dest, void *src, size_t n, void *dst, int m, const Arg *a) {
@@ -150,9 +159,9 @@ void build_steps() {
 }
 
 gasnet_seginfo_t *segs;
-std::atomic<int> recv_k{0};  // requests handled (index into steps, per sender: one sender at a time)
-std::atomic<int> replies{0}; // replies handled
-int send_k = 0;              // the step this node is sending
+std::atomic<int> recv_k{0};   // requests handled (index into steps, per sender: one sender at a time)
+std::atomic<int> replies{0};  // replies handled
+int send_k = 0;               // the step this node is sending
 gasnet_node_t expect_src = 0; // who sends us requests
 gasnet_node_t reply_from = 0; // who sends us replies
 std::vector<unsigned char> reply_src;
@@ -235,12 +244,12 @@ template <size_t... I> struct H<std::index_sequence<I...>> {
 };
 
 template <size_t... Ms> void add_handlers(std::vector<gasnet_handlerentry_t> &tab, std::index_sequence<Ms...>) {
-    (tab.push_back({gasnet_handler_t(H_SREQ + Ms), (void (*)())&H<std::make_index_sequence<Ms>>::sreq}), ...);
-    (tab.push_back({gasnet_handler_t(H_MREQ + Ms), (void (*)())&H<std::make_index_sequence<Ms>>::mreq}), ...);
-    (tab.push_back({gasnet_handler_t(H_LREQ + Ms), (void (*)())&H<std::make_index_sequence<Ms>>::lreq}), ...);
-    (tab.push_back({gasnet_handler_t(H_SREP + Ms), (void (*)())&H<std::make_index_sequence<Ms>>::srep}), ...);
-    (tab.push_back({gasnet_handler_t(H_MREP + Ms), (void (*)())&H<std::make_index_sequence<Ms>>::mrep}), ...);
-    (tab.push_back({gasnet_handler_t(H_LREP + Ms), (void (*)())&H<std::make_index_sequence<Ms>>::lrep}), ...);
+    (tab.push_back({gasnet_handler_t(H_SREQ + Ms), (void (*)()) & H<std::make_index_sequence<Ms>>::sreq}), ...);
+    (tab.push_back({gasnet_handler_t(H_MREQ + Ms), (void (*)()) & H<std::make_index_sequence<Ms>>::mreq}), ...);
+    (tab.push_back({gasnet_handler_t(H_LREQ + Ms), (void (*)()) & H<std::make_index_sequence<Ms>>::lreq}), ...);
+    (tab.push_back({gasnet_handler_t(H_SREP + Ms), (void (*)()) & H<std::make_index_sequence<Ms>>::srep}), ...);
+    (tab.push_back({gasnet_handler_t(H_MREP + Ms), (void (*)()) & H<std::make_index_sequence<Ms>>::mrep}), ...);
+    (tab.push_back({gasnet_handler_t(H_LREP + Ms), (void (*)()) & H<std::make_index_sequence<Ms>>::lrep}), ...);
 }
 
 // ---- handler rules ------------------------------------------------------------------------------------
@@ -359,7 +368,7 @@ int main(int argc, char **argv) {
     GASNET_BLOCKUNTIL(rules_done.load() == 1);
     gasnet_node_t dummy;
     CHECK_EQ(gasnet_AMGetMsgSource(nullptr, &dummy), GASNET_ERR_BAD_ARG);
-    CHECK_EQ(gasnet_AMRequestShort0(n, H_NOREPLY), GASNET_ERR_BAD_ARG);                 // no such node
+    CHECK_EQ(gasnet_AMRequestShort0(n, H_NOREPLY), GASNET_ERR_BAD_ARG); // no such node
     CHECK_EQ(gasnet_AMRequestMedium0(right, H_NOREPLY, segs[me].addr, gasnet_AMMaxMedium() + 1), GASNET_ERR_BAD_ARG);
     CHECK_EQ(gasnet_AMRequestLong0(right, H_LREQ, segs[me].addr, 16, seg(right) + segs[right].size - 8),
              GASNET_ERR_BAD_ARG); // destination outside the target segment

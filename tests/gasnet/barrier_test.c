@@ -34,9 +34,8 @@ static int barrier(int id, int flags) {
 
 int main(int argc, char **argv) {
     GASNET_SAFE(gasnet_init(&argc, &argv));
-    gasnet_handlerentry_t tab[] = {{H_TRY_SEEN, (void (*)())try_seen_h},
-                                   {H_PING, (void (*)())ping_h},
-                                   {H_PONG, (void (*)())pong_h}};
+    gasnet_handlerentry_t tab[] = {
+        {H_TRY_SEEN, (void (*)())try_seen_h}, {H_PING, (void (*)())ping_h}, {H_PONG, (void (*)())pong_h}};
     GASNET_SAFE(gasnet_attach(tab, 3, 1 << 20, 0));
     const gasnet_node_t me = gasnet_mynode(), n = gasnet_nodes();
     gasnet_seginfo_t *segs = malloc(sizeof *segs * n);

@@ -31,8 +31,8 @@ void long_rep(gasnet_token_t) { long_replies.fetch_add(1); }
 int main(int argc, char **argv) {
     GASNET_SAFE(gasnet_init(&argc, &argv));
     CHECK(gasnet_getMaxLocalSegmentSize() == ~uintptr_t(0));
-    gasnet_handlerentry_t tab[] = {{H_ADDR, (void (*)())addr_handler}, {H_LONG, (void (*)())long_handler},
-                                   {H_LONG_REP, (void (*)())long_rep}};
+    gasnet_handlerentry_t tab[] = {
+        {H_ADDR, (void (*)())addr_handler}, {H_LONG, (void (*)())long_handler}, {H_LONG_REP, (void (*)())long_rep}};
     GASNET_SAFE(gasnet_attach(tab, 3, 0, 0)); // segsize and minheapoffset are ignored
     const gasnet_node_t me = gasnet_mynode(), n = gasnet_nodes(), right = (me + 1) % n, left = (me + n - 1) % n;
     std::vector<gasnet_seginfo_t> si(n);
@@ -65,7 +65,8 @@ int main(int argc, char **argv) {
     }
     test_barrier();
     // What the left neighbour wrote last is on our stack.
-    for (size_t j = 0; j < sizeof stack_area / 2; ++j) CHECK_EQ((unsigned char)stack_area[j], (unsigned char)(j * 5 + 1));
+    for (size_t j = 0; j < sizeof stack_area / 2; ++j)
+        CHECK_EQ((unsigned char)stack_area[j], (unsigned char)(j * 5 + 1));
     test_barrier();
     if (me == 0) printf("everything_test: OK (%u nodes)\n", n);
     gasnet_exit(0);

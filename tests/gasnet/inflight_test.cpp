@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
     std::vector<gasnet_handle_t> hs(kOps);
 
     for (int round = 0; round < 3; ++round) {
-        TEST_SECTION(round == 0 ? "65535 explicit-handle puts and gets"
+        TEST_SECTION(round == 0   ? "65535 explicit-handle puts and gets"
                      : round == 1 ? "65535 implicit-handle puts and gets"
                                   : "65535 operations in one access region");
         for (size_t i = 0; i < kOps; ++i) vals[i] = (uint64_t(round) << 48) ^ (uint64_t(me) << 32) ^ (i * 2654435761u);

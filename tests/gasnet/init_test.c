@@ -67,8 +67,8 @@ int main(int argc, char **argv) {
     CHECK(max_global <= max_local);
 
     /* Error codes, names and descriptions. */
-    const int codes[6] = {GASNET_OK, GASNET_ERR_NOT_INIT, GASNET_ERR_RESOURCE, GASNET_ERR_BAD_ARG,
-                          GASNET_ERR_NOT_READY, GASNET_ERR_BARRIER_MISMATCH};
+    const int codes[6] = {GASNET_OK,          GASNET_ERR_NOT_INIT,  GASNET_ERR_RESOURCE,
+                          GASNET_ERR_BAD_ARG, GASNET_ERR_NOT_READY, GASNET_ERR_BARRIER_MISMATCH};
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) {
             CHECK(gasnet_ErrorName(codes[i]) && gasnet_ErrorDesc(codes[i]));

@@ -23,7 +23,7 @@ constexpr size_t kSeg = 1u << 20;
 constexpr size_t kReplyOff = kSeg / 2; // Long replies land here, Long requests at offset 0
 
 gasnet_seginfo_t *segs;
-std::atomic<long> sum{0};     // of the values carried back by replies
+std::atomic<long> sum{0}; // of the values carried back by replies
 std::atomic<int> replies{0};
 std::atomic<int> pongs{0};
 
@@ -128,9 +128,8 @@ void everyone_still_serves() {
 
 int main(int argc, char **argv) {
     GASNET_SAFE(gasnet_init(&argc, &argv));
-    gasnet_handlerentry_t tab[] = {{H_SREQ, (void (*)())sreq}, {H_SREP, (void (*)())srep},
-                                   {H_MREQ, (void (*)())mreq}, {H_MREP, (void (*)())mrep},
-                                   {H_LREQ, (void (*)())lreq}, {H_LREP, (void (*)())lrep},
+    gasnet_handlerentry_t tab[] = {{H_SREQ, (void (*)())sreq}, {H_SREP, (void (*)())srep}, {H_MREQ, (void (*)())mreq},
+                                   {H_MREP, (void (*)())mrep}, {H_LREQ, (void (*)())lreq}, {H_LREP, (void (*)())lrep},
                                    {H_PING, (void (*)())ping}, {H_PONG, (void (*)())pong}};
     GASNET_SAFE(gasnet_attach(tab, sizeof tab / sizeof tab[0], kSeg, 0));
     const gasnet_node_t me = gasnet_mynode(), n = gasnet_nodes(), right = (me + 1) % n;

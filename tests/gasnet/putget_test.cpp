@@ -14,9 +14,9 @@
 namespace {
 
 constexpr size_t kSeg = 32u << 20;
-constexpr size_t kArea = 12u << 20;   // [0, kArea): written by the left neighbour
-constexpr size_t kGetArea = kArea;    // [kArea, 2 kArea): filled by the owner, read by others
-constexpr size_t kMisc = 2 * kArea;   // scratch for the smaller tests
+constexpr size_t kArea = 12u << 20; // [0, kArea): written by the left neighbour
+constexpr size_t kGetArea = kArea;  // [kArea, 2 kArea): filled by the owner, read by others
+constexpr size_t kMisc = 2 * kArea; // scratch for the smaller tests
 constexpr int H_CHECK = 200, H_CHECK_REP = 201;
 
 gasnet_seginfo_t *segs;
@@ -54,8 +54,14 @@ void put_v(int v, gasnet_node_t node, void *dst, void *src, size_t n) {
         }
         break;
     }
-    case kNbi: gasnet_put_nbi(node, dst, src, n); gasnet_wait_syncnbi_puts(); break;
-    case kNbiBulk: gasnet_put_nbi_bulk(node, dst, src, n); gasnet_wait_syncnbi_all(); break;
+    case kNbi:
+        gasnet_put_nbi(node, dst, src, n);
+        gasnet_wait_syncnbi_puts();
+        break;
+    case kNbiBulk:
+        gasnet_put_nbi_bulk(node, dst, src, n);
+        gasnet_wait_syncnbi_all();
+        break;
     case kRegion: {
         gasnet_begin_nbi_accessregion();
         gasnet_put_nbi_bulk(node, dst, src, n / 2);
@@ -77,7 +83,10 @@ void get_v(int v, void *dst, gasnet_node_t node, void *src, size_t n) {
         break;
     }
     case kNbBulk: gasnet_wait_syncnb(gasnet_get_nb_bulk(dst, node, src, n)); break;
-    case kNbi: gasnet_get_nbi(dst, node, src, n); gasnet_wait_syncnbi_gets(); break;
+    case kNbi:
+        gasnet_get_nbi(dst, node, src, n);
+        gasnet_wait_syncnbi_gets();
+        break;
     case kNbiBulk:
         gasnet_get_nbi_bulk(dst, node, src, n);
         while (gasnet_try_syncnbi_all() != GASNET_OK) {
@@ -122,8 +131,8 @@ int main(int argc, char **argv) {
     fill(seg(me) + kGetArea, kArea, 1000 + me);
     test_barrier();
 
-    const size_t sizes[] = {0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 64, 100, 1000, 4095, 4096, 4097, 32767, 32768, 65535,
-                            65536, 65537, 100000, 1u << 20, 4u << 20};
+    const size_t sizes[] = {0,    1,    2,    3,    4,     7,     8,     15,    16,    31,     64,       100,
+                            1000, 4095, 4096, 4097, 32767, 32768, 65535, 65536, 65537, 100000, 1u << 20, 4u << 20};
     const size_t offsets[] = {0, 1, 3, 7};
     std::vector<unsigned char> src(4u << 20), dst((4u << 20) + 8);
     TEST_SECTION("put/get: sizes 0 .. 4 MiB x aligned/unaligned x 7 ways");
@@ -145,8 +154,8 @@ int main(int argc, char **argv) {
                 get_v(v, dst.data(), right, seg(right) + kGetArea + off, sz);
                 for (size_t j = 0; j < sz; ++j)
                     if (dst[j] != pat(off + j, 1000 + right)) {
-                        fprintf(stderr, "node %u: get (%s) size %zu offset %zu: byte %zu wrong\n", me,
-                                variant_name(v), sz, off, j);
+                        fprintf(stderr, "node %u: get (%s) size %zu offset %zu: byte %zu wrong\n", me, variant_name(v),
+                                sz, off, j);
                         gasnet_exit(1);
                     }
                 last_seed = seed;
@@ -259,8 +268,7 @@ int main(int argc, char **argv) {
         // Arrays with INVALID entries.
         std::vector<gasnet_handle_t> hs(64, GASNET_INVALID_HANDLE);
         std::vector<std::vector<unsigned char>> bufs(64, std::vector<unsigned char>(8192));
-        for (size_t i = 0; i < hs.size(); i += 2)
-            hs[i] = gasnet_get_nb(bufs[i].data(), right, remote + i * 8192, 8192);
+        for (size_t i = 0; i < hs.size(); i += 2) hs[i] = gasnet_get_nb(bufs[i].data(), right, remote + i * 8192, 8192);
         while (gasnet_try_syncnb_all(hs.data(), hs.size()) == GASNET_ERR_NOT_READY) {
         }
         for (gasnet_handle_t x : hs) CHECK(x == GASNET_INVALID_HANDLE);
@@ -296,9 +304,11 @@ int main(int argc, char **argv) {
         fill(src.data(), 1u << 20, 55);
         gasnet_put_nbi(right, remote + (2u << 20), src.data(), 4096); // outside the region
         gasnet_begin_nbi_accessregion();
-        for (int i = 0; i < 256; ++i) gasnet_put_nbi_bulk(right, remote + size_t(i) * 4096, src.data() + size_t(i) * 4096, 4096);
+        for (int i = 0; i < 256; ++i)
+            gasnet_put_nbi_bulk(right, remote + size_t(i) * 4096, src.data() + size_t(i) * 4096, 4096);
         gasnet_get_nbi(dst.data(), right, seg(right) + kGetArea, 65536);
-        gasnet_handle_t inner = gasnet_get_nb(dst.data() + 65536, right, seg(right) + kGetArea + 65536, 100); // explicit: its own sync
+        gasnet_handle_t inner =
+            gasnet_get_nb(dst.data() + 65536, right, seg(right) + kGetArea + 65536, 100); // explicit: its own sync
         gasnet_wait_syncnb(inner);
         gasnet_handle_t region = gasnet_end_nbi_accessregion();
         gasnet_wait_syncnbi_puts(); // syncs the put outside the region only

@@ -9,36 +9,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "node %u: %s:%d: CHECK failed: %s\n", (unsigned)gasnet_mynode(),       \
-                    __FILE__, __LINE__, #cond);                                                    \
-            fflush(stderr);                                                                        \
-            gasnet_exit(1);                                                                        \
-        }                                                                                          \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "node %u: %s:%d: CHECK failed: %s\n", (unsigned)gasnet_mynode(), __FILE__, __LINE__,       \
+                    #cond);                                                                                            \
+            fflush(stderr);                                                                                            \
+            gasnet_exit(1);                                                                                            \
+        }                                                                                                              \
     } while (0)
 
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        long long _va = (long long)(a), _vb = (long long)(b);                                      \
-        if (_va != _vb) {                                                                          \
-            fprintf(stderr, "node %u: %s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n",          \
-                    (unsigned)gasnet_mynode(), __FILE__, __LINE__, #a, #b, _va, _vb);              \
-            fflush(stderr);                                                                        \
-            gasnet_exit(1);                                                                        \
-        }                                                                                          \
+#define CHECK_EQ(a, b)                                                                                                 \
+    do {                                                                                                               \
+        long long _va = (long long)(a), _vb = (long long)(b);                                                          \
+        if (_va != _vb) {                                                                                              \
+            fprintf(stderr, "node %u: %s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", (unsigned)gasnet_mynode(),   \
+                    __FILE__, __LINE__, #a, #b, _va, _vb);                                                             \
+            fflush(stderr);                                                                                            \
+            gasnet_exit(1);                                                                                            \
+        }                                                                                                              \
     } while (0)
 
-#define GASNET_SAFE(call)                                                                          \
-    do {                                                                                           \
-        int _rc = (call);                                                                          \
-        if (_rc != GASNET_OK) {                                                                    \
-            fprintf(stderr, "node %u: %s:%d: %s returned %s (%s)\n", (unsigned)gasnet_mynode(),    \
-                    __FILE__, __LINE__, #call, gasnet_ErrorName(_rc), gasnet_ErrorDesc(_rc));      \
-            fflush(stderr);                                                                        \
-            gasnet_exit(1);                                                                        \
-        }                                                                                          \
+#define GASNET_SAFE(call)                                                                                              \
+    do {                                                                                                               \
+        int _rc = (call);                                                                                              \
+        if (_rc != GASNET_OK) {                                                                                        \
+            fprintf(stderr, "node %u: %s:%d: %s returned %s (%s)\n", (unsigned)gasnet_mynode(), __FILE__, __LINE__,    \
+                    #call, gasnet_ErrorName(_rc), gasnet_ErrorDesc(_rc));                                              \
+            fflush(stderr);                                                                                            \
+            gasnet_exit(1);                                                                                            \
+        }                                                                                                              \
     } while (0)
 
 static inline void test_barrier(void) {
@@ -47,12 +47,12 @@ static inline void test_barrier(void) {
 }
 
 /* Prints once (node 0) which part of a test runs. */
-#define TEST_SECTION(name)                                                                         \
-    do {                                                                                           \
-        if (gasnet_mynode() == 0) {                                                                \
-            printf("--- %s\n", name);                                                              \
-            fflush(stdout);                                                                        \
-        }                                                                                          \
+#define TEST_SECTION(name)                                                                                             \
+    do {                                                                                                               \
+        if (gasnet_mynode() == 0) {                                                                                    \
+            printf("--- %s\n", name);                                                                                  \
+            fflush(stdout);                                                                                            \
+        }                                                                                                              \
     } while (0)
 
 #endif

@@ -56,8 +56,10 @@ int with_threadinfo(int x) {
 
 int main(int argc, char **argv) {
     GASNET_SAFE(gasnet_init(&argc, &argv));
-    gasnet_handlerentry_t tab[] = {{H_INC, (void (*)())inc_req}, {H_INC_REP, (void (*)())inc_rep},
-                                   {H_WAKE, (void (*)())wake_req}, {H_NIS, (void (*)())nis_req},
+    gasnet_handlerentry_t tab[] = {{H_INC, (void (*)())inc_req},
+                                   {H_INC_REP, (void (*)())inc_rep},
+                                   {H_WAKE, (void (*)())wake_req},
+                                   {H_NIS, (void (*)())nis_req},
                                    {H_NIS_REP, (void (*)())nis_rep}};
     GASNET_SAFE(gasnet_attach(tab, 5, kSeg, 0));
     const gasnet_node_t me = gasnet_mynode(), n = gasnet_nodes(), right = (me + 1) % n;
@@ -110,7 +112,8 @@ int main(int argc, char **argv) {
     {
         std::atomic<int> blocked{0};
         std::thread waiter;
-        if (me == 0) waiter = std::thread([&] {
+        if (me == 0)
+            waiter = std::thread([&] {
                 blocked = 1;
                 GASNET_BLOCKUNTIL(wake_flag.load() == 1);
             });

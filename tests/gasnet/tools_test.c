@@ -19,20 +19,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TCHECK(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            exit(1);                                                                               \
-        }                                                                                          \
+#define TCHECK(cond)                                                                                                   \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);                                   \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 /* ---- the declaration forms GASNet-1 clients write ------------------------------------------------ */
 /* A prototype, then a definition head, both through the four-argument form. */
-GASNETT_FORMAT_PRINTF(format_into, 2, 3,
-static int format_into(char *out, const char *fmt, ...));
-GASNETT_FORMAT_PRINTF(format_into, 2, 3,
-static int format_into(char *out, const char *fmt, ...)) {
+GASNETT_FORMAT_PRINTF(format_into, 2, 3, static int format_into(char *out, const char *fmt, ...));
+GASNETT_FORMAT_PRINTF(format_into, 2, 3, static int format_into(char *out, const char *fmt, ...)) {
     va_list ap;
     int n;
     va_start(ap, fmt);
@@ -40,8 +38,7 @@ static int format_into(char *out, const char *fmt, ...)) {
     va_end(ap);
     return n;
 }
-GASNETT_FORMAT_PRINTF_FUNCPTR(format_fp, 2, 3,
-static int (*format_fp)(char *out, const char *fmt, ...)) = &format_into;
+GASNETT_FORMAT_PRINTF_FUNCPTR(format_fp, 2, 3, static int (*format_fp)(char *out, const char *fmt, ...)) = &format_into;
 
 /* noreturn: the attribute in the declarator, then the pragma form on its own line (GASNet's
  * fatal-error style), and the attribute in front (the AM reference implementations' style). */
@@ -49,8 +46,7 @@ static void leave(int code) GASNETT_NORETURN;
 GASNETT_NORETURNP(leave)
 static void leave(int code) { exit(code); }
 GASNETT_NORETURN
-GASNETT_FORMAT_PRINTF(leave_with_message, 1, 2,
-static void leave_with_message(const char *fmt, ...));
+GASNETT_FORMAT_PRINTF(leave_with_message, 1, 2, static void leave_with_message(const char *fmt, ...));
 GASNETT_NORETURNP(leave_with_message)
 static void leave_with_message(const char *fmt, ...) {
     va_list ap;
@@ -185,7 +181,8 @@ int main(void) {
 #endif
     TCHECK(GASNETT_CACHE_LINE_BYTES >= 32 && (GASNETT_CACHE_LINE_BYTES & (GASNETT_CACHE_LINE_BYTES - 1)) == 0);
 #ifdef _SC_LEVEL1_DCACHE_LINESIZE
-    if (sysconf(_SC_LEVEL1_DCACHE_LINESIZE) > 0) TCHECK(sysconf(_SC_LEVEL1_DCACHE_LINESIZE) == GASNETT_CACHE_LINE_BYTES);
+    if (sysconf(_SC_LEVEL1_DCACHE_LINESIZE) > 0)
+        TCHECK(sysconf(_SC_LEVEL1_DCACHE_LINESIZE) == GASNETT_CACHE_LINE_BYTES);
 #endif
 #if GASNETT_PAGESIZE != GASNET_PAGESIZE || (1 << GASNETT_PAGESHIFT) != GASNETT_PAGESIZE
 #error GASNETT_PAGESIZE, GASNETT_PAGESHIFT and GASNET_PAGESIZE disagree
@@ -207,7 +204,7 @@ int main(void) {
     TCHECK(PLATFORM_COMPILER_CLANG == 1 && PLATFORM_COMPILER_FAMILYID == 19);
     TCHECK(strcmp(_STRINGIFY(PLATFORM_COMPILER_FAMILYNAME), "CLANG") == 0);
 #endif
-#if !PLATFORM_COMPILER_VERSION_GE(4, 0, 0) || !PLATFORM_COMPILER_VERSION_LT(999, 0, 0) ||                         \
+#if !PLATFORM_COMPILER_VERSION_GE(4, 0, 0) || !PLATFORM_COMPILER_VERSION_LT(999, 0, 0) ||                              \
     !PLATFORM_COMPILER_VERSION_GT(1, 2, 3) || !PLATFORM_COMPILER_VERSION_LE(999, 9, 9)
 #error PLATFORM_COMPILER_VERSION comparisons are wrong
 #endif
@@ -261,7 +258,8 @@ int main(void) {
         TCHECK(gasnett_checksum(data, 0) == 0);
         TCHECK(gasnett_checksum("\x01", 1) == 1);
         TCHECK(gasnett_checksum("\x01\x02", 2) == 0x0102);
-        TCHECK(gasnett_checksum("\x01\x02\x03\x04\x05\x06\x07\x08\x09", 9) == 0x0203040506070808ull); /* the 1 wrapped around */
+        TCHECK(gasnett_checksum("\x01\x02\x03\x04\x05\x06\x07\x08\x09", 9) ==
+               0x0203040506070808ull); /* the 1 wrapped around */
         for (i = 0; i <= 300; i += 7) TCHECK(gasnett_checksum(data, i) == reference_checksum(data, i));
         TCHECK(gasnett_checksum(data + 1, 100) != gasnett_checksum(data, 100));
     }
@@ -276,7 +274,8 @@ int main(void) {
             for (i = off; i < sizeof src; ++i) zeros += src[i] == 0;
             TCHECK(gasnett_count0s(src + off, sizeof src - off) == zeros);
             memset(dst, 0xEE, sizeof dst);
-            TCHECK(gasnett_count0s_copy(dst + 1, src + off, sizeof src - off - 1) == zeros - (src[sizeof src - 1] == 0));
+            TCHECK(gasnett_count0s_copy(dst + 1, src + off, sizeof src - off - 1) ==
+                   zeros - (src[sizeof src - 1] == 0));
             TCHECK(memcmp(dst + 1, src + off, sizeof src - off - 1) == 0 && dst[0] == 0xEE);
         }
         TCHECK(gasnett_count0s(src, 0) == 0);

@@ -65,8 +65,8 @@ struct Result {
 };
 
 std::ostream &operator<<(std::ostream &os, const Result &r) {
-    return os << "[exit " << r.code << ", signal " << r.signal
-              << (r.hit_deadline ? ", HIT THE DEADLINE" : "") << "]\n--- stdout ---\n"
+    return os << "[exit " << r.code << ", signal " << r.signal << (r.hit_deadline ? ", HIT THE DEADLINE" : "")
+              << "]\n--- stdout ---\n"
               << r.out << "--- stderr ---\n"
               << r.err;
 }
@@ -82,8 +82,7 @@ Result run(const Spec &spec) {
     std::vector<std::string> argv_s{kRun};
     argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
     std::vector<char *> argv;
-    for (std::string &s : argv_s)
-        argv.push_back(s.data());
+    for (std::string &s : argv_s) argv.push_back(s.data());
     argv.push_back(nullptr);
 
     pid_t pid = ::fork();
@@ -97,14 +96,10 @@ Result run(const Spec &spec) {
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
         ::unsetenv("PORTICO_TIMEOUT");
-        for (const char *k : {"PORTICO_RSH", "PORTICO_PMI_ADDR", "PORTICO_IFACE"})
-            ::unsetenv(k);
-        for (const std::string &k : spec.unset_env)
-            ::unsetenv(k.c_str());
-        if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0)
-            ::_exit(126);
-        for (const auto &[k, v] : spec.env)
-            ::setenv(k.c_str(), v.c_str(), 1);
+        for (const char *k : {"PORTICO_RSH", "PORTICO_PMI_ADDR", "PORTICO_IFACE"}) ::unsetenv(k);
+        for (const std::string &k : spec.unset_env) ::unsetenv(k.c_str());
+        if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) ::_exit(126);
+        for (const auto &[k, v] : spec.env) ::setenv(k.c_str(), v.c_str(), 1);
         ::execv(argv[0], argv.data());
         ::_exit(127);
     }
@@ -112,8 +107,7 @@ Result run(const Spec &spec) {
     ::close(err[1]);
     if (spec.feed_stdin) {
         ::close(in[0]);
-        if (!spec.stdin_data.empty() &&
-            ::write(in[1], spec.stdin_data.data(), spec.stdin_data.size()) < 0)
+        if (!spec.stdin_data.empty() && ::write(in[1], spec.stdin_data.data(), spec.stdin_data.size()) < 0)
             ADD_FAILURE() << "write(stdin): " << std::strerror(errno);
         ::close(in[1]);
     }
@@ -131,40 +125,31 @@ Result run(const Spec &spec) {
     while (fds[0] >= 0 || fds[1] >= 0 || !reaped) {
         std::vector<pollfd> pfds;
         for (int fd : fds)
-            if (fd >= 0)
-                pfds.push_back({fd, POLLIN, 0});
-        if (!reaped)
-            pfds.push_back({pidfd, POLLIN, 0});
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        deadline - std::chrono::steady_clock::now())
-                        .count();
+            if (fd >= 0) pfds.push_back({fd, POLLIN, 0});
+        if (!reaped) pfds.push_back({pidfd, POLLIN, 0});
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
         int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(std::max<long long>(left, 0)));
-        if (n < 0 && errno == EINTR)
-            continue;
+        if (n < 0 && errno == EINTR) continue;
         if (n == 0) { // safety net: the launcher failed to end the job
             res.hit_deadline = true;
-            if (reaped || kill_stage == 2)
-                break; // something else keeps our pipes open: give up on it
+            if (reaped || kill_stage == 2) break; // something else keeps our pipes open: give up on it
             ::kill(pid, kill_stage == 0 ? SIGTERM : SIGKILL);
             ++kill_stage;
             deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
             continue;
         }
         for (int i = 0; i < 2; ++i) {
-            if (fds[i] < 0)
-                continue;
+            if (fds[i] < 0) continue;
             pollfd *p = nullptr;
             for (pollfd &q : pfds)
-                if (q.fd == fds[i])
-                    p = &q;
-            if (p == nullptr || p->revents == 0)
-                continue;
+                if (q.fd == fds[i]) p = &q;
+            if (p == nullptr || p->revents == 0) continue;
             char buf[4096];
             ssize_t got = ::read(fds[i], buf, sizeof buf);
             if (got > 0) {
                 bufs[i]->append(buf, static_cast<std::size_t>(got));
-                if (i == 0 && spec.on_stdout && !reaped)
-                    spec.on_stdout(pid, res.out);
+                if (i == 0 && spec.on_stdout && !reaped) spec.on_stdout(pid, res.out);
             } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
                 ::close(fds[i]);
                 fds[i] = -1;
@@ -181,8 +166,7 @@ Result run(const Spec &spec) {
         }
     }
     for (int fd : fds)
-        if (fd >= 0)
-            ::close(fd);
+        if (fd >= 0) ::close(fd);
     if (!reaped) {
         ::kill(pid, SIGKILL);
         ::waitpid(pid, nullptr, 0);
@@ -197,15 +181,13 @@ Result run_args(std::vector<std::string> args) {
     return run(s);
 }
 
-bool has(const std::string &hay, const std::string &needle) {
-    return hay.find(needle) != std::string::npos;
-}
+bool has(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
 
-#define EXPECT_EXIT_CODE(r, c)                                                                     \
-    do {                                                                                           \
-        EXPECT_FALSE((r).hit_deadline) << (r);                                                     \
-        EXPECT_TRUE((r).exited) << (r);                                                            \
-        EXPECT_EQ((r).code, (c)) << (r);                                                           \
+#define EXPECT_EXIT_CODE(r, c)                                                                                         \
+    do {                                                                                                               \
+        EXPECT_FALSE((r).hit_deadline) << (r);                                                                         \
+        EXPECT_TRUE((r).exited) << (r);                                                                                \
+        EXPECT_EQ((r).code, (c)) << (r);                                                                               \
     } while (0)
 #define EXPECT_HAS(text, needle, r) EXPECT_TRUE(has((text), (needle))) << "missing '" << (needle) << "'\n" << (r)
 
@@ -275,8 +257,8 @@ TEST(CommandLine, BadArgumentsExit2) {
 }
 
 TEST(CommandLine, OptionSpellings) {
-    for (std::vector<std::string> opts : {std::vector<std::string>{"-n", "3"}, {"-np", "3"},
-                                          {"-n3"}, {"-n=3"}, {"-np=3"}}) {
+    for (std::vector<std::string> opts :
+         {std::vector<std::string>{"-n", "3"}, {"-np", "3"}, {"-n3"}, {"-n=3"}, {"-np=3"}}) {
         opts.insert(opts.end(), {"--timeout=30", "sh", "-c", "test \"$PMI_SIZE\" = 3"});
         Result r = run_args(opts);
         EXPECT_EXIT_CODE(r, 0);
@@ -285,8 +267,7 @@ TEST(CommandLine, OptionSpellings) {
 
 TEST(CommandLine, OptionsEndAtTheProgram) {
     // Everything after the program belongs to it, even things that look like our options.
-    Result r = run_args({"-n", "1", "sh", "-c", "test \"$1\" = -n && test \"$2\" = --bogus", "sh",
-                         "-n", "--bogus"});
+    Result r = run_args({"-n", "1", "sh", "-c", "test \"$1\" = -n && test \"$2\" = --bogus", "sh", "-n", "--bogus"});
     EXPECT_EXIT_CODE(r, 0);
     r = run_args({"-n", "1", "--", "sh", "-c", "exit 4"});
     EXPECT_EXIT_CODE(r, 4);
@@ -331,8 +312,8 @@ TEST(Start, Environment) {
               "test \"$PORTICO_LOCAL_SIZE\" = 2 && test -z \"$PMI_PORT\" && test -z \"$PMI_ID\" && "
               "test \"$PMI_FD\" != 99 && test \"$PMI_JOBID\" = \"portico_$PORTICO_JOB_ID\" && "
               "test ${#PORTICO_JOB_ID} = 16 && test ${#PORTICO_JOB_SECRET} = 32"};
-    s.env = {{"PMI_FD", "99"}, {"PMI_RANK", "5"}, {"PMI_SIZE", "9"}, {"PMI_PORT", "host:1"},
-             {"PMI_ID", "3"}, {"PORTICO_JOB_ID", "0000000000000000"}};
+    s.env = {{"PMI_FD", "99"},       {"PMI_RANK", "5"}, {"PMI_SIZE", "9"},
+             {"PMI_PORT", "host:1"}, {"PMI_ID", "3"},   {"PORTICO_JOB_ID", "0000000000000000"}};
     Result r = run(s);
     EXPECT_EXIT_CODE(r, 0);
 }
@@ -359,8 +340,7 @@ TEST(Start, StdinGoesToRankZeroOnly) {
 // Exit codes and failing ranks
 
 TEST(Exit, RankExitCodeViaShell) {
-    Result r = run_args({"-n", "4", "sh", "-c",
-                         "if [ \"$PMI_RANK\" = 3 ]; then exit 3; fi; exec sleep 3600"});
+    Result r = run_args({"-n", "4", "sh", "-c", "if [ \"$PMI_RANK\" = 3 ]; then exit 3; fi; exec sleep 3600"});
     EXPECT_EXIT_CODE(r, 3);
     EXPECT_HAS(r.err, "portico-run: rank 3 (pid ", r);
     EXPECT_HAS(r.err, ") exited with code 3; terminating the job", r);
@@ -410,8 +390,7 @@ void expect_first_exit_decides(const std::string &transport) {
     EXPECT_HAS(r.err, "portico-run: rank 2 (pid ", r);
     EXPECT_HAS(r.err, ") exited with code 8; terminating the job", r);
     EXPECT_FALSE(has(r.err, "signal 9")) << r;
-    for (int rank = 0; rank < 3; ++rank)
-        ::unlink((dir + "/pid." + std::to_string(rank)).c_str());
+    for (int rank = 0; rank < 3; ++rank) ::unlink((dir + "/pid." + std::to_string(rank)).c_str());
     ::rmdir(dir.c_str());
 }
 
@@ -439,8 +418,7 @@ TEST(Exit, BarrierThatCanNeverComplete) {
 TEST(Abort, ExitCodeAndMessage) {
     Result r = run_args({"-n", "3", kHelper, "abort-rank", "1", "7", "test", "abort", "message"});
     EXPECT_EXIT_CODE(r, 7);
-    EXPECT_HAS(r.err,
-               "called PMI abort with exit code 7: test abort message; terminating the job", r);
+    EXPECT_HAS(r.err, "called PMI abort with exit code 7: test abort message; terminating the job", r);
     EXPECT_HAS(r.err, "portico-run: rank 1 (pid ", r);
 }
 
@@ -474,14 +452,13 @@ TEST(Timeout, FromEnvironment) {
 TEST(Timeout, CommandLineOverridesEnvironment) {
     Spec s;
     s.args = {"--timeout", "0", "sh", "-c", "exit 0"}; // 0: no limit
-    s.env = {{"PORTICO_TIMEOUT", "bogus"}};              // not even parsed
+    s.env = {{"PORTICO_TIMEOUT", "bogus"}};            // not even parsed
     Result r = run(s);
     EXPECT_EXIT_CODE(r, 0);
 }
 
 TEST(Timeout, RankIgnoringSigtermGetsSigkill) {
-    Result r = run_args({"-n", "2", "--timeout", "0.5", "sh", "-c",
-                         "trap '' TERM; exec sleep 3600"});
+    Result r = run_args({"-n", "2", "--timeout", "0.5", "sh", "-c", "trap '' TERM; exec sleep 3600"});
     EXPECT_EXIT_CODE(r, 124);
     EXPECT_HAS(r.err, "portico-run: ranks 0-1 still running 2 s after being signalled; sending SIGKILL", r);
 }
@@ -515,8 +492,7 @@ TEST(Signals, SigintToLauncherKillsJob) {
 // Remote ranks (--hosts): started through fake_rsh.sh, which runs `sh -c COMMAND` on this machine
 // in a fresh environment, as ssh would on the host. PMI goes over TCP (PMI_PORT/PMI_ID).
 
-std::vector<std::string> remote_args(const std::string &hosts, int n,
-                                     const std::string &rsh = kFakeRsh) {
+std::vector<std::string> remote_args(const std::string &hosts, int n, const std::string &rsh = kFakeRsh) {
     return {"--hosts", hosts, "--rsh", rsh, "-n", std::to_string(n), "--timeout", "60"};
 }
 
@@ -526,7 +502,8 @@ std::vector<std::string> operator+(std::vector<std::string> a, const std::vector
 }
 
 TEST(Remote, RankExitCodeNamesTheHost) {
-    Result r = run_args(remote_args("localhost,127.0.0.1", 4) + std::vector<std::string>{kHelper, "exit-rank", "3", "3"});
+    Result r =
+        run_args(remote_args("localhost,127.0.0.1", 4) + std::vector<std::string>{kHelper, "exit-rank", "3", "3"});
     EXPECT_EXIT_CODE(r, 3);
     EXPECT_HAS(r.err,
                "portico-run: rank 3 on host 127.0.0.1 (via fake_rsh.sh) exited with code 3; "
@@ -535,7 +512,8 @@ TEST(Remote, RankExitCodeNamesTheHost) {
 }
 
 TEST(Remote, RankKilledBySignalNamesTheHost) {
-    Result r = run_args(remote_args("localhost,127.0.0.1", 2) + std::vector<std::string>{kHelper, "signal-rank", "0", "11"});
+    Result r =
+        run_args(remote_args("localhost,127.0.0.1", 2) + std::vector<std::string>{kHelper, "signal-rank", "0", "11"});
     EXPECT_EXIT_CODE(r, 128 + 11);
     EXPECT_HAS(r.err,
                "portico-run: rank 0 on host localhost (via fake_rsh.sh) killed by signal 11 "
@@ -554,8 +532,7 @@ TEST(Remote, AbortOverTcpNamesTheHost) {
 }
 
 TEST(Remote, TimeoutKillsRemoteRanks) {
-    Result r = run_args({"--hosts", "localhost", "--ppn", "2", "--rsh", kFakeRsh, "--timeout", "0.5",
-                         kHelper, "hang"});
+    Result r = run_args({"--hosts", "localhost", "--ppn", "2", "--rsh", kFakeRsh, "--timeout", "0.5", kHelper, "hang"});
     EXPECT_EXIT_CODE(r, 124);
     EXPECT_HAS(r.err, "still running: ranks 0-1", r);
 }
@@ -584,12 +561,10 @@ TEST(Remote, PortalsRanksExitWhenTheLauncherGoesAway) {
 TEST(Remote, RefusesBadAndDuplicatePmiids) {
     Result r = run_args(remote_args("localhost,127.0.0.1", 3) + std::vector<std::string>{kHelper, "intruder"});
     EXPECT_EXIT_CODE(r, 0);
-    for (const char *why : {"closed the connection without a request",
-                            "pmiid 0: rank 0 is already connected",
-                            "pmiid 1: rank 1 is already connected",
-                            "pmiid '3' is not a rank of this job (0..2)",
-                            "pmiid 'abc' is not a rank of this job (0..2)",
-                            "first request 'cmd=get_maxes' is not 'cmd=initack pmiid=N'"})
+    for (const char *why :
+         {"closed the connection without a request", "pmiid 0: rank 0 is already connected",
+          "pmiid 1: rank 1 is already connected", "pmiid '3' is not a rank of this job (0..2)",
+          "pmiid 'abc' is not a rank of this job (0..2)", "first request 'cmd=get_maxes' is not 'cmd=initack pmiid=N'"})
         EXPECT_HAS(r.err, std::string(why), r);
     EXPECT_HAS(r.err, "portico-run: refused a PMI connection from ", r);
     // Six raw connections, and the client library claiming pmiid 0 from a second process.
@@ -610,19 +585,19 @@ TEST(Remote, ArgumentsEnvironmentAndDirectoryAreQuoted) {
     char dir[] = "/tmp/portico-run q'uote $HOME `x` \"dq\" XXXXXX";
     ASSERT_NE(::mkdtemp(dir), nullptr) << std::strerror(errno);
     const std::vector<std::string> args = {
-        "with space", "it's", "'", "''", "double\"quote", "$HOME", "${HOME}", "back\\slash",
-        "new\nline", "", "*", "~", "a;b|c&d>e<f", "`id`", "$(id)", "-n", "tab\tx", "!x", "#hash",
-        "trailing\\", "\xc3\xa9t\xc3\xa9", "%s%n", "a=b"};
+        "with space", "it's", "'",     "''",         "double\"quote",     "$HOME", "${HOME}", "back\\slash",
+        "new\nline",  "",     "*",     "~",          "a;b|c&d>e<f",       "`id`",  "$(id)",   "-n",
+        "tab\tx",     "!x",   "#hash", "trailing\\", "\xc3\xa9t\xc3\xa9", "%s%n",  "a=b"};
     const std::string weird = "v a'l\"u$e\n`x`\\";
     Spec s;
-    s.args = remote_args("localhost", 1) + std::vector<std::string>{"--env", "QUOTE_TEST=" + weird, kHelper, "print-args"} + args;
+    s.args = remote_args("localhost", 1) +
+             std::vector<std::string>{"--env", "QUOTE_TEST=" + weird, kHelper, "print-args"} + args;
     s.cwd = dir;
     Result r = run(s);
     ::rmdir(dir);
     EXPECT_EXIT_CODE(r, 0);
     std::string want = "cwd=" + hex(dir) + "\n";
-    for (const std::string &a : args)
-        want += "arg=" + hex(a) + "\n";
+    for (const std::string &a : args) want += "arg=" + hex(a) + "\n";
     want += "env=" + hex(weird) + "\n";
     EXPECT_EQ(r.out, want) << r;
 }
@@ -632,9 +607,24 @@ TEST(Remote, Environment) {
     // would: the ranks see the PMI variables, this launcher's PORTICO_* (not PORTICO_NID) and
     // what --env names, nothing else.
     Spec s;
-    s.args = {"--hosts", "localhost,127.0.0.1", "--ppn", "2", "--rsh", kFakeRsh, "-n", "3",
-              "--timeout", "60", "--env", "PASS_ME", "-x", "SET_ME=v 1", "--env", "UNSET_HERE",
-              "sh", "-c",
+    s.args = {"--hosts",
+              "localhost,127.0.0.1",
+              "--ppn",
+              "2",
+              "--rsh",
+              kFakeRsh,
+              "-n",
+              "3",
+              "--timeout",
+              "60",
+              "--env",
+              "PASS_ME",
+              "-x",
+              "SET_ME=v 1",
+              "--env",
+              "UNSET_HERE",
+              "sh",
+              "-c",
               "set -e; test -z \"${PMI_FD+x}\"; test \"$PMI_ID\" = \"$PMI_RANK\"; "
               "test \"$PMI_SIZE\" = 3; test \"$PMI_JOBID\" = \"portico_$PORTICO_JOB_ID\"; "
               "test -z \"${PORTICO_JOB_SECRET+x}\"; " // in the PMI key-value space instead
@@ -645,8 +635,11 @@ TEST(Remote, Environment) {
               "test \"$PORTICO_FORWARD_ME\" = 'f w'; test -z \"${PORTICO_NID+x}\"; "
               "test -z \"${OTHER_VAR+x}\"; test -z \"${UNSET_HERE+x}\"; "
               "test \"$PASS_ME\" = z; test \"$SET_ME\" = 'v 1'"};
-    s.env = {{"PORTICO_FORWARD_ME", "f w"}, {"PORTICO_NID", "10.9.8.7"}, {"OTHER_VAR", "y"},
-             {"PASS_ME", "z"}, {"PMI_FD", "99"}};
+    s.env = {{"PORTICO_FORWARD_ME", "f w"},
+             {"PORTICO_NID", "10.9.8.7"},
+             {"OTHER_VAR", "y"},
+             {"PASS_ME", "z"},
+             {"PMI_FD", "99"}};
     s.unset_env = {"UNSET_HERE"};
     Result r = run(s);
     EXPECT_EXIT_CODE(r, 0);
@@ -665,8 +658,8 @@ TEST(Remote, HostfilePlacementAndMapping) {
     ::close(fd);
     // No -n: the slots give 4 ranks.
     Result r = run_args({"--hostfile", path, "--rsh", kFakeRsh, "--timeout", "60", "--env",
-                         "PMI_JOB_TEST_LOCAL=0:1,0:3,1:3,2:3", "--env",
-                         "PMI_JOB_TEST_MAPPING=(vector,(0,1,1),(1,1,3))", kPmiJobTest});
+                         "PMI_JOB_TEST_LOCAL=0:1,0:3,1:3,2:3", "--env", "PMI_JOB_TEST_MAPPING=(vector,(0,1,1),(1,1,3))",
+                         kPmiJobTest});
     ::unlink(path);
     EXPECT_EXIT_CODE(r, 0);
     EXPECT_HAS(r.out, "pmi_job_test: 4 ranks OK", r);
@@ -674,8 +667,7 @@ TEST(Remote, HostfilePlacementAndMapping) {
 
 TEST(Remote, PmiAddress) {
     const std::string check = "case \"$PMI_PORT\" in 127.0.0.1:[0-9]*) ;; *) exit 9;; esac";
-    Result r = run_args({"--hosts", "localhost", "--rsh", kFakeRsh, "--pmi-addr", "127.0.0.1", "sh",
-                         "-c", check});
+    Result r = run_args({"--hosts", "localhost", "--rsh", kFakeRsh, "--pmi-addr", "127.0.0.1", "sh", "-c", check});
     EXPECT_EXIT_CODE(r, 0);
     Spec s;
     s.args = {"--hosts", "localhost", "--rsh", kFakeRsh, "sh", "-c", check};

@@ -60,8 +60,7 @@ namespace {
 }
 
 [[noreturn]] void block_forever() {
-    for (;;)
-        ::pause();
+    for (;;) ::pause();
 }
 
 // Blocks in a barrier that can only complete if every rank enters it.
@@ -72,21 +71,18 @@ namespace {
 
 std::unique_ptr<PmiClient> connect() {
     auto pmi = PmiClient::from_environment();
-    if (!pmi)
-        die("not started by a PMI-1 launcher");
+    if (!pmi) die("not started by a PMI-1 launcher");
     return pmi;
 }
 
 int arg_int(const std::vector<std::string> &a, std::size_t i) {
-    if (i >= a.size())
-        die("missing argument");
+    if (i >= a.size()) die("missing argument");
     return std::atoi(a[i].c_str());
 }
 
 int my_rank() {
     const char *r = std::getenv("PMI_RANK");
-    if (r == nullptr)
-        die("PMI_RANK not set");
+    if (r == nullptr) die("PMI_RANK not set");
     return std::atoi(r);
 }
 
@@ -104,17 +100,14 @@ std::string hex(const std::string &s) {
 // launcher sends until it closes the connection.
 std::string knock(const std::string &request) {
     const char *port_s = std::getenv("PMI_PORT");
-    if (port_s == nullptr)
-        die("PMI_PORT not set");
+    if (port_s == nullptr) die("PMI_PORT not set");
     std::string hp = port_s;
     std::size_t colon = hp.rfind(':');
-    if (colon == std::string::npos)
-        die("bad PMI_PORT " + hp);
+    if (colon == std::string::npos) die("bad PMI_PORT " + hp);
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
     addrinfo *res = nullptr;
-    if (::getaddrinfo(hp.substr(0, colon).c_str(), hp.substr(colon + 1).c_str(), &hints, &res) != 0 ||
-        res == nullptr)
+    if (::getaddrinfo(hp.substr(0, colon).c_str(), hp.substr(colon + 1).c_str(), &hints, &res) != 0 || res == nullptr)
         die("cannot resolve " + hp);
     int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || ::connect(fd, res->ai_addr, res->ai_addrlen) != 0)
@@ -124,17 +117,14 @@ std::string knock(const std::string &request) {
         ::close(fd);
         return {};
     }
-    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
-        static_cast<ssize_t>(request.size()))
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
         die("send to the PMI port failed");
     std::string got;
     char buf[512];
     for (;;) {
         ssize_t n = ::read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break; // EOF (or a reset): the launcher closed it
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break; // EOF (or a reset): the launcher closed it
         got.append(buf, static_cast<std::size_t>(n));
     }
     ::close(fd);
@@ -145,16 +135,14 @@ std::string knock(const std::string &request) {
 
 int main(int argc, char **argv) {
     std::vector<std::string> a(argv + 1, argv + argc);
-    if (a.empty())
-        die("no mode");
+    if (a.empty()) die("no mode");
     const std::string &mode = a[0];
     // Signals that would dump core must not leave core files behind.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
     if (mode == "exit-rank") {
         auto pmi = connect();
-        if (pmi->rank() == arg_int(a, 1))
-            std::_Exit(arg_int(a, 2));
+        if (pmi->rank() == arg_int(a, 1)) std::_Exit(arg_int(a, 2));
         barrier_forever(*pmi);
     }
     if (mode == "signal-rank") {
@@ -171,18 +159,15 @@ int main(int argc, char **argv) {
         auto pmi = connect();
         if (pmi->rank() == arg_int(a, 1)) {
             std::string msg;
-            for (std::size_t i = 3; i < a.size(); ++i)
-                msg += (i > 3 ? " " : "") + a[i];
+            for (std::size_t i = 3; i < a.size(); ++i) msg += (i > 3 ? " " : "") + a[i];
             pmi->abort(arg_int(a, 2), msg);
         }
         barrier_forever(*pmi);
     }
-    if (mode == "hang")
-        block_forever();
+    if (mode == "hang") block_forever();
     if (mode == "barrier-hang") {
         auto pmi = connect();
-        if (pmi->rank() == 0)
-            block_forever();
+        if (pmi->rank() == 0) block_forever();
         barrier_forever(*pmi);
     }
     if (mode == "ready-hang") {
@@ -196,14 +181,11 @@ int main(int argc, char **argv) {
         auto pmi = connect();
         if (pmi->rank() == 0) {
             pid_t pid = ::fork();
-            if (pid < 0)
-                die("fork failed");
-            if (pid == 0)
-                block_forever(); // keeps stdout/stderr open until it is killed
+            if (pid < 0) die("fork failed");
+            if (pid == 0) block_forever(); // keeps stdout/stderr open until it is killed
         }
         pmi->barrier();
-        if (pmi->rank() == 1)
-            std::_Exit(3);
+        if (pmi->rank() == 1) std::_Exit(3);
         block_forever();
     }
     if (mode == "stdin") {
@@ -211,18 +193,14 @@ int main(int argc, char **argv) {
         char buf[256];
         for (;;) {
             ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                die(std::string("read(stdin): ") + std::strerror(errno));
-            if (n == 0)
-                break;
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) die(std::string("read(stdin): ") + std::strerror(errno));
+            if (n == 0) break;
             in.append(buf, static_cast<std::size_t>(n));
         }
         std::string want = my_rank() == 0 ? "hello\n" : "";
         if (in != want)
-            die("rank " + std::to_string(my_rank()) + " read '" + in + "' from stdin, expected '" +
-                want + "'");
+            die("rank " + std::to_string(my_rank()) + " read '" + in + "' from stdin, expected '" + want + "'");
         return 0;
     }
     if (mode == "early-exit") {
@@ -236,8 +214,7 @@ int main(int argc, char **argv) {
         pmi->barrier();
         if (pmi->rank() == 1) {
             auto pid_s = pmi->get("pid.0");
-            if (!pid_s)
-                die("pid.0 missing");
+            if (!pid_s) die("pid.0 missing");
             int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, std::atoi(pid_s->c_str()), 0));
             if (pidfd >= 0) { // readable once rank 0 has exited
                 pollfd p{pidfd, POLLIN, 0};
@@ -256,20 +233,16 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (mode == "lonely-barrier") {
-        if (my_rank() == 0)
-            return 0;
+        if (my_rank() == 0) return 0;
         auto pmi = connect();
         barrier_forever(*pmi);
     }
     if (mode == "print-args") {
-        if (my_rank() != 0)
-            return 0;
+        if (my_rank() != 0) return 0;
         char cwd[4096];
-        if (::getcwd(cwd, sizeof cwd) == nullptr)
-            die("getcwd failed");
+        if (::getcwd(cwd, sizeof cwd) == nullptr) die("getcwd failed");
         std::string out = "cwd=" + hex(cwd) + "\n";
-        for (std::size_t i = 1; i < a.size(); ++i)
-            out += "arg=" + hex(a[i]) + "\n";
+        for (std::size_t i = 1; i < a.size(); ++i) out += "arg=" + hex(a[i]) + "\n";
         const char *q = std::getenv("QUOTE_TEST");
         out += "env=" + (q != nullptr ? hex(q) : std::string("unset")) + "\n";
         std::fputs(out.c_str(), stdout);
@@ -295,14 +268,12 @@ int main(int argc, char **argv) {
             for (const Case &c : cases) {
                 std::string got = knock(c.request);
                 if (got != c.reply)
-                    die("request '" + c.request + "': expected reply '" + c.reply + "', got '" +
-                        got + "'");
+                    die("request '" + c.request + "': expected reply '" + c.reply + "', got '" + got + "'");
             }
             // A second process claiming rank 0 with the client library.
             std::fflush(stdout);
             pid_t pid = ::fork();
-            if (pid < 0)
-                die("fork failed");
+            if (pid < 0) die("fork failed");
             if (pid == 0) {
                 char self[] = "/proc/self/exe", mode_arg[] = "expect-refused";
                 char *args[] = {self, mode_arg, nullptr};
@@ -326,10 +297,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (mode == "expect-refused") {
-        const std::string want = "refused PMI_ID=" + std::string(std::getenv("PMI_ID") != nullptr
-                                                                     ? std::getenv("PMI_ID")
-                                                                     : "?") +
-                                 ": pmiid_in_use";
+        const std::string want =
+            "refused PMI_ID=" + std::string(std::getenv("PMI_ID") != nullptr ? std::getenv("PMI_ID") : "?") +
+            ": pmiid_in_use";
         try {
             auto pmi = PmiClient::from_environment();
         } catch (const portico::bootstrap::PmiError &e) {
@@ -342,26 +312,22 @@ int main(int argc, char **argv) {
     }
     if (mode == "knock-refused") {
         std::string got = knock("cmd=initack pmiid=0\n");
-        if (!got.empty())
-            die("the launcher answered a foreign connection: '" + got + "'");
+        if (!got.empty()) die("the launcher answered a foreign connection: '" + got + "'");
         std::printf("knock-refused: the launcher closed the connection without a reply\n");
         return 0;
     }
     if (mode == "knock-from") {
-        if (a.size() < 2)
-            die("knock-from needs a command");
+        if (a.size() < 2) die("knock-from needs a command");
         auto pmi = connect();
         pmi->barrier();
         const std::string me = std::to_string(pmi->rank());
         if (pmi->rank() == 0) {
             std::fflush(stdout);
             pid_t pid = ::fork();
-            if (pid < 0)
-                die("fork failed");
+            if (pid < 0) die("fork failed");
             if (pid == 0) {
                 std::vector<char *> args;
-                for (std::size_t i = 1; i < a.size(); ++i)
-                    args.push_back(a[i].data());
+                for (std::size_t i = 1; i < a.size(); ++i) args.push_back(a[i].data());
                 args.push_back(nullptr);
                 ::execvp(args[0], args.data());
                 std::_Exit(127);
@@ -383,17 +349,13 @@ int main(int argc, char **argv) {
     if (mode == "watch-launcher") {
         auto pmi = connect();
         pmi->barrier();
-        if (pmi->rank() == pmi->size() - 1)
-            std::_Exit(3);
+        if (pmi->rank() == pmi->size() - 1) std::_Exit(3);
         pollfd p{pmi->fd(), POLLRDHUP, 0};
         for (;;) {
             int n = ::poll(&p, 1, -1);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                die(std::string("poll: ") + std::strerror(errno));
-            if (p.revents & (POLLRDHUP | POLLHUP | POLLERR))
-                break;
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) die(std::string("poll: ") + std::strerror(errno));
+            if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) break;
         }
         std::printf("rank %d: launcher gone\n", pmi->rank());
         std::fflush(stdout);

@@ -24,8 +24,7 @@ using namespace portico::run;
 
 std::vector<std::string> names(const std::vector<HostEntry> &h) {
     std::vector<std::string> out;
-    for (const HostEntry &e : h)
-        out.push_back(e.name + (e.slots > 0 ? ":" + std::to_string(e.slots) : ""));
+    for (const HostEntry &e : h) out.push_back(e.name + (e.slots > 0 ? ":" + std::to_string(e.slots) : ""));
     return out;
 }
 
@@ -52,25 +51,21 @@ TEST(HostFile, Entries) {
     EXPECT_EQ(names(parse_hostfile("# cluster\n\nnode1\nnode2:4  # four\n\t node3 \n"
                                    "[fe80::1%eth0]:2\n[::2]\n::1\n10.1.2.3:1\r\n",
                                    "f")),
-              (std::vector<std::string>{"node1", "node2:4", "node3", "fe80::1%eth0:2", "::2", "::1",
-                                        "10.1.2.3:1"}));
+              (std::vector<std::string>{"node1", "node2:4", "node3", "fe80::1%eth0:2", "::2", "::1", "10.1.2.3:1"}));
 }
 
 TEST(HostFile, Errors) {
     EXPECT_EQ(error_of([] { parse_hostfile("# nothing\n\n", "hf"); }), "hf: no hosts in the host file");
     EXPECT_NE(error_of([] { parse_hostfile("a\nb:0\n", "hf"); }).find("hf:2: invalid slot count '0'"),
               std::string::npos);
-    EXPECT_NE(error_of([] { parse_hostfile("b:x\n", "hf"); }).find("hf:1: invalid slot count 'x'"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { parse_hostfile("b:\n", "hf"); }).find("invalid slot count ''"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { parse_hostfile("b:99999999999\n", "hf"); }).find("invalid slot count"),
-              std::string::npos);
-    EXPECT_NE(error_of([] { parse_hostfile("a b\n", "hf"); }).find("hf:1: invalid host 'a b'"),
-              std::string::npos);
+    EXPECT_NE(error_of([] { parse_hostfile("b:x\n", "hf"); }).find("hf:1: invalid slot count 'x'"), std::string::npos);
+    EXPECT_NE(error_of([] { parse_hostfile("b:\n", "hf"); }).find("invalid slot count ''"), std::string::npos);
+    EXPECT_NE(error_of([] { parse_hostfile("b:99999999999\n", "hf"); }).find("invalid slot count"), std::string::npos);
+    EXPECT_NE(error_of([] { parse_hostfile("a b\n", "hf"); }).find("hf:1: invalid host 'a b'"), std::string::npos);
     EXPECT_NE(error_of([] { parse_hostfile("[::1\n", "hf"); }).find("missing ']'"), std::string::npos);
-    EXPECT_NE(error_of([] { read_hostfile("/nonexistent/hostfile"); })
-                  .find("cannot read host file '/nonexistent/hostfile': No such file or directory"),
+    EXPECT_NE(error_of([] {
+                  read_hostfile("/nonexistent/hostfile");
+              }).find("cannot read host file '/nonexistent/hostfile': No such file or directory"),
               std::string::npos);
 }
 
@@ -125,8 +120,7 @@ TEST(ProcessMapping, Merges) {
 // Runs `sh -c CMD` and returns its stdout (and exit status in *status).
 std::string run_sh(const std::string &cmd, int *status) {
     int p[2];
-    if (::pipe(p) != 0)
-        return "(pipe failed)";
+    if (::pipe(p) != 0) return "(pipe failed)";
     pid_t pid = ::fork();
     if (pid == 0) {
         ::dup2(p[1], 1);
@@ -140,27 +134,49 @@ std::string run_sh(const std::string &cmd, int *status) {
     char buf[4096];
     ssize_t n;
     while ((n = ::read(p[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-        if (n > 0)
-            out.append(buf, static_cast<std::size_t>(n));
+        if (n > 0) out.append(buf, static_cast<std::size_t>(n));
     ::close(p[0]);
     ::waitpid(pid, status, 0);
     return out;
 }
 
 TEST(ShellQuote, RoundTripsThroughSh) {
-    const std::vector<std::string> words = {
-        "", "plain", "with space", "it's", "'", "''", "\"", "$HOME", "${x:-y}", "`id`", "$(id)",
-        "a\\b", "trailing\\", "new\nline", "\ttab", "*", "?", "[a]", "~", "~root", "a;b&c|d",
-        "<>", "#", "!", "-n", "--", "%s", "\xc3\xa9", std::string(1000, 'x')};
+    const std::vector<std::string> words = {"",
+                                            "plain",
+                                            "with space",
+                                            "it's",
+                                            "'",
+                                            "''",
+                                            "\"",
+                                            "$HOME",
+                                            "${x:-y}",
+                                            "`id`",
+                                            "$(id)",
+                                            "a\\b",
+                                            "trailing\\",
+                                            "new\nline",
+                                            "\ttab",
+                                            "*",
+                                            "?",
+                                            "[a]",
+                                            "~",
+                                            "~root",
+                                            "a;b&c|d",
+                                            "<>",
+                                            "#",
+                                            "!",
+                                            "-n",
+                                            "--",
+                                            "%s",
+                                            "\xc3\xa9",
+                                            std::string(1000, 'x')};
     std::string cmd = "printf '%s\\0'";
-    for (const std::string &w : words)
-        cmd += " " + shell_quote(w);
+    for (const std::string &w : words) cmd += " " + shell_quote(w);
     int status = -1;
     std::string out = run_sh(cmd, &status);
     EXPECT_EQ(status, 0);
     std::string want;
-    for (const std::string &w : words)
-        want += w + std::string(1, '\0');
+    for (const std::string &w : words) want += w + std::string(1, '\0');
     EXPECT_EQ(out, want);
     EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
     EXPECT_EQ(shell_quote(""), "''");
@@ -168,11 +184,10 @@ TEST(ShellQuote, RoundTripsThroughSh) {
 
 TEST(RemoteCommand, MissingDirectoryIsIgnored) {
     int status = -1;
-    std::string cmd = remote_command("/nonexistent/dir 'x'", {{"A", "1 2"}, {"B", "it's"}},
-                                     {"sh", "-c", "printf '%s|%s|%s|%s' \"$A\" \"$B\" \"$1\" \"$(pwd)\"",
-                                      "sh", "$arg"});
-    EXPECT_EQ(cmd.rfind("cd '/nonexistent/dir '\\''x'\\''' 2>/dev/null; exec env 'A=1 2' ", 0), 0u)
-        << cmd;
+    std::string cmd =
+        remote_command("/nonexistent/dir 'x'", {{"A", "1 2"}, {"B", "it's"}},
+                       {"sh", "-c", "printf '%s|%s|%s|%s' \"$A\" \"$B\" \"$1\" \"$(pwd)\"", "sh", "$arg"});
+    EXPECT_EQ(cmd.rfind("cd '/nonexistent/dir '\\''x'\\''' 2>/dev/null; exec env 'A=1 2' ", 0), 0u) << cmd;
     std::string out = run_sh("cd / && " + cmd, &status);
     EXPECT_EQ(status, 0);
     EXPECT_EQ(out, "1 2|it's|$arg|/");

@@ -21,14 +21,13 @@ int main(int argc, char **argv) {
     MPI_Comm_size(node, &node_size);
     const char *expect = getenv("PORTICO_LOCAL_SIZE");
     if (expect == NULL || node_size != atoi(expect)) {
-        fprintf(stderr, "mpi_pmi_test rank %d: %d ranks on my node, PORTICO_LOCAL_SIZE=%s\n", rank,
-                node_size, expect != NULL ? expect : "(unset)");
+        fprintf(stderr, "mpi_pmi_test rank %d: %d ranks on my node, PORTICO_LOCAL_SIZE=%s\n", rank, node_size,
+                expect != NULL ? expect : "(unset)");
         return 1;
     }
     MPI_Comm_free(&node);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("mpi_pmi_test: %d ranks OK\n", size);
+    if (rank == 0) printf("mpi_pmi_test: %d ranks OK\n", size);
     MPI_Finalize();
     return 0;
 }

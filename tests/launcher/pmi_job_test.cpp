@@ -30,42 +30,36 @@ namespace {
 int g_rank = -1;
 
 [[noreturn]] void fail(const char *file, int line, const std::string &what) {
-    std::fprintf(stderr, "pmi_job_test rank %d: %s:%d: FAILED: %s\n", g_rank, file, line,
-                 what.c_str());
+    std::fprintf(stderr, "pmi_job_test rank %d: %s:%d: FAILED: %s\n", g_rank, file, line, what.c_str());
     std::fflush(stderr);
     std::_Exit(1);
 }
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            fail(__FILE__, __LINE__, #cond);                                                       \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        if (!(cond)) fail(__FILE__, __LINE__, #cond);                                                                  \
     } while (0)
-#define CHECK_EQ(a, b)                                                                             \
-    do {                                                                                           \
-        auto va_ = (a);                                                                            \
-        auto vb_ = (b);                                                                            \
-        if (!(va_ == vb_))                                                                         \
-            fail(__FILE__, __LINE__, std::string(#a " == " #b));                                   \
+#define CHECK_EQ(a, b)                                                                                                 \
+    do {                                                                                                               \
+        auto va_ = (a);                                                                                                \
+        auto vb_ = (b);                                                                                                \
+        if (!(va_ == vb_)) fail(__FILE__, __LINE__, std::string(#a " == " #b));                                        \
     } while (0)
 
 template <class F> void expect_pmi_error(F &&f, const char *what) {
     try {
         f();
     } catch (const PmiError &e) {
-        if (std::strlen(e.what()) == 0)
-            fail(__FILE__, __LINE__, std::string("empty PmiError message for ") + what);
+        if (std::strlen(e.what()) == 0) fail(__FILE__, __LINE__, std::string("empty PmiError message for ") + what);
         return;
     }
     fail(__FILE__, __LINE__, std::string("no PmiError thrown for ") + what);
 }
 
 bool is_hex(const std::string &s, std::size_t len) {
-    if (s.size() != len)
-        return false;
+    if (s.size() != len) return false;
     for (char c : s)
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            return false;
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
     return true;
 }
 
@@ -85,8 +79,7 @@ int main() {
         return 1;
     }
     if (!pmi) {
-        std::fprintf(stderr,
-                     "pmi_job_test: not started by a PMI-1 launcher (no PMI_FD or PMI_PORT)\n");
+        std::fprintf(stderr, "pmi_job_test: not started by a PMI-1 launcher (no PMI_FD or PMI_PORT)\n");
         return 1;
     }
     const int rank = pmi->rank(), size = pmi->size();
@@ -99,19 +92,15 @@ int main() {
         CHECK(PmiClient::pmix_supported());
         CHECK(std::getenv("PMI_FD") == nullptr && std::getenv("PMI_PORT") == nullptr);
         CHECK_EQ(pmi->kvsname(), env_or("PMIX_NAMESPACE", pmi->kvsname().c_str()));
-        if (std::getenv("PMIX_RANK") != nullptr)
-            CHECK_EQ(std::to_string(rank), env_or("PMIX_RANK"));
+        if (std::getenv("PMIX_RANK") != nullptr) CHECK_EQ(std::to_string(rank), env_or("PMIX_RANK"));
         if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) // Open MPI's mpirun
             CHECK_EQ(std::to_string(size), env_or("OMPI_COMM_WORLD_SIZE"));
     } else {
         CHECK_EQ(std::string(pmi->protocol()), std::string("PMI-1"));
         // hydra -pmi-port sets only PMI_PORT and PMI_ID (the rank comes from the handshake).
-        if (std::getenv("PMI_RANK") != nullptr || !over_tcp)
-            CHECK_EQ(std::to_string(rank), env_or("PMI_RANK"));
-        if (std::getenv("PMI_SIZE") != nullptr || !over_tcp)
-            CHECK_EQ(std::to_string(size), env_or("PMI_SIZE"));
-        if (over_tcp)
-            CHECK_EQ(std::to_string(rank), env_or("PMI_ID"));
+        if (std::getenv("PMI_RANK") != nullptr || !over_tcp) CHECK_EQ(std::to_string(rank), env_or("PMI_RANK"));
+        if (std::getenv("PMI_SIZE") != nullptr || !over_tcp) CHECK_EQ(std::to_string(size), env_or("PMI_SIZE"));
+        if (over_tcp) CHECK_EQ(std::to_string(rank), env_or("PMI_ID"));
     }
     CHECK(rank >= 0 && rank < size);
     CHECK(!pmi->kvsname().empty());
@@ -161,8 +150,7 @@ int main() {
         CHECK(std::atoi(ls.c_str()) <= size);
         CHECK_EQ(env_or("MPI_LOCALRANKID"), lr);
         CHECK_EQ(env_or("MPI_LOCALNRANKS"), ls);
-        if (over_tcp)
-            CHECK(std::getenv("PMI_FD") == nullptr);
+        if (over_tcp) CHECK(std::getenv("PMI_FD") == nullptr);
     }
     if (const char *mapping = std::getenv("PMI_JOB_TEST_MAPPING"); mapping != nullptr) {
         auto m = pmi->get("PMI_process_mapping");
@@ -198,8 +186,8 @@ int main() {
 
     // Identity of the job, as every rank sees it.
     const std::string me = std::to_string(rank);
-    pmi->put("ident." + me, env_or("PORTICO_JOB_ID", "none") + ":" +
-                                pmi->get("portico.secret").value_or("none") + ":" + pmi->kvsname());
+    pmi->put("ident." + me, env_or("PORTICO_JOB_ID", "none") + ":" + pmi->get("portico.secret").value_or("none") + ":" +
+                                pmi->kvsname());
     // A value of the maximum length, and one with every printable non-space character.
     std::string big(static_cast<std::size_t>(pmi->max_value_length()), 'a');
     for (std::size_t i = 0; i < big.size(); ++i)
@@ -207,14 +195,12 @@ int main() {
     pmi->put("big." + me, big);
     std::string punct;
     for (char c = '!'; c <= '~'; ++c)
-        if (c != '\\')
-            punct += c;
+        if (c != '\\') punct += c;
     pmi->put("punct." + me, punct + me);
     pmi->put("tab." + me, "a\tb" + me); // only spaces separate tokens
     // Puts become visible at the next barrier, not before (also for the putting rank, under
     // PMI-1; PMIx shows a process its own puts at once).
-    if (!pmix)
-        CHECK(!pmi->get("ident." + me).has_value());
+    if (!pmix) CHECK(!pmi->get("ident." + me).has_value());
     CHECK(!pmi->get("no.such.key").has_value());
 
     pmi->barrier();
@@ -248,9 +234,7 @@ int main() {
             auto v = pmi->get(key + std::to_string(r));
             CHECK(v.has_value());
             CHECK_EQ(*v, std::to_string(k * 1000 + r));
-            if (under_portico)
-                CHECK(!pmi->get("round." + std::to_string(k + 1) + "." + std::to_string(r))
-                           .has_value());
+            if (under_portico) CHECK(!pmi->get("round." + std::to_string(k + 1) + "." + std::to_string(r)).has_value());
         }
     }
 
@@ -263,12 +247,10 @@ int main() {
                 for (int i = 0; i < 50; ++i) {
                     int r = (rank + t + i) % size;
                     auto v = pmi->get("round.3." + std::to_string(r));
-                    if (!v || *v != std::to_string(3000 + r))
-                        ++bad;
+                    if (!v || *v != std::to_string(3000 + r)) ++bad;
                 }
             });
-        for (std::thread &th : threads)
-            th.join();
+        for (std::thread &th : threads) th.join();
         CHECK_EQ(bad.load(), 0);
     }
 
@@ -280,7 +262,6 @@ int main() {
     CHECK(pmi->finalizing());
     expect_pmi_error([&] { pmi->put("after", "finalize"); }, "put after finalize");
     expect_pmi_error([&] { pmi->barrier(); }, "barrier after finalize");
-    if (rank == 0)
-        std::printf("pmi_job_test: %d ranks OK\n", size);
+    if (rank == 0) std::printf("pmi_job_test: %d ranks OK\n", size);
     return 0;
 }

@@ -21,8 +21,7 @@ int g_rank = -1;
 std::string g_buf;
 
 [[noreturn]] void fail(int line, const std::string &what) {
-    std::fprintf(stderr, "pmi_wire_test rank %d: line %d: FAILED: %s\n", g_rank, line,
-                 what.c_str());
+    std::fprintf(stderr, "pmi_wire_test rank %d: line %d: FAILED: %s\n", g_rank, line, what.c_str());
     std::_Exit(1);
 }
 
@@ -30,10 +29,8 @@ void send_raw(int line, const std::string &s) {
     std::size_t off = 0;
     while (off < s.size()) {
         ssize_t n = ::write(g_fd, s.data() + off, s.size() - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            fail(line, std::string("write: ") + std::strerror(errno));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail(line, std::string("write: ") + std::strerror(errno));
         off += static_cast<std::size_t>(n);
     }
 }
@@ -48,34 +45,28 @@ std::string recv_line(int line) {
         }
         char tmp[4096];
         ssize_t n = ::read(g_fd, tmp, sizeof tmp);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            fail(line, "connection closed or read error while waiting for a reply");
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail(line, "connection closed or read error while waiting for a reply");
         g_buf.append(tmp, static_cast<std::size_t>(n));
     }
 }
 
 void expect_reply(int line, const std::string &got, const std::string &want) {
-    if (got != want)
-        fail(line, "expected reply '" + want + "', got '" + got + "'");
+    if (got != want) fail(line, "expected reply '" + want + "', got '" + got + "'");
 }
 
 void expect_prefix(int line, const std::string &got, const std::string &prefix) {
-    if (got.rfind(prefix, 0) != 0)
-        fail(line, "expected a reply starting with '" + prefix + "', got '" + got + "'");
+    if (got.rfind(prefix, 0) != 0) fail(line, "expected a reply starting with '" + prefix + "', got '" + got + "'");
 }
 
 // One request, one exact reply.
 #define EXCHANGE(req, want) expect_reply(__LINE__, (send_raw(__LINE__, req), recv_line(__LINE__)), want)
-#define EXCHANGE_PREFIX(req, prefix)                                                               \
-    expect_prefix(__LINE__, (send_raw(__LINE__, req), recv_line(__LINE__)), prefix)
+#define EXCHANGE_PREFIX(req, prefix) expect_prefix(__LINE__, (send_raw(__LINE__, req), recv_line(__LINE__)), prefix)
 
 // Connects to PMI_PORT ("host:port").
 int connect_port(const std::string &hostport) {
     std::size_t colon = hostport.rfind(':');
-    if (colon == std::string::npos)
-        fail(__LINE__, "PMI_PORT='" + hostport + "' is not host:port");
+    if (colon == std::string::npos) fail(__LINE__, "PMI_PORT='" + hostport + "' is not host:port");
     std::string host = hostport.substr(0, colon), port = hostport.substr(colon + 1);
     addrinfo hints{};
     hints.ai_socktype = SOCK_STREAM;
@@ -97,8 +88,7 @@ int main() {
     const char *rank_s = std::getenv("PMI_RANK");
     const char *size_s = std::getenv("PMI_SIZE");
     const char *jobid = std::getenv("PMI_JOBID");
-    if ((fd_s == nullptr && port_s == nullptr) || rank_s == nullptr || size_s == nullptr ||
-        jobid == nullptr) {
+    if ((fd_s == nullptr && port_s == nullptr) || rank_s == nullptr || size_s == nullptr || jobid == nullptr) {
         std::fprintf(stderr, "pmi_wire_test: PMI_FD or PMI_PORT, PMI_RANK, PMI_SIZE, PMI_JOBID "
                              "not set\n");
         return 1;
@@ -127,11 +117,9 @@ int main() {
     // rank, an error for another pmiid.
     send_raw(__LINE__, handshake);
     expect_initack_reply(__LINE__);
-    EXCHANGE("cmd=initack pmiid=" + std::to_string(g_rank + 1) + "\n",
-             "cmd=error rc=-1 msg=pmiid_mismatch");
+    EXCHANGE("cmd=initack pmiid=" + std::to_string(g_rank + 1) + "\n", "cmd=error rc=-1 msg=pmiid_mismatch");
 
-    EXCHANGE("cmd=init pmi_version=1 pmi_subversion=1\n",
-             "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
+    EXCHANGE("cmd=init pmi_version=1 pmi_subversion=1\n", "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
     EXCHANGE("cmd=get_maxes\n", "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024");
     EXCHANGE("cmd=get_appnum\n", "cmd=appnum appnum=0");
     EXCHANGE("cmd=get_universe_size\n", "cmd=universe_size size=" + n);
@@ -145,10 +133,8 @@ int main() {
     EXCHANGE("cmd=get kvsname=" + kvs + " key=wire." + rank + "\n",
              "cmd=get_result rc=-1 msg=key_not_found value=unknown");
     // Same key twice: the last value wins.
-    EXCHANGE("cmd=put kvsname=" + kvs + " key=dup." + rank + " value=first\n",
-             "cmd=put_result rc=0 msg=success");
-    EXCHANGE("cmd=put kvsname=" + kvs + " key=dup." + rank + " value=second\n",
-             "cmd=put_result rc=0 msg=success");
+    EXCHANGE("cmd=put kvsname=" + kvs + " key=dup." + rank + " value=first\n", "cmd=put_result rc=0 msg=success");
+    EXCHANGE("cmd=put kvsname=" + kvs + " key=dup." + rank + " value=second\n", "cmd=put_result rc=0 msg=success");
     // Limits: keylen_max and vallen_max are buffer sizes (NUL included), as in hydra.
     EXCHANGE("cmd=put kvsname=" + kvs + " key=" + std::string(63, 'k') + " value=x\n",
              "cmd=put_result rc=0 msg=success");
@@ -171,9 +157,8 @@ int main() {
              "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=-1 msg=unsupported_pmi_version");
     EXCHANGE_PREFIX("cmd=publish_name service=s port=p\n", "cmd=publish_result rc=-1 ");
     EXCHANGE_PREFIX("cmd=lookup_name service=s\n", "cmd=lookup_result rc=-1 ");
-    EXCHANGE_PREFIX("mcmd=spawn\nnprocs=1\nexecname=/bin/true\nargcnt=0\nendcmd\n",
-                    "cmd=spawn_result rc=-1 ");
-    {   // An over-long line is rejected as a whole (one error reply), then service resumes.
+    EXCHANGE_PREFIX("mcmd=spawn\nnprocs=1\nexecname=/bin/true\nargcnt=0\nendcmd\n", "cmd=spawn_result rc=-1 ");
+    { // An over-long line is rejected as a whole (one error reply), then service resumes.
         send_raw(__LINE__, "cmd=put kvsname=" + kvs + " key=huge value=" + std::string(70000, 'h'));
         send_raw(__LINE__, std::string(10000, 'h') + "\n");
         expect_reply(__LINE__, recv_line(__LINE__), "cmd=error rc=-1 msg=line_too_long");
@@ -196,17 +181,14 @@ int main() {
         const std::string rs = std::to_string(r);
         EXCHANGE("cmd=get kvsname=" + kvs + " key=wire." + rs + "\n",
                  "cmd=get_result rc=0 msg=success value=v" + rs + "=x,y");
-        EXCHANGE("cmd=get kvsname=" + kvs + " key=dup." + rs + "\n",
-                 "cmd=get_result rc=0 msg=success value=second");
-        EXCHANGE("cmd=get key=long." + rs + "\n",  // kvsname is optional
+        EXCHANGE("cmd=get kvsname=" + kvs + " key=dup." + rs + "\n", "cmd=get_result rc=0 msg=success value=second");
+        EXCHANGE("cmd=get key=long." + rs + "\n", // kvsname is optional
                  "cmd=get_result rc=0 msg=success value=" + std::string(1023, 'v'));
     }
-    EXCHANGE("cmd=get kvsname=" + kvs + " key=huge\n",
-             "cmd=get_result rc=-1 msg=key_not_found value=unknown");
+    EXCHANGE("cmd=get kvsname=" + kvs + " key=huge\n", "cmd=get_result rc=-1 msg=key_not_found value=unknown");
     EXCHANGE("cmd=barrier_in\n", "cmd=barrier_out");
     EXCHANGE("cmd=finalize\n", "cmd=finalize_ack");
     ::close(g_fd);
-    if (g_rank == 0)
-        std::printf("pmi_wire_test: %d ranks OK\n", size);
+    if (g_rank == 0) std::printf("pmi_wire_test: %d ranks OK\n", size);
     return 0;
 }

@@ -90,7 +90,8 @@ int main(void) {
     snprintf(path, sizeof path, "%s/rank%u", dir ? dir : ".", (unsigned)me.rank);
     FILE *f = fopen(path, "w");
     if (!f) return 1;
-    fprintf(f, "rank %u: the get to dead rank %u ended with PTL_NI_UNDELIVERABLE\n", (unsigned)me.rank, (unsigned)victim);
+    fprintf(f, "rank %u: the get to dead rank %u ended with PTL_NI_UNDELIVERABLE\n", (unsigned)me.rank,
+            (unsigned)victim);
     fclose(f);
     tell_wrapper(dir, "reported");
     for (;;) pause(); /* the launcher ends the job */

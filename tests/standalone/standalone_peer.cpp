@@ -410,6 +410,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && std::string(argv[1]) == "atexit") return at_exit();
     if (argc >= 2 && std::string(argv[1]) == "lostrank") return lost_rank();
     if (argc >= 4 && std::string(argv[1]) == "rounds") return rounds(std::atoi(argv[2]), std::atol(argv[3]));
-    std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder | atexit | lostrank\n", argv[0]);
+    std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder | atexit | lostrank\n",
+                 argv[0]);
     return 2;
 }

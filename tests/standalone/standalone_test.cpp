@@ -56,8 +56,7 @@ public:
         for (auto &e : extra_env) env_store.push_back(e);
         for (auto &e : env_store) env.push_back(e.data());
         env.push_back(nullptr);
-        if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), env.data()) != 0)
-            throw std::runtime_error("spawn");
+        if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), env.data()) != 0) throw std::runtime_error("spawn");
         posix_spawn_file_actions_destroy(&fa);
         close(in[0]);
         close(out[1]);
@@ -138,7 +137,8 @@ int silent_shm_connection(const std::string &id) {
     const int n = std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "portico/%08x/%u", nid, pid);
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
-    if (connect(fd, reinterpret_cast<sockaddr *>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0) {
+    if (connect(fd, reinterpret_cast<sockaddr *>(&a),
+                static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0) {
         close(fd);
         return -1;
     }

@@ -59,16 +59,13 @@ std::string hex_encode(const std::string &in) {
 }
 
 int hex_digit(char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     throw std::runtime_error(std::string("allgather: bad hex digit '") + c + "'");
 }
 
 std::string hex_decode(const std::string &in) {
-    if (in.size() % 2 != 0)
-        throw std::runtime_error("allgather: odd-length hex value");
+    if (in.size() % 2 != 0) throw std::runtime_error("allgather: odd-length hex value");
     std::string out;
     out.reserve(in.size() / 2);
     for (size_t i = 0; i < in.size(); i += 2)
@@ -78,19 +75,16 @@ std::string hex_decode(const std::string &in) {
 
 std::string must_get(const std::string &key) {
     std::optional<std::string> v = g_pmi->get(key);
-    if (!v)
-        throw std::runtime_error("allgather: key " + key + " missing after the barrier");
+    if (!v) throw std::runtime_error("allgather: key " + key + " missing after the barrier");
     return *v;
 }
 
 void write_all(int fd, const char *s) {
     size_t n = 0;
-    while (s[n] != '\0')
-        ++n;
+    while (s[n] != '\0') ++n;
     while (n > 0) {
         ssize_t w = ::write(fd, s, n);
-        if (w <= 0)
-            return;
+        if (w <= 0) return;
         s += w;
         n -= static_cast<size_t>(w);
     }
@@ -105,8 +99,7 @@ void write_int(int fd, int v) {
         buf[--i] = static_cast<char>('0' + u % 10);
         u /= 10;
     } while (u != 0 && i > 1);
-    if (v < 0)
-        buf[--i] = '-';
+    if (v < 0) buf[--i] = '-';
     write_all(fd, buf + i);
 }
 
@@ -131,16 +124,13 @@ void on_terminate(int sig) {
 class EndJobOnFailure : public ::testing::EmptyTestEventListener {
 public:
     void OnTestStart(const ::testing::TestInfo &info) override {
-        std::snprintf(g_current_test, sizeof g_current_test, "%s.%s", info.test_suite_name(),
-                      info.name());
+        std::snprintf(g_current_test, sizeof g_current_test, "%s.%s", info.test_suite_name(), info.name());
     }
     void OnTestPartResult(const ::testing::TestPartResult &result) override {
-        if (!result.failed())
-            return;
+        if (!result.failed()) return;
         std::fflush(stdout);
-        std::fprintf(stderr, "[rank %d of %d] FAILED in %s\n%s:%d: Failure\n%s\n", g_rank,
-                     g_size, g_current_test, result.file_name() ? result.file_name() : "?",
-                     result.line_number(), result.message());
+        std::fprintf(stderr, "[rank %d of %d] FAILED in %s\n%s:%d: Failure\n%s\n", g_rank, g_size, g_current_test,
+                     result.file_name() ? result.file_name() : "?", result.line_number(), result.message());
         std::fflush(stderr);
         _exit(1);
     }
@@ -179,8 +169,7 @@ void Job::barrier() {
 }
 
 std::vector<std::string> Job::allgather(const std::string &mine) {
-    if (!g_pmi)
-        return {mine};
+    if (!g_pmi) return {mine};
     const std::string prefix = "t." + std::to_string(g_seq++) + ".";
     const std::string key = prefix + std::to_string(g_rank);
     const std::string value = "x" + hex_encode(mine);
@@ -190,8 +179,7 @@ std::vector<std::string> Job::allgather(const std::string &mine) {
     } else {
         const size_t chunk = max_len;
         const size_t count = (value.size() + chunk - 1) / chunk;
-        for (size_t i = 0; i < count; ++i)
-            g_pmi->put(key + "." + std::to_string(i), value.substr(i * chunk, chunk));
+        for (size_t i = 0; i < count; ++i) g_pmi->put(key + "." + std::to_string(i), value.substr(i * chunk, chunk));
         g_pmi->put(key, "#" + std::to_string(count));
     }
     {
@@ -207,11 +195,9 @@ std::vector<std::string> Job::allgather(const std::string &mine) {
         if (!v.empty() && v[0] == '#') {
             const unsigned long count = std::stoul(v.substr(1));
             v.clear();
-            for (unsigned long i = 0; i < count; ++i)
-                v += must_get(rkey + "." + std::to_string(i));
+            for (unsigned long i = 0; i < count; ++i) v += must_get(rkey + "." + std::to_string(i));
         }
-        if (v.empty() || v[0] != 'x')
-            throw std::runtime_error("allgather: malformed value under " + rkey);
+        if (v.empty() || v[0] != 'x') throw std::runtime_error("allgather: malformed value under " + rkey);
         all.push_back(hex_decode(v.substr(1)));
     }
     return all;

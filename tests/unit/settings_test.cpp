@@ -14,26 +14,30 @@ namespace {
 
 // Names no real setting uses, so that the tests never disturb one.
 constexpr Number kTestNumber{"PORTICO_TEST_NUMBER", Layer::engine, 100, 10, 1000, "a test number"};
-constexpr Bytes kTestBytes{"PORTICO_TEST_BYTES", Layer::transport_shm, 256 * 1024, 16 * 1024, UINT64_MAX,
-                           "a test size", true};
+constexpr Bytes kTestBytes{"PORTICO_TEST_BYTES", Layer::transport_shm, 256 * 1024, 16 * 1024,
+                           UINT64_MAX,           "a test size",        true};
 constexpr Boolean kTestBool{"PORTICO_TEST_BOOL", Layer::common, true, "a test switch"};
 constexpr Choice kTestChoice{"PORTICO_TEST_CHOICE", Layer::engine, "auto", "auto|shm|tcp", "a test choice"};
 constexpr Text kTestText{"PORTICO_TEST_TEXT", Layer::launcher, "ssh", "a test string"};
 
 // Sets a variable for one test and restores the old state afterwards.
 class Env {
-  public:
+public:
     Env(const char *name, const char *value) : name_(name) {
         if (const char *old = std::getenv(name)) old_ = old;
-        if (value) setenv(name, value, 1);
-        else unsetenv(name);
+        if (value)
+            setenv(name, value, 1);
+        else
+            unsetenv(name);
     }
     ~Env() {
-        if (old_) setenv(name_, old_->c_str(), 1);
-        else unsetenv(name_);
+        if (old_)
+            setenv(name_, old_->c_str(), 1);
+        else
+            unsetenv(name_);
     }
 
-  private:
+private:
     const char *name_;
     std::optional<std::string> old_;
 };
@@ -52,7 +56,8 @@ TEST(SettingsParse, Numbers) {
 }
 
 TEST(SettingsParse, BadNumbers) {
-    for (const char *bad : {"", "abc", "-1", " 5", "+5", "12x", "16KB", "1.5", "18446744073709551616", "17179869184G"}) {
+    for (const char *bad :
+         {"", "abc", "-1", " 5", "+5", "12x", "16KB", "1.5", "18446744073709551616", "17179869184G"}) {
         std::string why;
         EXPECT_FALSE(parse_number(bad, &why).has_value()) << bad;
         EXPECT_FALSE(why.empty()) << bad;
@@ -166,9 +171,9 @@ TEST(SettingsCatalog, EveryDeclarationIsSound) {
         }
     }
     // The ones portico-info's hand-kept list used to miss.
-    for (const char *n : {"PORTICO_TRANSPORT", "PORTICO_TCP_PORT_BASE", "PORTICO_TCP_MAX_LINKS",
-                          "PORTICO_TCP_CONNECT_TIMEOUT_MS", "PORTICO_TCP_KEEPALIVE_S", "PORTICO_JOB_SECRET",
-                          "PORTICO_LAUNCHER_WATCH"})
+    for (const char *n :
+         {"PORTICO_TRANSPORT", "PORTICO_TCP_PORT_BASE", "PORTICO_TCP_MAX_LINKS", "PORTICO_TCP_CONNECT_TIMEOUT_MS",
+          "PORTICO_TCP_KEEPALIVE_S", "PORTICO_JOB_SECRET", "PORTICO_LAUNCHER_WATCH"})
         EXPECT_EQ(names.count(n), 1u) << n;
 }
 

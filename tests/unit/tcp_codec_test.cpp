@@ -36,7 +36,8 @@ TEST(Sha256, Fips180Vectors) {
               hex(sha256(two_blocks, std::strlen(two_blocks))));
     std::string million(1000000, 'a');
     Sha256 pieces; // the same bytes fed in odd-sized pieces
-    for (size_t off = 0; off < million.size(); off += 777) pieces.update(million.data() + off, std::min<size_t>(777, million.size() - off));
+    for (size_t off = 0; off < million.size(); off += 777)
+        pieces.update(million.data() + off, std::min<size_t>(777, million.size() - off));
     EXPECT_EQ("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0", hex(pieces.finish()));
 }
 
@@ -88,7 +89,8 @@ TEST(Handshake, SameSecretAuthenticatesBothWays) {
 TEST(Handshake, WrongSecretFailsOnBothSides) {
     Exchange x("mine", "theirs");
     EXPECT_FALSE(challenge_authentic("mine", x.hello, x.challenge)) << "the connector must not trust the acceptor";
-    EXPECT_FALSE(proof_authentic("theirs", x.hello, x.challenge, x.proof)) << "the acceptor must not trust the connector";
+    EXPECT_FALSE(proof_authentic("theirs", x.hello, x.challenge, x.proof))
+        << "the acceptor must not trust the connector";
 }
 
 TEST(Handshake, ReplayedProofFailsAgainstAFreshChallenge) {

@@ -72,7 +72,6 @@ constexpr uint64_t kIovecBytes = sizeof(ptl_iovec_t);
 
 const char *rc_name(int rc) { return portico::names::return_code(rc); }
 
-
 std::string dotted(ptl_nid_t nid) {
     in_addr a;
     a.s_addr = htonl(nid);
@@ -89,11 +88,16 @@ std::string hex32(uint32_t v) {
 
 std::string human_bytes(uint64_t b) {
     char buf[64];
-    if (b >= (1ull << 30) && b % (1ull << 30) == 0) std::snprintf(buf, sizeof buf, "%" PRIu64 " GiB", b >> 30);
-    else if (b >= (1ull << 20) && b % (1ull << 20) == 0) std::snprintf(buf, sizeof buf, "%" PRIu64 " MiB", b >> 20);
-    else if (b >= (1ull << 10) && b % (1ull << 10) == 0) std::snprintf(buf, sizeof buf, "%" PRIu64 " KiB", b >> 10);
-    else if (b >= 10 * 1024) std::snprintf(buf, sizeof buf, "%" PRIu64 " B (%.1f KiB)", b, static_cast<double>(b) / 1024);
-    else std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
+    if (b >= (1ull << 30) && b % (1ull << 30) == 0)
+        std::snprintf(buf, sizeof buf, "%" PRIu64 " GiB", b >> 30);
+    else if (b >= (1ull << 20) && b % (1ull << 20) == 0)
+        std::snprintf(buf, sizeof buf, "%" PRIu64 " MiB", b >> 20);
+    else if (b >= (1ull << 10) && b % (1ull << 10) == 0)
+        std::snprintf(buf, sizeof buf, "%" PRIu64 " KiB", b >> 10);
+    else if (b >= 10 * 1024)
+        std::snprintf(buf, sizeof buf, "%" PRIu64 " B (%.1f KiB)", b, static_cast<double>(b) / 1024);
+    else
+        std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
     return buf;
 }
 
@@ -187,8 +191,10 @@ std::string features_string(unsigned f) {
 std::string limit_value(const char *field, uint64_t v) {
     if (v == PTL_SIZE_MAX) return "PTL_SIZE_MAX";
     char buf[32];
-    if (std::strcmp(field, "features") == 0) std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-    else std::snprintf(buf, sizeof buf, "%" PRIu64, v);
+    if (std::strcmp(field, "features") == 0)
+        std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+    else
+        std::snprintf(buf, sizeof buf, "%" PRIu64, v);
     return buf;
 }
 
@@ -238,28 +244,31 @@ void build_memory(Report &r) {
     r.memory = {
         {"per shared-memory link",
          "2 x PORTICO_SHM_RING_BYTES + " + std::to_string(kLinkFixedBytes) + " B (memfd) + " +
-             std::to_string(kLinkRxStateBytes) + " B receive state per side. One link per pair of processes "
+             std::to_string(kLinkRxStateBytes) +
+             " B receive state per side. One link per pair of processes "
              "that talk (mapped by both); two if both start talking at the same moment",
          link},
         {"per interface (endpoint)",
          "1 progress thread, 1 listening Unix socket, 1 epoll fd, 1 eventfd; per link 1 socket", 0},
-        {"per NI", std::to_string(kNiBytes) + " B + (max_pt_index+1) x " + std::to_string(kPtEntryBytes) +
-                       " B portal table",
+        {"per NI",
+         std::to_string(kNiBytes) + " B + (max_pt_index+1) x " + std::to_string(kPtEntryBytes) + " B portal table",
          kNiBytes + (static_cast<uint64_t>(l.max_pt_index) + 1) * kPtEntryBytes},
-        {"per EQ", "count x sizeof(ptl_event_t) (" + std::to_string(sizeof(ptl_event_t)) + " B) + " +
-                       std::to_string(kEqBytes + kHandleSlotBytes) + " B, allocated at PtlEQAlloc",
+        {"per EQ",
+         "count x sizeof(ptl_event_t) (" + std::to_string(sizeof(ptl_event_t)) + " B) + " +
+             std::to_string(kEqBytes + kHandleSlotBytes) + " B, allocated at PtlEQAlloc",
          0},
         {"per CT", std::to_string(kCtBytes + kHandleSlotBytes) + " B", kCtBytes + kHandleSlotBytes},
-        {"per MD", "~" + std::to_string(kMdBytes + kHandleSlotBytes) + " B + " + std::to_string(kIovecBytes) +
-                       " B per iovec (PTL_IOVEC lists are copied)",
+        {"per MD",
+         "~" + std::to_string(kMdBytes + kHandleSlotBytes) + " B + " + std::to_string(kIovecBytes) +
+             " B per iovec (PTL_IOVEC lists are copied)",
          kMdBytes + kHandleSlotBytes},
-        {"per LE/ME", "~" + std::to_string(kEntryBytes + kHandleSlotBytes) + " B + " + std::to_string(kIovecBytes) +
-                          " B per iovec",
+        {"per LE/ME",
+         "~" + std::to_string(kEntryBytes + kHandleSlotBytes) + " B + " + std::to_string(kIovecBytes) + " B per iovec",
          kEntryBytes + kHandleSlotBytes},
         {"per unexpected header", "~" + std::to_string(kUnexpectedBytes) + " B (the data stays in the overflow entry)",
          kUnexpectedBytes},
-        {"per operation in flight", "~" + std::to_string(kOpBytes) +
-                                        " B (until its SEND/ACK/REPLY; the table keeps its high-water mark)",
+        {"per operation in flight",
+         "~" + std::to_string(kOpBytes) + " B (until its SEND/ACK/REPLY; the table keeps its high-water mark)",
          kOpBytes},
         {"per pending triggered operation", "~" + std::to_string(kTriggerBytes) + " B (up to max_triggered_ops)",
          kTriggerBytes},
@@ -270,8 +279,8 @@ void build_memory(Report &r) {
     };
 }
 
-using portico::settings::Setting;
 using portico::settings::layer_name;
+using portico::settings::Setting;
 using portico::settings::type_name;
 
 template <typename F> void for_each_setting(F f) {
@@ -305,8 +314,8 @@ void print_markdown() {
 }
 
 void print_text(const Report &r) {
-    std::printf("Portico %s, an implementation of the Portals %d.%d network API\n", PORTICO_VERSION,
-                PTL_MAJOR_VERSION, PTL_MINOR_VERSION);
+    std::printf("Portico %s, an implementation of the Portals %d.%d network API\n", PORTICO_VERSION, PTL_MAJOR_VERSION,
+                PTL_MINOR_VERSION);
     std::printf("  API version: PTL_MAJOR_VERSION %d, PTL_MINOR_VERSION %d\n\n", PTL_MAJOR_VERSION, PTL_MINOR_VERSION);
 
     std::printf("Transports\n");
@@ -334,7 +343,8 @@ void print_text(const Report &r) {
     std::printf("  features (matching): %s\n", features_string(r.matching.limits.features).c_str());
     for (const Feature &f : kFeatures)
         std::printf("    %-30s %-3s %s\n", f.name, (r.matching.limits.features & f.bit) ? "yes" : "no", f.meaning);
-    std::printf("\nPortal table: %" PRIu64 " entries (indexes 0..%d = max_pt_index+1; the spec asks for at least 250)\n\n",
+    std::printf("\nPortal table: %" PRIu64
+                " entries (indexes 0..%d = max_pt_index+1; the spec asks for at least 250)\n\n",
                 r.pt_entries, r.matching.limits.max_pt_index);
 
     std::printf("Status registers (PtlNIStatus; value now, on this process's matching NI)\n");
@@ -515,8 +525,10 @@ void print_json(const Report &r) {
         j.kv("name", e.name);
         j.kv("meaning", e.meaning);
         const char *v = std::getenv(e.name);
-        if (v) j.kv("value", v);
-        else j.kv_null("value");
+        if (v)
+            j.kv("value", v);
+        else
+            j.kv_null("value");
         j.end_object();
     }
     j.end_array();
@@ -545,7 +557,8 @@ int main(int argc, char **argv) {
             std::printf("portico-info (Portico) %s\n", PORTICO_VERSION);
             return 0;
         } else {
-            std::fprintf(stderr, "portico-info: unknown argument '%s'\nusage: portico-info [--json | --markdown]\n", argv[i]);
+            std::fprintf(stderr, "portico-info: unknown argument '%s'\nusage: portico-info [--json | --markdown]\n",
+                         argv[i]);
             return 2;
         }
     }
@@ -588,8 +601,10 @@ int main(int argc, char **argv) {
         r.pt_entries = static_cast<uint64_t>(r.matching.limits.max_pt_index) + 1;
         r.ring_bytes = portico::settings::kShmRingBytes.get();
         build_memory(r);
-        if (json) print_json(r);
-        else print_text(r);
+        if (json)
+            print_json(r);
+        else
+            print_text(r);
     }
     if (r.non_matching.open) PtlNIFini(r.non_matching.handle);
     if (r.matching.open) PtlNIFini(r.matching.handle);

@@ -56,9 +56,19 @@ constexpr unsigned kMaxRefusalReports = 20;
 // Variables a rank must not inherit from the launcher's own environment (we set our own, and a
 // stale PMI_PORT/PMI_ID would send MPICH clients elsewhere).
 const char *const kStrippedEnv[] = {
-    "PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID", "PMI_PORT", "PMI_ID", "PMI_SPAWNED",
-    settings::kJobId.name, settings::kJobSecret.name, settings::kLocalRank.name, settings::kLocalSize.name,
-    "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+    "PMI_FD",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "PMI_JOBID",
+    "PMI_PORT",
+    "PMI_ID",
+    "PMI_SPAWNED",
+    settings::kJobId.name,
+    settings::kJobSecret.name,
+    settings::kLocalRank.name,
+    settings::kLocalSize.name,
+    "MPI_LOCALRANKID",
+    "MPI_LOCALNRANKS",
 };
 
 // Forwarded PORTICO_* variables exclude PORTICO_NID as well: one forced nid for every host is
@@ -73,10 +83,8 @@ void say(const std::string &msg) {
     std::size_t left = line.size();
     while (left > 0) { // one write for the whole line (no interleaving with the ranks' output)
         ssize_t n = ::write(STDERR_FILENO, p, left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
         p += n;
         left -= static_cast<std::size_t>(n);
     }
@@ -87,27 +95,21 @@ std::string random_hex(std::size_t bytes) {
     std::size_t got = 0;
     while (got < bytes) {
         ssize_t n = ::getrandom(buf.data() + got, bytes - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
         got += static_cast<std::size_t>(n);
     }
     if (got < bytes) { // very old kernel: fall back to /dev/urandom
         int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
         while (fd >= 0 && got < bytes) {
             ssize_t n = ::read(fd, buf.data() + got, bytes - got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                break;
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
             got += static_cast<std::size_t>(n);
         }
-        if (fd >= 0)
-            ::close(fd);
+        if (fd >= 0) ::close(fd);
     }
-    if (got < bytes)
-        return {};
+    if (got < bytes) return {};
     static const char digits[] = "0123456789abcdef";
     std::string out;
     for (unsigned char b : buf) {
@@ -122,13 +124,10 @@ std::string rank_list(const std::vector<int> &ranks) {
     std::string out;
     for (std::size_t i = 0; i < ranks.size();) {
         std::size_t j = i;
-        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1)
-            ++j;
-        if (!out.empty())
-            out += ", ";
+        while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+        if (!out.empty()) out += ", ";
         out += std::to_string(ranks[i]);
-        if (j > i)
-            out += "-" + std::to_string(ranks[j]);
+        if (j > i) out += "-" + std::to_string(ranks[j]);
         i = j + 1;
     }
     return out;
@@ -144,26 +143,21 @@ std::string signal_text(int sig) {
 }
 
 std::string describe_status(int status) {
-    if (WIFEXITED(status))
-        return "exited with code " + std::to_string(WEXITSTATUS(status));
+    if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
     if (WIFSIGNALED(status))
-        return "killed by " + signal_text(WTERMSIG(status)) +
-               (WCOREDUMP(status) ? ", core dumped" : "");
+        return "killed by " + signal_text(WTERMSIG(status)) + (WCOREDUMP(status) ? ", core dumped" : "");
     return "ended with wait status " + std::to_string(status);
 }
 
 int status_code(int status) {
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return 1;
 }
 
 // Exit status for a PMI abort exit code (the same rule as the client library's _exit()).
 int abort_status(int code) {
-    if (code >= 0 && code <= 255)
-        return code;
+    if (code >= 0 && code <= 255) return code;
     int s = code & 0xff;
     return s == 0 ? 1 : s;
 }
@@ -191,8 +185,7 @@ void arm_timer(int fd, double seconds) {
     double whole = std::floor(seconds);
     its.it_value.tv_sec = static_cast<time_t>(whole);
     its.it_value.tv_nsec = static_cast<long>((seconds - whole) * 1e9);
-    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-        its.it_value.tv_nsec = 1;
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0) its.it_value.tv_nsec = 1;
     ::timerfd_settime(fd, 0, &its, nullptr);
 }
 
@@ -205,10 +198,8 @@ void drain_timer(int fd) {
 std::string current_dir() {
     std::vector<char> buf(4096);
     for (;;) {
-        if (::getcwd(buf.data(), buf.size()) != nullptr)
-            return buf.data();
-        if (errno != ERANGE || buf.size() > (1u << 20))
-            return {};
+        if (::getcwd(buf.data(), buf.size()) != nullptr) return buf.data();
+        if (errno != ERANGE || buf.size() > (1u << 20)) return {};
         buf.resize(buf.size() * 2);
     }
 }
@@ -258,7 +249,7 @@ private:
         bool waited = false;    // waitpid() returned its status: the pid is no longer ours
         bool lingering = false; // waited, exit not processed yet (remote: PMI last words)
         std::chrono::steady_clock::time_point linger_until{};
-        bool reaped = false;    // exit processed
+        bool reaped = false; // exit processed
         int status = 0;
     };
 
@@ -287,8 +278,8 @@ private:
     int exit_code() const;
     std::string who(int rank) const {
         if (remote_)
-            return "rank " + std::to_string(rank) + " on host " + opt_.remote->rank_host[rank] +
-                   " (via " + rsh_name_ + ")";
+            return "rank " + std::to_string(rank) + " on host " + opt_.remote->rank_host[rank] + " (via " + rsh_name_ +
+                   ")";
         return "rank " + std::to_string(rank) + " (pid " + std::to_string(ranks_[rank].pid) + ")";
     }
 
@@ -315,23 +306,21 @@ private:
     int first_failure_ = 0; // the code of the first rank to exit non-zero
     // Remote ranks (--hosts).
     bool remote_ = false;
-    std::string rsh_name_;   // for messages: "via ssh"
-    std::string cwd_;        // the remote command cd's there ("" = unknown)
-    std::string pmi_port_;   // "addr:port" given to the ranks
+    std::string rsh_name_; // for messages: "via ssh"
+    std::string cwd_;      // the remote command cd's there ("" = unknown)
+    std::string pmi_port_; // "addr:port" given to the ranks
     PmiListener listener_;
     PeerAllowList allow_;
-    int reserve_fd_ = -1;    // closed to accept (and drop) a connection when out of fds
-    bool cut_ = false;       // remote connections closed after the job ended
+    int reserve_fd_ = -1; // closed to accept (and drop) a connection when out of fds
+    bool cut_ = false;    // remote connections closed after the job ended
     unsigned refused_ = 0;
 };
 
 Job::~Job() {
     server_.reset();
     for (int fd : {sigfd_, timeout_fd_, grace_fd_, listener_.fd, reserve_fd_})
-        if (fd >= 0)
-            ::close(fd);
-    if (mask_set_)
-        ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
+        if (fd >= 0) ::close(fd);
+    if (mask_set_) ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
 }
 
 bool Job::setup() {
@@ -341,8 +330,7 @@ bool Job::setup() {
 
     sigset_t handled;
     sigemptyset(&handled);
-    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-        sigaddset(&handled, s);
+    for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&handled, s);
     sigset_t block = handled;
     sigaddset(&block, SIGPIPE); // a closed stderr must not kill the launcher
     sigaddset(&block, SIGTTOU); // giving the terminal back from the background
@@ -374,10 +362,8 @@ bool Job::setup() {
         rlimit raised = orig_nofile_;
         raised.rlim_cur = orig_nofile_.rlim_max == RLIM_INFINITY
                               ? need
-                              : std::min<rlim_t>(std::max(need, orig_nofile_.rlim_cur),
-                                                 orig_nofile_.rlim_max);
-        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0)
-            nofile_raised_ = true;
+                              : std::min<rlim_t>(std::max(need, orig_nofile_.rlim_cur), orig_nofile_.rlim_max);
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) nofile_raised_ = true;
     }
 
     job_id_ = random_hex(8);
@@ -398,14 +384,12 @@ bool Job::setup_remote() {
     std::vector<std::string> warnings;
     try {
         int backlog = std::min(opt_.nprocs + 16, SOMAXCONN);
-        listener_ = open_pmi_listener(ro.pmi_addr, iface, backlog,
-                                      warnings);
+        listener_ = open_pmi_listener(ro.pmi_addr, iface, backlog, warnings);
     } catch (const NetError &e) {
         say(std::string("cannot open the PMI port for remote ranks: ") + e.what());
         return false;
     }
-    for (const std::string &w : warnings)
-        say("warning: " + w);
+    for (const std::string &w : warnings) say("warning: " + w);
     pmi_port_ = listener_.address + ":" + std::to_string(listener_.port);
     allow_.add_local_addresses();
     for (const std::string &h : ro.hosts) {
@@ -421,11 +405,9 @@ bool Job::setup_remote() {
 
 int Job::run() {
     ensure_std_fds();
-    if (!setup())
-        return kExitLauncherError;
+    if (!setup()) return kExitLauncherError;
     server_ = std::make_unique<PmiServer>(opt_.nprocs, kvsname_, *this);
-    if (remote_)
-        server_->preset("PMI_process_mapping", opt_.remote->process_mapping);
+    if (remote_) server_->preset("PMI_process_mapping", opt_.remote->process_mapping);
     // Remote ranks take the job secret from here, not from their command line, where `ps` on
     // their machine would show it to every user.
     server_->preset("portico.secret", secret_);
@@ -434,13 +416,10 @@ int Job::run() {
     hand_tty_ = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
     spawn_all();
     event_loop();
-    if (end_ != End::None && pgid_ > 0)
-        ::kill(-pgid_, SIGKILL); // grandchildren that outlived their rank
-    if (hand_tty_)
-        ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+    if (end_ != End::None && pgid_ > 0) ::kill(-pgid_, SIGKILL); // grandchildren that outlived their rank
+    if (hand_tty_) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
     if (refused_ > 0)
-        say(std::to_string(refused_) + " PMI connection" + (refused_ == 1 ? " was" : "s were") +
-            " refused");
+        say(std::to_string(refused_) + " PMI connection" + (refused_ == 1 ? " was" : "s were") + " refused");
     return exit_code();
 }
 
@@ -450,14 +429,11 @@ void Job::spawn_all() {
         std::string_view kv(*e);
         std::string_view name = kv.substr(0, kv.find('='));
         bool drop = false;
-        for (const char *s : kStrippedEnv)
-            drop = drop || name == s;
-        if (!drop)
-            base_env.emplace_back(kv);
+        for (const char *s : kStrippedEnv) drop = drop || name == s;
+        if (!drop) base_env.emplace_back(kv);
     }
     for (int r = 0; r < opt_.nprocs; ++r)
-        if (!spawn(r, base_env))
-            break;
+        if (!spawn(r, base_env)) break;
 }
 
 std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const {
@@ -466,24 +442,26 @@ std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const
     const std::string lr = std::to_string(ro.local_rank[rank]);
     const std::string ls = std::to_string(ro.local_size[rank]);
     std::vector<std::pair<std::string, std::string>> env = {
-        {"PMI_PORT", pmi_port_},       {"PMI_ID", r},
-        {"PMI_RANK", r},               {"PMI_SIZE", n},
-        {"PMI_JOBID", kvsname_},       {settings::kJobId.name, job_id_},
+        {"PMI_PORT", pmi_port_},
+        {"PMI_ID", r},
+        {"PMI_RANK", r},
+        {"PMI_SIZE", n},
+        {"PMI_JOBID", kvsname_},
+        {settings::kJobId.name, job_id_},
         {settings::kLocalRank.name, lr},
-        {settings::kLocalSize.name, ls}, {"MPI_LOCALRANKID", lr},
+        {settings::kLocalSize.name, ls},
+        {"MPI_LOCALRANKID", lr},
         {"MPI_LOCALNRANKS", ls},
     };
     auto named_by_option = [&](std::string_view name) {
         for (const auto &kv : opt_.env)
-            if (kv.first == name)
-                return true;
+            if (kv.first == name) return true;
         return false;
     };
     for (char **e = environ; e != nullptr && *e != nullptr; ++e) {
         std::string_view kv(*e);
         std::size_t eq = kv.find('=');
-        if (eq == std::string_view::npos)
-            continue;
+        if (eq == std::string_view::npos) continue;
         std::string_view name = kv.substr(0, eq);
         if (forwarded_to_remote(name) && !named_by_option(name))
             env.emplace_back(std::string(name), std::string(kv.substr(eq + 1)));
@@ -494,18 +472,16 @@ std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const
 
 bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     auto fail = [&](const std::string &what) {
-        say("cannot start " + std::string(rank == 0 ? "the job" : "rank " + std::to_string(rank)) +
-            ": " + what + ": " + std::strerror(errno));
+        say("cannot start " + std::string(rank == 0 ? "the job" : "rank " + std::to_string(rank)) + ": " + what + ": " +
+            std::strerror(errno));
         terminate(End::SpawnFailed, SIGTERM, kExitLauncherError);
         return false;
     };
     int sv[2] = {-1, -1};
-    if (!remote_ && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        return fail("socketpair");
+    if (!remote_ && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return fail("socketpair");
     auto close_pair = [&] {
         for (int fd : sv)
-            if (fd >= 0)
-                ::close(fd);
+            if (fd >= 0) ::close(fd);
     };
     int ep[2];
     if (::pipe2(ep, O_CLOEXEC) != 0) {
@@ -518,8 +494,7 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     std::vector<std::string> env = base_env, args;
     if (!remote_) {
         const std::string n = std::to_string(opt_.nprocs), r = std::to_string(rank);
-        for (const auto &[k, v] : opt_.env)
-            set_env(env, k, v);
+        for (const auto &[k, v] : opt_.env) set_env(env, k, v);
         env.push_back("PMI_FD=" + std::to_string(sv[1]));
         env.push_back("PMI_RANK=" + r);
         env.push_back("PMI_SIZE=" + n);
@@ -539,11 +514,9 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
         args.push_back(remote_command(cwd_, remote_env(rank), opt_.argv));
     }
     std::vector<char *> envp, argv;
-    for (std::string &s : env)
-        envp.push_back(s.data());
+    for (std::string &s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
-    for (std::string &s : args)
-        argv.push_back(s.data());
+    for (std::string &s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
 
     pid_t pid = ::fork();
@@ -555,15 +528,13 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
         errno = e;
         return fail("fork");
     }
-    if (pid == 0)
-        exec_child(rank, sv[1], ep[1], argv.data(), envp.data());
+    if (pid == 0) exec_child(rank, sv[1], ep[1], argv.data(), envp.data());
 
     // Parent. Set the group here too (whichever of parent and child runs first wins the race).
     ::setpgid(pid, pgid_ != 0 ? pgid_ : pid);
     if (rank == 0) {
         pgid_ = pid;
-        if (hand_tty_)
-            ::tcsetpgrp(STDIN_FILENO, pgid_);
+        if (hand_tty_) ::tcsetpgrp(STDIN_FILENO, pgid_);
     }
     ranks_[rank].pid = pid;
     by_pid_[pid] = rank;
@@ -577,17 +548,14 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     // The status pipe closes on a successful exec; otherwise the child sends its errno.
     int err = 0;
     ssize_t got;
-    do
-        got = ::read(ep[0], &err, sizeof err);
+    do got = ::read(ep[0], &err, sizeof err);
     while (got < 0 && errno == EINTR);
     ::close(ep[0]);
     if (got == static_cast<ssize_t>(sizeof err)) {
         const std::string &prog = args[0];
         std::string why = std::strerror(err);
-        if (err == ENOENT && prog.find('/') == std::string::npos)
-            why = "command not found (searched PATH)";
-        say("cannot run " + std::string(remote_ ? "the remote shell " : "") + "'" + prog +
-            "': " + why);
+        if (err == ENOENT && prog.find('/') == std::string::npos) why = "command not found (searched PATH)";
+        say("cannot run " + std::string(remote_ ? "the remote shell " : "") + "'" + prog + "': " + why);
         terminate(End::SpawnFailed, SIGTERM, err == ENOENT ? kExitNotFound : kExitCannotExec);
         return false;
     }
@@ -596,11 +564,9 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
 
 void Job::exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp) {
     ::setpgid(0, pgid_ != 0 ? pgid_ : 0);
-    if (rank == 0 && hand_tty_)
-        ::tcsetpgrp(STDIN_FILENO, ::getpid()); // SIGTTOU is still blocked here
+    if (rank == 0 && hand_tty_) ::tcsetpgrp(STDIN_FILENO, ::getpid()); // SIGTTOU is still blocked here
     ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
-    if (nofile_raised_)
-        ::setrlimit(RLIMIT_NOFILE, &orig_nofile_);
+    if (nofile_raised_) ::setrlimit(RLIMIT_NOFILE, &orig_nofile_);
     if (rank != 0) {
         int dn = ::open("/dev/null", O_RDONLY);
         if (dn >= 0 && dn != STDIN_FILENO) {
@@ -610,8 +576,7 @@ void Job::exec_child(int rank, int child_fd, int status_fd, char **argv, char **
     }
     if (child_fd >= 0) {
         int fl = ::fcntl(child_fd, F_GETFD);
-        if (fl >= 0)
-            ::fcntl(child_fd, F_SETFD, fl & ~FD_CLOEXEC);
+        if (fl >= 0) ::fcntl(child_fd, F_SETFD, fl & ~FD_CLOEXEC);
     }
     ::execvpe(argv[0], argv, envp);
     int e = errno;
@@ -654,32 +619,27 @@ void Job::event_loop() {
         }
         int n = ::poll(pfds.data(), pfds.size(), poll_timeout_ms());
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             say(std::string("poll: ") + std::strerror(errno) + "; killing the job");
             terminate(End::Internal, SIGKILL, kExitLauncherError);
             for (;;) { // every rank got SIGKILL: wait for them without the loop
                 int st;
                 pid_t p = ::waitpid(-1, &st, 0);
-                if (p < 0 && errno == EINTR)
-                    continue;
-                if (p < 0)
-                    break;
+                if (p < 0 && errno == EINTR) continue;
+                if (p < 0) break;
             }
             return;
         }
         // PMI traffic first, so that a rank's last words (abort, barrier_in) are seen before its
         // exit status.
         for (std::size_t i = 0; i < pfds.size(); ++i)
-            if (owner[i] >= 0 && pfds[i].revents != 0)
-                server_->handle(owner[i], pfds[i].revents);
+            if (owner[i] >= 0 && pfds[i].revents != 0) server_->handle(owner[i], pfds[i].revents);
         for (std::size_t i = 0; i < pfds.size(); ++i)
             if (owner[i] == kUnidentified && pfds[i].revents != 0)
                 server_->handle_unidentified(pfds[i].fd, pfds[i].revents);
         bool accept_now = false;
         for (std::size_t i = 0; i < pfds.size(); ++i) {
-            if (pfds[i].revents == 0 || owner[i] >= 0)
-                continue;
+            if (pfds[i].revents == 0 || owner[i] >= 0) continue;
             if (owner[i] == kSignals)
                 read_signals();
             else if (owner[i] == kTimeout)
@@ -691,21 +651,17 @@ void Job::event_loop() {
         }
         process_exits();
         // New connections last: their fds may reuse numbers that this round's pfds still name.
-        if (accept_now && listener_.fd >= 0)
-            accept_connections();
+        if (accept_now && listener_.fd >= 0) accept_connections();
         check_deadlock();
-        if (end_ != End::None && remote_ && !cut_)
-            cut_remote_connections();
+        if (end_ != End::None && remote_ && !cut_) cut_remote_connections();
     }
 }
 
 int Job::poll_timeout_ms() const {
     auto first = std::chrono::steady_clock::time_point::max();
     for (const Rank &rk : ranks_)
-        if (rk.lingering)
-            first = std::min(first, rk.linger_until);
-    if (first == std::chrono::steady_clock::time_point::max())
-        return -1;
+        if (rk.lingering) first = std::min(first, rk.linger_until);
+    if (first == std::chrono::steady_clock::time_point::max()) return -1;
     auto left = std::chrono::ceil<std::chrono::milliseconds>(first - std::chrono::steady_clock::now());
     return static_cast<int>(std::clamp<long long>(left.count(), 0, INT_MAX));
 }
@@ -719,8 +675,7 @@ void Job::process_exits() {
     while (!exits_.empty()) {
         int r = exits_.front();
         Rank &rk = ranks_[r];
-        if (rk.lingering && end_ == End::None && !server_->closed(r) && now < rk.linger_until)
-            return;
+        if (rk.lingering && end_ == End::None && !server_->closed(r) && now < rk.linger_until) return;
         rk.lingering = false;
         exits_.pop_front();
         on_rank_exit(r, rk.status);
@@ -732,29 +687,22 @@ void Job::accept_connections() {
     for (;;) {
         sockaddr_storage peer{};
         socklen_t len = sizeof peer;
-        int fd = ::accept4(listener_.fd, reinterpret_cast<sockaddr *>(&peer), &len,
-                           SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int fd = ::accept4(listener_.fd, reinterpret_cast<sockaddr *>(&peer), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return;
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
             if ((errno == EMFILE || errno == ENFILE) && reserve_fd_ >= 0) {
                 // Out of descriptors: take the connection with the reserve fd and drop it, or
                 // poll() would report the listener readable forever.
                 ::close(reserve_fd_);
                 len = sizeof peer;
                 fd = ::accept4(listener_.fd, reinterpret_cast<sockaddr *>(&peer), &len, SOCK_CLOEXEC);
-                if (fd >= 0)
-                    ::close(fd);
+                if (fd >= 0) ::close(fd);
                 reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-                if (fd >= 0)
-                    pmi_refused(format_peer(peer), "portico-run is out of file descriptors");
-                if (reserve_fd_ >= 0)
-                    continue;
+                if (fd >= 0) pmi_refused(format_peer(peer), "portico-run is out of file descriptors");
+                if (reserve_fd_ >= 0) continue;
             }
-            say(std::string("cannot accept PMI connections: ") + std::strerror(errno) +
-                "; no longer accepting any");
+            say(std::string("cannot accept PMI connections: ") + std::strerror(errno) + "; no longer accepting any");
             ::close(listener_.fd);
             listener_.fd = -1;
             return;
@@ -784,8 +732,7 @@ void Job::cut_remote_connections() {
         listener_.fd = -1;
     }
     server_->close_unidentified();
-    for (int r = 0; r < opt_.nprocs; ++r)
-        server_->disconnect(r);
+    for (int r = 0; r < opt_.nprocs; ++r) server_->disconnect(r);
 }
 
 bool Job::pmi_may_identify(int rank, std::string &why) {
@@ -814,10 +761,8 @@ void Job::read_signals() {
     std::vector<pid_t> exit_order;
     for (;;) {
         ssize_t n = ::read(sigfd_, &si, sizeof si);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n != static_cast<ssize_t>(sizeof si))
-            break;
+        if (n < 0 && errno == EINTR) continue;
+        if (n != static_cast<ssize_t>(sizeof si)) break;
         if (si.ssi_signo != SIGCHLD)
             on_signal(static_cast<int>(si.ssi_signo));
         else if (si.ssi_code == CLD_EXITED || si.ssi_code == CLD_KILLED || si.ssi_code == CLD_DUMPED)
@@ -839,16 +784,13 @@ void Job::reap(const std::vector<pid_t> &exit_order) {
         pid_t p;
         if (next < exit_order.size()) {
             p = ::waitpid(exit_order[next++], &st, WNOHANG);
-            if (p <= 0)
-                continue; // already collected
+            if (p <= 0) continue; // already collected
         } else {
             p = ::waitpid(-1, &st, WNOHANG | (hand_tty_ ? WUNTRACED : 0));
         }
-        if (p == 0)
-            break;
+        if (p == 0) break;
         if (p < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             if (errno == ECHILD) { // cannot happen with SIGCHLD at SIG_DFL
                 bool lost = false;
                 for (Rank &rk : ranks_)
@@ -857,14 +799,12 @@ void Job::reap(const std::vector<pid_t> &exit_order) {
                         --live_;
                         lost = true;
                     }
-                if (lost)
-                    say("lost track of the ranks (no children left)");
+                if (lost) say("lost track of the ranks (no children left)");
             }
             break;
         }
         auto it = by_pid_.find(p);
-        if (it == by_pid_.end())
-            continue;
+        if (it == by_pid_.end()) continue;
         if (WIFSTOPPED(st)) {
             on_rank_stopped(WSTOPSIG(st));
             continue;
@@ -889,13 +829,11 @@ void Job::reap(const std::vector<pid_t> &exit_order) {
 // group), so stop the launcher as well, which hands control back to the shell; on `fg` give the
 // terminal back to the job and continue it (on `bg` just continue it).
 void Job::on_rank_stopped(int sig) {
-    if (!hand_tty_ || end_ != End::None || (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU))
-        return;
+    if (!hand_tty_ || end_ != End::None || (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU)) return;
     ::kill(-pgid_, SIGSTOP); // the whole job, not just the ranks that got the signal
     ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
     ::raise(SIGTSTP); // returns when the shell continues us
-    if (::tcgetpgrp(STDIN_FILENO) == ::getpgrp())
-        ::tcsetpgrp(STDIN_FILENO, pgid_);
+    if (::tcgetpgrp(STDIN_FILENO) == ::getpgrp()) ::tcsetpgrp(STDIN_FILENO, pgid_);
     ::kill(-pgid_, SIGCONT);
 }
 
@@ -904,13 +842,10 @@ void Job::on_rank_exit(int rank, int status) {
     rk.reaped = true;
     rk.status = status;
     --live_;
-    if (end_ != End::None)
-        return; // killed by us (or irrelevant now that the job is being torn down)
+    if (end_ != End::None) return; // killed by us (or irrelevant now that the job is being torn down)
     int code = status_code(status);
-    if (code == 0)
-        return; // finishing early is fine
-    if (first_failure_ == 0)
-        first_failure_ = code;
+    if (code == 0) return; // finishing early is fine
+    if (first_failure_ == 0) first_failure_ = code;
     std::string msg = who(rank) + " " + describe_status(status);
     if (remote_ && rsh_name_ == "ssh" && WIFEXITED(status) && WEXITSTATUS(status) == 255)
         msg += " (255 is also ssh's own error code: host unreachable, authentication failed, ...)";
@@ -923,21 +858,16 @@ void Job::on_rank_exit(int rank, int status) {
 }
 
 void Job::pmi_abort(int rank, int exit_code, const std::string &message) {
-    if (end_ != End::None)
-        return;
+    if (end_ != End::None) return;
     int status = abort_status(exit_code);
     std::string msg = who(rank) + " called PMI abort with exit code " + std::to_string(exit_code);
-    if (status != exit_code)
-        msg += " (exit status " + std::to_string(status) + ")";
-    if (!message.empty())
-        msg += ": " + message;
+    if (status != exit_code) msg += " (exit status " + std::to_string(status) + ")";
+    if (!message.empty()) msg += ": " + message;
     say(msg + "; terminating the job");
     terminate(End::Abort, SIGTERM, status);
 }
 
-void Job::pmi_warning(int rank, const std::string &what) {
-    say("rank " + std::to_string(rank) + ": PMI: " + what);
-}
+void Job::pmi_warning(int rank, const std::string &what) { say("rank " + std::to_string(rank) + ": PMI: " + what); }
 
 void Job::on_signal(int sig) {
     if (end_ != End::None) {
@@ -957,17 +887,15 @@ void Job::on_timeout() {
     drain_timer(timeout_fd_);
     ::close(timeout_fd_);
     timeout_fd_ = -1;
-    if (end_ != End::None)
-        return;
+    if (end_ != End::None) return;
     say("job timed out after " + format_seconds(opt_.timeout_seconds) + " s; killing it");
     std::vector<int> live = live_ranks(), waiting;
     for (int r = 0; r < opt_.nprocs; ++r)
-        if (server_->in_barrier(r))
-            waiting.push_back(r);
+        if (server_->in_barrier(r)) waiting.push_back(r);
     std::string detail = "still running: " + ranks_word(live);
     if (!waiting.empty())
-        detail += "; waiting in PMI barrier #" + std::to_string(server_->barriers_completed() + 1) +
-                  ": " + ranks_word(waiting);
+        detail += "; waiting in PMI barrier #" + std::to_string(server_->barriers_completed() + 1) + ": " +
+                  ranks_word(waiting);
     say(detail);
     terminate(End::Timeout, SIGTERM, kExitTimeout);
 }
@@ -975,8 +903,7 @@ void Job::on_timeout() {
 void Job::on_grace() {
     drain_timer(grace_fd_);
     std::vector<int> live = live_ranks();
-    if (live.empty())
-        return;
+    if (live.empty()) return;
     if (grace_stage_ == 1) {
         say(ranks_word(live) + " still running " + std::to_string(kGraceSeconds) +
             " s after being signalled; sending SIGKILL");
@@ -991,29 +918,24 @@ void Job::on_grace() {
 
 // Ranks waiting in a barrier that a departed rank can never enter would wait forever.
 void Job::check_deadlock() {
-    if (end_ != End::None || server_->barrier_count() == 0)
-        return;
+    if (end_ != End::None || server_->barrier_count() == 0) return;
     for (int r = 0; r < opt_.nprocs; ++r) {
         // Only a rank whose exit status we hold counts: a closed PMI socket alone may just mean
         // the process is dying, and its exit status (a failure, say) must be reported first.
-        if (server_->in_barrier(r) || !ranks_[r].reaped)
-            continue;
+        if (server_->in_barrier(r) || !ranks_[r].reaped) continue;
         std::vector<int> waiting;
         for (int w = 0; w < opt_.nprocs; ++w)
-            if (server_->in_barrier(w))
-                waiting.push_back(w);
+            if (server_->in_barrier(w)) waiting.push_back(w);
         std::string why = describe_status(ranks_[r].status);
-        say(ranks_word(waiting) + (waiting.size() == 1 ? " waits" : " wait") +
-            " in a PMI barrier that " + who(r) + " can never enter (it " + why +
-            "); terminating the job");
+        say(ranks_word(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in a PMI barrier that " + who(r) +
+            " can never enter (it " + why + "); terminating the job");
         terminate(End::Deadlock, SIGTERM, kExitDeadlock);
         return;
     }
 }
 
 void Job::terminate(End why, int sig, int code) {
-    if (end_ != End::None)
-        return; // the first reason decides the exit code
+    if (end_ != End::None) return; // the first reason decides the exit code
     end_ = why;
     end_code_ = code;
     signal_job(sig);
@@ -1034,26 +956,21 @@ void Job::signal_job(int sig) {
             ::kill(rk.pid, sig); // also reaches a rank that left the job's process group
             any = true;
         }
-    if (any && pgid_ > 0)
-        ::kill(-pgid_, sig); // and the processes the ranks started
+    if (any && pgid_ > 0) ::kill(-pgid_, sig); // and the processes the ranks started
 }
 
 std::vector<int> Job::live_ranks() const {
     std::vector<int> out;
     for (int r = 0; r < opt_.nprocs; ++r)
-        if (ranks_[r].pid > 0 && !ranks_[r].reaped)
-            out.push_back(r);
+        if (ranks_[r].pid > 0 && !ranks_[r].reaped) out.push_back(r);
     return out;
 }
 
 int Job::exit_code() const {
     switch (end_) {
-    case End::None:
-        return first_failure_;
-    case End::RankFailed:
-        return end_code_; // first_failure_ too
-    default:
-        return end_code_;
+    case End::None: return first_failure_;
+    case End::RankFailed: return end_code_; // first_failure_ too
+    default: return end_code_;
     }
 }
 
@@ -1061,8 +978,7 @@ int Job::exit_code() const {
 
 bool is_launcher_variable(std::string_view name) {
     for (const char *s : kStrippedEnv)
-        if (name == s)
-            return true;
+        if (name == s) return true;
     return false;
 }
 

@@ -12,12 +12,12 @@ namespace portico::run {
 
 // Exit codes of the launcher itself (ranks' own codes pass through: the first rank to exit
 // non-zero decides).
-inline constexpr int kExitUsage = 2;          // bad command line
-inline constexpr int kExitTimeout = 124;      // --timeout / PORTICO_TIMEOUT expired
+inline constexpr int kExitUsage = 2;           // bad command line
+inline constexpr int kExitTimeout = 124;       // --timeout / PORTICO_TIMEOUT expired
 inline constexpr int kExitLauncherError = 125; // portico-run could not start the job
-inline constexpr int kExitCannotExec = 126;   // program found but not executable
-inline constexpr int kExitNotFound = 127;     // program not found
-inline constexpr int kExitDeadlock = 1;       // ranks wait in a PMI barrier a rank can never enter
+inline constexpr int kExitCannotExec = 126;    // program found but not executable
+inline constexpr int kExitNotFound = 127;      // program not found
+inline constexpr int kExitDeadlock = 1;        // ranks wait in a PMI barrier a rank can never enter
 
 inline constexpr int kMaxRanks = 4096;
 
@@ -34,7 +34,7 @@ struct RemoteOptions {
 
 struct JobOptions {
     int nprocs = 1;
-    double timeout_seconds = 0; // 0: no timeout
+    double timeout_seconds = 0;    // 0: no timeout
     std::vector<std::string> argv; // program and its arguments
     // --env/-x: set in every rank's environment (values already resolved).
     std::vector<std::pair<std::string, std::string>> env;

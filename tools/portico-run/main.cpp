@@ -91,40 +91,35 @@ void usage(std::FILE *out) {
 }
 
 [[noreturn]] void usage_error(const std::string &msg) {
-    std::fprintf(stderr, "portico-run: %s\nTry 'portico-run --help' for more information.\n",
-                 msg.c_str());
+    std::fprintf(stderr, "portico-run: %s\nTry 'portico-run --help' for more information.\n", msg.c_str());
     std::exit(kExitUsage);
 }
 
 std::optional<long> parse_count(std::string_view s) {
     std::string tmp(s);
-    if (tmp.empty() || tmp[0] == '+' || tmp[0] == '-' || tmp[0] == ' ')
-        return std::nullopt;
+    if (tmp.empty() || tmp[0] == '+' || tmp[0] == '-' || tmp[0] == ' ') return std::nullopt;
     errno = 0;
     char *end = nullptr;
     long v = std::strtol(tmp.c_str(), &end, 10);
-    if (errno != 0 || *end != '\0')
-        return std::nullopt;
+    if (errno != 0 || *end != '\0') return std::nullopt;
     return v;
 }
 
 std::optional<double> parse_seconds(std::string_view s) {
     std::string tmp(s);
-    if (tmp.empty() || !(std::isdigit(static_cast<unsigned char>(tmp[0])) || tmp[0] == '.'))
-        return std::nullopt;
+    if (tmp.empty() || !(std::isdigit(static_cast<unsigned char>(tmp[0])) || tmp[0] == '.')) return std::nullopt;
     errno = 0;
     char *end = nullptr;
     double v = std::strtod(tmp.c_str(), &end);
-    if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < 0 || v > kMaxTimeout)
-        return std::nullopt;
+    if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < 0 || v > kMaxTimeout) return std::nullopt;
     return v;
 }
 
 int parse_nprocs(std::string_view value) {
     std::optional<long> n = parse_count(value);
     if (!n || *n < 1 || *n > kMaxRanks)
-        usage_error("invalid number of processes '" + std::string(value) +
-                    "' (expected an integer from 1 to " + std::to_string(kMaxRanks) + ")");
+        usage_error("invalid number of processes '" + std::string(value) + "' (expected an integer from 1 to " +
+                    std::to_string(kMaxRanks) + ")");
     return static_cast<int>(*n);
 }
 
@@ -133,8 +128,7 @@ void add_env(portico::run::JobOptions &opt, std::string_view arg, const char *op
     std::size_t eq = arg.find('=');
     std::string name(arg.substr(0, eq));
     if (!portico::run::valid_env_name(name))
-        usage_error("invalid variable name '" + name + "' in " + option + " '" + std::string(arg) +
-                    "'");
+        usage_error("invalid variable name '" + name + "' in " + option + " '" + std::string(arg) + "'");
     if (portico::run::is_launcher_variable(name))
         usage_error(std::string(option) + " " + name + ": portico-run sets " + name + " itself");
     std::string value;
@@ -142,8 +136,7 @@ void add_env(portico::run::JobOptions &opt, std::string_view arg, const char *op
         value = std::string(arg.substr(eq + 1));
     } else {
         const char *v = std::getenv(name.c_str());
-        if (v == nullptr)
-            return; // not set here: nothing to pass on (as with a shell's `export NAME`)
+        if (v == nullptr) return; // not set here: nothing to pass on (as with a shell's `export NAME`)
         value = v;
     }
     for (auto &kv : opt.env)
@@ -182,12 +175,10 @@ int main(int argc, char **argv) {
         // Options with a value: "-n N", "-n=N", "-nN"; "--timeout S", "--timeout=S".
         auto value_of = [&](std::string_view name) -> std::optional<std::string_view> {
             if (a == name) {
-                if (i + 1 >= argc)
-                    usage_error("option '" + std::string(name) + "' needs a value");
+                if (i + 1 >= argc) usage_error("option '" + std::string(name) + "' needs a value");
                 return std::string_view(argv[++i]);
             }
-            if (a.size() > name.size() && a.substr(0, name.size()) == name &&
-                a[name.size()] == '=')
+            if (a.size() > name.size() && a.substr(0, name.size()) == name && a[name.size()] == '=')
                 return a.substr(name.size() + 1);
             return std::nullopt;
         };
@@ -215,8 +206,8 @@ int main(int argc, char **argv) {
         } else if (auto v6 = value_of("--ppn"); v6) {
             std::optional<long> k = parse_count(*v6);
             if (!k || *k < 1 || *k > kMaxRanks)
-                usage_error("invalid --ppn '" + std::string(*v6) +
-                            "' (expected an integer from 1 to " + std::to_string(kMaxRanks) + ")");
+                usage_error("invalid --ppn '" + std::string(*v6) + "' (expected an integer from 1 to " +
+                            std::to_string(kMaxRanks) + ")");
             ppn = static_cast<int>(*k);
         } else if (auto v7 = value_of("--rsh"); v7) {
             rsh_arg = std::string(*v7);
@@ -230,10 +221,8 @@ int main(int argc, char **argv) {
             usage_error("unknown option '" + std::string(a) + "'");
         }
     }
-    if (i >= argc)
-        usage_error("no program to run");
-    for (; i < argc; ++i)
-        opt.argv.emplace_back(argv[i]);
+    if (i >= argc) usage_error("no program to run");
+    for (; i < argc; ++i) opt.argv.emplace_back(argv[i]);
 
     if (!timeout) {
         if (const char *env = portico::settings::kTimeout.raw())
@@ -241,31 +230,26 @@ int main(int argc, char **argv) {
     }
     opt.timeout_seconds = timeout.value_or(0);
 
-    if (hosts_arg && hostfile_arg)
-        usage_error("use either --hosts or --hostfile, not both");
+    if (hosts_arg && hostfile_arg) usage_error("use either --hosts or --hostfile, not both");
     if (!hosts_arg && !hostfile_arg) {
-        if (ppn)
-            usage_error("--ppn needs --hosts or --hostfile");
-        if (rsh_arg)
-            usage_error("--rsh needs --hosts or --hostfile");
-        if (pmi_addr_arg)
-            usage_error("--pmi-addr needs --hosts or --hostfile");
+        if (ppn) usage_error("--ppn needs --hosts or --hostfile");
+        if (rsh_arg) usage_error("--rsh needs --hosts or --hostfile");
+        if (pmi_addr_arg) usage_error("--pmi-addr needs --hosts or --hostfile");
         opt.nprocs = nprocs.value_or(1);
         return portico::run::run_job(opt);
     }
 
     std::vector<portico::run::HostEntry> hosts;
     try {
-        hosts = hosts_arg ? portico::run::parse_host_list(*hosts_arg)
-                          : portico::run::read_hostfile(*hostfile_arg);
+        hosts = hosts_arg ? portico::run::parse_host_list(*hosts_arg) : portico::run::read_hostfile(*hostfile_arg);
     } catch (const portico::run::HostError &e) {
         usage_error(e.what());
     }
     if (!nprocs) {
         int n = portico::run::default_nprocs(hosts, ppn.value_or(0));
         if (n > kMaxRanks)
-            usage_error("the hosts give " + std::to_string(n) + " ranks; at most " +
-                        std::to_string(kMaxRanks) + " are supported (use -n)");
+            usage_error("the hosts give " + std::to_string(n) + " ranks; at most " + std::to_string(kMaxRanks) +
+                        " are supported (use -n)");
         nprocs = n;
     }
     opt.nprocs = *nprocs;
@@ -278,12 +262,10 @@ int main(int argc, char **argv) {
         rsh_source = portico::settings::kRsh.is_set() ? portico::settings::kRsh.name : "--rsh";
     }
     ro.rsh = portico::run::split_words(rsh);
-    if (ro.rsh.empty())
-        usage_error(std::string("empty remote shell command (") + rsh_source + ")");
+    if (ro.rsh.empty()) usage_error(std::string("empty remote shell command (") + rsh_source + ")");
     if (pmi_addr_arg) {
         ro.pmi_addr = *pmi_addr_arg;
-        if (ro.pmi_addr.empty())
-            usage_error("empty --pmi-addr");
+        if (ro.pmi_addr.empty()) usage_error("empty --pmi-addr");
     } else {
         ro.pmi_addr = portico::settings::kPmiAddr.get();
     }

@@ -34,16 +34,14 @@
 namespace portico::run {
 namespace {
 
-std::string_view find_token(const std::vector<std::pair<std::string_view, std::string_view>> &t,
-                            std::string_view key, bool *present = nullptr) {
+std::string_view find_token(const std::vector<std::pair<std::string_view, std::string_view>> &t, std::string_view key,
+                            bool *present = nullptr) {
     for (const auto &[k, v] : t)
         if (k == key) {
-            if (present != nullptr)
-                *present = true;
+            if (present != nullptr) *present = true;
             return v;
         }
-    if (present != nullptr)
-        *present = false;
+    if (present != nullptr) *present = false;
     return {};
 }
 
@@ -51,8 +49,8 @@ std::string_view find_token(const std::vector<std::pair<std::string_view, std::s
 std::string sanitize(std::string_view s, std::size_t max = 64) {
     std::string out;
     for (char c : s.substr(0, max)) {
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-' || c == '.';
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                  c == '.';
         out += ok ? c : '_';
     }
     return out.empty() ? std::string("_") : out;
@@ -71,20 +69,17 @@ std::string printable(std::string_view s, std::size_t max = 120) {
             out += c;
         }
     }
-    if (s.size() > max)
-        out += "...";
+    if (s.size() > max) out += "...";
     return out;
 }
 
 bool parse_int(std::string_view s, long &out) {
     std::string tmp(s);
-    if (tmp.empty())
-        return false;
+    if (tmp.empty()) return false;
     errno = 0;
     char *end = nullptr;
     long v = std::strtol(tmp.c_str(), &end, 10);
-    if (errno != 0 || end == tmp.c_str() || *end != '\0')
-        return false;
+    if (errno != 0 || end == tmp.c_str() || *end != '\0') return false;
     out = v;
     return true;
 }
@@ -95,8 +90,7 @@ constexpr std::size_t kMaxHandshakeLine = 1024;
 std::string unescape(std::string_view s) {
     std::string out;
     for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '\\' && i + 1 < s.size())
-            ++i;
+        if (s[i] == '\\' && i + 1 < s.size()) ++i;
         out += s[i];
     }
     return out;
@@ -113,19 +107,15 @@ PmiServer::PmiServer(int size, std::string kvsname, PmiObserver &observer, PmiLi
 
 PmiServer::~PmiServer() {
     for (Conn &c : conns_)
-        if (c.fd >= 0)
-            ::close(c.fd);
-    for (const auto &u : unidentified_)
-        ::close(u.first);
+        if (c.fd >= 0) ::close(c.fd);
+    for (const auto &u : unidentified_) ::close(u.first);
 }
 
 void PmiServer::attach(int rank, int fd) {
     Conn &c = conns_[rank];
-    if (c.fd >= 0)
-        ::close(c.fd);
+    if (c.fd >= 0) ::close(c.fd);
     int fl = ::fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    if (fl >= 0) ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
     c = Conn{};
     c.fd = fd;
     ever_attached_[rank] = true;
@@ -133,69 +123,57 @@ void PmiServer::attach(int rank, int fd) {
 
 void PmiServer::attach_unidentified(int fd, std::string peer) {
     int fl = ::fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    if (fl >= 0) ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
     unidentified_[fd] = Unidentified{std::move(peer), {}};
 }
 
 std::vector<int> PmiServer::unidentified_fds() const {
     std::vector<int> out;
     out.reserve(unidentified_.size());
-    for (const auto &u : unidentified_)
-        out.push_back(u.first);
+    for (const auto &u : unidentified_) out.push_back(u.first);
     return out;
 }
 
 void PmiServer::handle_unidentified(int fd, short revents) {
     auto it = unidentified_.find(fd);
-    if (it == unidentified_.end() || revents == 0)
-        return;
+    if (it == unidentified_.end() || revents == 0) return;
     char buf[2048];
     for (;;) {
         ssize_t n = ::read(fd, buf, sizeof buf);
         if (n > 0) {
             it->second.in.append(buf, static_cast<std::size_t>(n));
-            if (it->second.in.find('\n') != std::string::npos ||
-                it->second.in.size() > kMaxHandshakeLine)
-                break;
+            if (it->second.in.find('\n') != std::string::npos || it->second.in.size() > kMaxHandshakeLine) break;
             continue;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return; // the rest of the line comes later
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; // the rest of the line comes later
         refuse(fd, "",
-               n == 0 ? (it->second.in.empty()
-                             ? "closed the connection without a request"
-                             : "closed the connection in the middle of its first request '" +
-                                   printable(it->second.in) + "'")
+               n == 0 ? (it->second.in.empty() ? "closed the connection without a request"
+                                               : "closed the connection in the middle of its first request '" +
+                                                     printable(it->second.in) + "'")
                       : std::string("read error: ") + std::strerror(errno));
         return;
     }
     std::string &in = it->second.in;
     std::size_t nl = in.find('\n');
     if (nl == std::string::npos || nl > kMaxHandshakeLine) {
-        refuse(fd, "line_too_long",
-               "first request longer than " + std::to_string(kMaxHandshakeLine) + " bytes");
+        refuse(fd, "line_too_long", "first request longer than " + std::to_string(kMaxHandshakeLine) + " bytes");
         return;
     }
     std::string line = in.substr(0, nl);
     std::string rest = in.substr(nl + 1);
-    if (!line.empty() && line.back() == '\r')
-        line.pop_back();
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     Tokens t = bootstrap::pmi_tokenize(line);
     bool has_id = false;
     std::string_view id_s = find_token(t, "pmiid", &has_id);
     if (t.empty() || t.front().first != "cmd" || t.front().second != "initack" || !has_id) {
-        refuse(fd, "expected_initack",
-               "first request '" + printable(line) + "' is not 'cmd=initack pmiid=N'");
+        refuse(fd, "expected_initack", "first request '" + printable(line) + "' is not 'cmd=initack pmiid=N'");
         return;
     }
     long id = -1;
     if (!parse_int(id_s, id) || id < 0 || id >= size_) {
         refuse(fd, "invalid_pmiid",
-               "pmiid '" + printable(id_s) + "' is not a rank of this job (0.." +
-                   std::to_string(size_ - 1) + ")");
+               "pmiid '" + printable(id_s) + "' is not a rank of this job (0.." + std::to_string(size_ - 1) + ")");
         return;
     }
     const int rank = static_cast<int>(id);
@@ -214,8 +192,7 @@ void PmiServer::handle_unidentified(int fd, short revents) {
 }
 
 void PmiServer::close_unidentified() {
-    for (const auto &u : unidentified_)
-        ::close(u.first);
+    for (const auto &u : unidentified_) ::close(u.first);
     unidentified_.clear();
 }
 
@@ -228,8 +205,7 @@ void PmiServer::identify(int fd, int rank, std::string rest) {
     reply(rank, "cmd=set debug=0");
     conns_[rank].in = std::move(rest); // requests sent right behind the handshake
     process_input(rank);
-    if (conns_[rank].fd >= 0)
-        flush(rank);
+    if (conns_[rank].fd >= 0) flush(rank);
 }
 
 void PmiServer::refuse(int fd, const std::string &reply_msg, const std::string &why) {
@@ -241,43 +217,35 @@ void PmiServer::refuse(int fd, const std::string &reply_msg, const std::string &
         (void)ignored;
     }
     ::close(fd);
-    if (it != unidentified_.end())
-        unidentified_.erase(it);
+    if (it != unidentified_.end()) unidentified_.erase(it);
     observer_.pmi_refused(peer, why);
 }
 
 short PmiServer::poll_events(int rank) const {
     const Conn &c = conns_[rank];
-    if (c.fd < 0)
-        return 0;
+    if (c.fd < 0) return 0;
     short ev = 0;
     std::size_t pending = c.out.size() - c.out_off;
-    if (pending > 0 && !c.write_broken)
-        ev |= POLLOUT;
-    if (c.write_broken || pending < limits_.max_pending_output)
-        ev |= POLLIN;
+    if (pending > 0 && !c.write_broken) ev |= POLLOUT;
+    if (c.write_broken || pending < limits_.max_pending_output) ev |= POLLIN;
     return ev;
 }
 
 void PmiServer::handle(int rank, short revents) {
     Conn &c = conns_[rank];
-    if (c.fd < 0 || revents == 0)
-        return;
+    if (c.fd < 0 || revents == 0) return;
     if (revents & POLLNVAL) {
         close_conn(rank);
         return;
     }
-    if (revents & (POLLIN | POLLHUP | POLLERR))
-        read_available(rank);
-    if (conns_[rank].fd >= 0)
-        flush(rank);
+    if (revents & (POLLIN | POLLHUP | POLLERR)) read_available(rank);
+    if (conns_[rank].fd >= 0) flush(rank);
 }
 
 void PmiServer::drain(int rank) {
     if (conns_[rank].fd >= 0) {
         read_available(rank);
-        if (conns_[rank].fd >= 0)
-            flush(rank);
+        if (conns_[rank].fd >= 0) flush(rank);
     }
 }
 
@@ -285,8 +253,7 @@ void PmiServer::read_available(int rank) {
     char buf[16384];
     for (;;) {
         Conn &c = conns_[rank];
-        if (c.fd < 0)
-            return;
+        if (c.fd < 0) return;
         if (!c.write_broken && c.out.size() - c.out_off >= limits_.max_pending_output)
             return; // back-pressure: this rank does not read its replies
         ssize_t n = ::read(c.fd, buf, sizeof buf);
@@ -297,10 +264,8 @@ void PmiServer::read_available(int rank) {
                 return; // a short read on a stream socket: nothing more queued right now
             continue;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
         // EOF or a hard error: the rank is gone (or closed PMI). A trailing partial line is lost.
         if (!c.in.empty() && !c.discarding && !c.in_mcmd)
             warn(rank, "connection closed in the middle of a line '" + printable(c.in) + "'");
@@ -313,11 +278,9 @@ void PmiServer::process_input(int rank) {
     std::size_t start = 0;
     for (;;) {
         Conn &c = conns_[rank];
-        if (c.fd < 0)
-            return;
+        if (c.fd < 0) return;
         std::size_t nl = c.in.find('\n', start);
-        if (nl == std::string::npos)
-            break;
+        if (nl == std::string::npos) break;
         std::string line = c.in.substr(start, nl - start);
         start = nl + 1;
         if (c.discarding) {
@@ -331,12 +294,10 @@ void PmiServer::process_input(int rank) {
         process_line(rank, line);
     }
     Conn &c = conns_[rank];
-    if (c.fd < 0)
-        return;
+    if (c.fd < 0) return;
     c.in.erase(0, start);
     if (c.in.size() > limits_.max_line) { // no newline yet: answer now, drop the rest of it
-        if (!c.discarding)
-            reject_long_line(rank);
+        if (!c.discarding) reject_long_line(rank);
         c.discarding = true;
         c.in.clear();
     }
@@ -348,8 +309,7 @@ void PmiServer::reject_long_line(int rank) {
 }
 
 void PmiServer::process_line(int rank, std::string_view line) {
-    if (!line.empty() && line.back() == '\r')
-        line.remove_suffix(1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     Conn &c = conns_[rank];
 
     if (c.in_mcmd) { // PMI_Spawn_multiple: "mcmd=spawn\nkey=value\n...endcmd\n"
@@ -366,8 +326,7 @@ void PmiServer::process_line(int rank, std::string_view line) {
     }
 
     Tokens t = bootstrap::pmi_tokenize(line);
-    if (t.empty())
-        return; // blank line: nothing to answer
+    if (t.empty()) return; // blank line: nothing to answer
 
     if (t.front().first != "cmd" || t.front().second.empty()) {
         warn(rank, "malformed request '" + printable(line) + "' (expected cmd=NAME ...)");
@@ -381,9 +340,8 @@ void PmiServer::process_line(int rank, std::string_view line) {
     } else if (cmd == "initack") {
         on_initack(rank, t);
     } else if (cmd == "get_maxes") {
-        reply(rank, "cmd=maxes kvsname_max=" + std::to_string(limits_.kvsname_max) +
-                        " keylen_max=" + std::to_string(limits_.keylen_max) +
-                        " vallen_max=" + std::to_string(limits_.vallen_max));
+        reply(rank, "cmd=maxes kvsname_max=" + std::to_string(limits_.kvsname_max) + " keylen_max=" +
+                        std::to_string(limits_.keylen_max) + " vallen_max=" + std::to_string(limits_.vallen_max));
     } else if (cmd == "get_appnum") {
         reply(rank, "cmd=appnum appnum=0");
     } else if (cmd == "get_universe_size") {
@@ -445,8 +403,7 @@ void PmiServer::on_initack(int rank, const Tokens &t) {
     std::string_view id_s = find_token(t, "pmiid", &has_id);
     long id = -1;
     if (!has_id || !parse_int(id_s, id) || id != rank) {
-        warn(rank, "initack with pmiid '" + printable(id_s) + "' on the connection of rank " +
-                       std::to_string(rank));
+        warn(rank, "initack with pmiid '" + printable(id_s) + "' on the connection of rank " + std::to_string(rank));
         reply(rank, "cmd=error rc=-1 msg=pmiid_mismatch");
         return;
     }
@@ -510,12 +467,10 @@ void PmiServer::on_barrier_in(int rank) {
         return;
     }
     c.in_barrier = true;
-    if (++barrier_count_ < size_)
-        return;
+    if (++barrier_count_ < size_) return;
     // Everyone arrived: publish the staged puts (rank order), then release all ranks.
     for (Conn &k : conns_) {
-        for (auto &[key, value] : k.staged)
-            kvs_[std::move(key)] = std::move(value);
+        for (auto &[key, value] : k.staged) kvs_[std::move(key)] = std::move(value);
         k.staged.clear();
     }
     barrier_count_ = 0;
@@ -524,8 +479,7 @@ void PmiServer::on_barrier_in(int rank) {
         conns_[r].in_barrier = false;
         if (conns_[r].fd >= 0) {
             reply(r, "cmd=barrier_out");
-            if (r != rank)
-                flush(r);
+            if (r != rank) flush(r);
         }
     }
 }
@@ -535,8 +489,7 @@ void PmiServer::on_abort(int rank, std::string_view line, const Tokens &t) {
     std::string_view code_s = find_token(t, "exitcode", &has_code);
     long code = 1;
     if (!has_code || !parse_int(code_s, code) || code < INT_MIN || code > INT_MAX) {
-        if (has_code)
-            warn(rank, "abort with an invalid exitcode '" + printable(code_s) + "'; using 1");
+        if (has_code) warn(rank, "abort with an invalid exitcode '" + printable(code_s) + "'; using 1");
         code = 1;
     }
     // The message may contain spaces (MPICH >= 4 sends it unescaped): take the rest of the line.
@@ -553,8 +506,7 @@ void PmiServer::on_abort(int rank, std::string_view line, const Tokens &t) {
 
 void PmiServer::reply(int rank, std::string line) {
     Conn &c = conns_[rank];
-    if (c.fd < 0 || c.write_broken)
-        return;
+    if (c.fd < 0 || c.write_broken) return;
     if (c.out_off == c.out.size()) {
         c.out.clear();
         c.out_off = 0;
@@ -566,16 +518,13 @@ void PmiServer::reply(int rank, std::string line) {
 void PmiServer::flush(int rank) {
     Conn &c = conns_[rank];
     while (c.fd >= 0 && !c.write_broken && c.out_off < c.out.size()) {
-        ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c.out_off += static_cast<std::size_t>(n);
             continue;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
         // The peer is gone; keep reading what it sent before (an abort, say) until EOF.
         c.write_broken = true;
     }
@@ -587,8 +536,7 @@ void PmiServer::flush(int rank) {
 
 void PmiServer::close_conn(int rank) {
     Conn &c = conns_[rank];
-    if (c.fd >= 0)
-        ::close(c.fd);
+    if (c.fd >= 0) ::close(c.fd);
     c.fd = -1;
     c.in.clear();
     c.out.clear();

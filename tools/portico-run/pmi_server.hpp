@@ -34,8 +34,8 @@ struct PmiLimits {
     int kvsname_max = 256;
     int keylen_max = 64;
     int vallen_max = 1024;
-    std::size_t max_line = 64 * 1024;          // longer request lines are rejected
-    std::size_t max_pending_output = 1 << 20;  // stop reading a rank that does not read replies
+    std::size_t max_line = 64 * 1024;         // longer request lines are rejected
+    std::size_t max_pending_output = 1 << 20; // stop reading a rank that does not read replies
     unsigned max_warnings_per_rank = 20;
 };
 
@@ -130,9 +130,9 @@ private:
     void on_initack(int rank, const Tokens &t);
 
     std::vector<Conn> conns_;
-    std::vector<bool> ever_attached_;             // per rank: had a connection at some point
+    std::vector<bool> ever_attached_;                    // per rank: had a connection at some point
     std::unordered_map<int, Unidentified> unidentified_; // by fd
-    std::unordered_map<std::string, std::string> kvs_; // committed (visible) pairs
+    std::unordered_map<std::string, std::string> kvs_;   // committed (visible) pairs
     int barrier_count_ = 0;
     std::size_t barriers_completed_ = 0;
 };

@@ -37,11 +37,11 @@ std::string host_name_problem(std::string_view name);
 int default_nprocs(const std::vector<HostEntry> &hosts, int ppn);
 
 struct Placement {
-    std::vector<std::string> host; // per rank
-    std::vector<int> local_rank;   // per rank: index among the ranks on the same host (by name)
-    std::vector<int> local_size;   // per rank: number of ranks on its host
+    std::vector<std::string> host;           // per rank
+    std::vector<int> local_rank;             // per rank: index among the ranks on the same host (by name)
+    std::vector<int> local_size;             // per rank: number of ranks on its host
     std::vector<std::string> distinct_hosts; // in order of first use
-    std::string process_mapping;   // MPICH's PMI_process_mapping, "(vector,(node,count,ppn),...)"
+    std::string process_mapping;             // MPICH's PMI_process_mapping, "(vector,(node,count,ppn),...)"
 };
 
 // Blocks of ranks in host order: each entry takes `ppn` ranks (ppn > 0), else its slots, else
@@ -62,8 +62,7 @@ bool valid_env_name(std::string_view name);
 
 // The command string handed to the remote shell: `cd 'DIR' 2>/dev/null; exec env 'K=V'...
 // 'PROG' 'ARG'...` (no cd when `cwd` is empty).
-std::string remote_command(const std::string &cwd,
-                           const std::vector<std::pair<std::string, std::string>> &env,
+std::string remote_command(const std::string &cwd, const std::vector<std::pair<std::string, std::string>> &env,
                            const std::vector<std::string> &argv);
 
 } // namespace portico::run

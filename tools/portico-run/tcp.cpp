@@ -30,8 +30,7 @@ using IfaddrsPtr = std::unique_ptr<ifaddrs, IfaddrsDeleter>;
 
 IfaddrsPtr get_ifaddrs() {
     ifaddrs *list = nullptr;
-    if (::getifaddrs(&list) != 0)
-        return nullptr;
+    if (::getifaddrs(&list) != 0) return nullptr;
     return IfaddrsPtr(list);
 }
 
@@ -39,10 +38,8 @@ IfaddrsPtr get_ifaddrs() {
 std::string first_external_ipv4() {
     IfaddrsPtr list = get_ifaddrs();
     for (ifaddrs *i = list.get(); i != nullptr; i = i->ifa_next) {
-        if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET)
-            continue;
-        if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0)
-            continue;
+        if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+        if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
         return ntop4(reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr);
     }
     return {};
@@ -61,11 +58,9 @@ std::vector<in_addr> resolve_ipv4(const std::string &host, std::string &why) {
         return out;
     }
     for (addrinfo *a = res; a != nullptr; a = a->ai_next)
-        if (a->ai_family == AF_INET)
-            out.push_back(reinterpret_cast<const sockaddr_in *>(a->ai_addr)->sin_addr);
+        if (a->ai_family == AF_INET) out.push_back(reinterpret_cast<const sockaddr_in *>(a->ai_addr)->sin_addr);
     ::freeaddrinfo(res);
-    if (out.empty())
-        why = "no IPv4 address";
+    if (out.empty()) why = "no IPv4 address";
     return out;
 }
 
@@ -79,8 +74,7 @@ std::string interface_ipv4(const std::string &name, std::string &why) {
     }
     bool seen = false;
     for (ifaddrs *i = list.get(); i != nullptr; i = i->ifa_next) {
-        if (i->ifa_name == nullptr || name != i->ifa_name)
-            continue;
+        if (i->ifa_name == nullptr || name != i->ifa_name) continue;
         seen = true;
         if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET)
             return ntop4(reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr);
@@ -99,21 +93,18 @@ PmiListener open_pmi_listener(const std::string &bind_addr, const std::string &i
     if (!bind_addr.empty()) {
         std::string why;
         std::vector<in_addr> addrs = resolve_ipv4(bind_addr, why);
-        if (addrs.empty())
-            throw NetError("PMI address '" + bind_addr + "': " + why);
+        if (addrs.empty()) throw NetError("PMI address '" + bind_addr + "': " + why);
         sa.sin_addr = addrs.front();
         advertised = ntop4(sa.sin_addr);
     } else if (!iface.empty()) {
         std::string why;
         advertised = interface_ipv4(iface, why);
-        if (advertised.empty())
-            throw NetError("PORTICO_IFACE=" + iface + ": " + why);
+        if (advertised.empty()) throw NetError("PORTICO_IFACE=" + iface + ": " + why);
         ::inet_pton(AF_INET, advertised.c_str(), &sa.sin_addr);
     }
 
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-        throw NetError(std::string("socket: ") + std::strerror(errno));
+    if (fd < 0) throw NetError(std::string("socket: ") + std::strerror(errno));
     auto fail = [&](const std::string &what) {
         int e = errno;
         ::close(fd);
@@ -121,12 +112,10 @@ PmiListener open_pmi_listener(const std::string &bind_addr, const std::string &i
     };
     if (::bind(fd, reinterpret_cast<const sockaddr *>(&sa), sizeof sa) != 0)
         throw fail("cannot bind the PMI socket to " + ntop4(sa.sin_addr));
-    if (::listen(fd, backlog) != 0)
-        throw fail("listen");
+    if (::listen(fd, backlog) != 0) throw fail("listen");
     sockaddr_in bound{};
     socklen_t len = sizeof bound;
-    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &len) != 0)
-        throw fail("getsockname");
+    if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &len) != 0) throw fail("getsockname");
 
     if (advertised.empty()) {
         advertised = first_external_ipv4();
@@ -154,8 +143,7 @@ void PeerAllowList::add_local_addresses() {
 bool PeerAllowList::add_host(const std::string &host, std::string &why) {
     std::string name = host.substr(host.find('@') == std::string::npos ? 0 : host.find('@') + 1);
     std::vector<in_addr> addrs = resolve_ipv4(name, why);
-    for (const in_addr &a : addrs)
-        v4_.insert(ntohl(a.s_addr));
+    for (const in_addr &a : addrs) v4_.insert(ntohl(a.s_addr));
     return !addrs.empty();
 }
 
@@ -165,15 +153,13 @@ bool PeerAllowList::allowed(const sockaddr_storage &peer) const {
         a = ntohl(reinterpret_cast<const sockaddr_in *>(&peer)->sin_addr.s_addr);
     } else if (peer.ss_family == AF_INET6) {
         const in6_addr &a6 = reinterpret_cast<const sockaddr_in6 *>(&peer)->sin6_addr;
-        if (!IN6_IS_ADDR_V4MAPPED(&a6))
-            return false;
+        if (!IN6_IS_ADDR_V4MAPPED(&a6)) return false;
         std::memcpy(&a, &a6.s6_addr[12], 4);
         a = ntohl(a);
     } else {
         return false;
     }
-    if ((a >> 24) == 127)
-        return true;
+    if ((a >> 24) == 127) return true;
     return v4_.count(a) != 0;
 }
 

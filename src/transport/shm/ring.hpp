@@ -36,7 +36,8 @@ inline constexpr size_t round_up(size_t n, size_t a) { return (n + a - 1) & ~(a 
 class RingView {
 public:
     RingView() = default;
-    RingView(RingControl *ctl, std::byte *data, size_t bytes) : ctl_(ctl), data_(data), mask_(bytes - 1), size_(bytes) {}
+    RingView(RingControl *ctl, std::byte *data, size_t bytes)
+        : ctl_(ctl), data_(data), mask_(bytes - 1), size_(bytes) {}
 
     RingControl *control() const { return ctl_; }
     size_t size() const { return size_; }
@@ -85,8 +86,8 @@ public:
             RecordPrefix p;
             std::memcpy(&p, data_ + pos, sizeof p);
             const uint64_t avail = cached_tail_ - head;
-            if (p.bytes < sizeof(RecordPrefix) || p.bytes % kCacheLine != 0 || p.bytes > size_ - pos || p.bytes > avail ||
-                (p.type != kRecordFrame && p.type != kRecordPad)) {
+            if (p.bytes < sizeof(RecordPrefix) || p.bytes % kCacheLine != 0 || p.bytes > size_ - pos ||
+                p.bytes > avail || (p.type != kRecordFrame && p.type != kRecordPad)) {
                 *corrupt = true;
                 return nullptr;
             }

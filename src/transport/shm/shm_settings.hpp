@@ -5,21 +5,28 @@
 
 namespace portico::settings {
 
-inline constexpr Bytes kShmRingBytes{"PORTICO_SHM_RING_BYTES", Layer::transport_shm, 256 * 1024, 16 * 1024,
+inline constexpr Bytes kShmRingBytes{"PORTICO_SHM_RING_BYTES",
+                                     Layer::transport_shm,
+                                     256 * 1024,
+                                     16 * 1024,
                                      UINT64_MAX,
                                      "bytes of each of the two rings of a link (one per direction); also bounds "
                                      "the frame size (min(64 KiB, ring/4) minus header)",
                                      true};
-inline constexpr Number kShmMaxLinks{"PORTICO_SHM_MAX_LINKS", Layer::transport_shm, 4096, 0, UINT64_MAX,
+inline constexpr Number kShmMaxLinks{"PORTICO_SHM_MAX_LINKS",
+                                     Layer::transport_shm,
+                                     4096,
+                                     0,
+                                     UINT64_MAX,
                                      "most shared-memory links (peers) one interface keeps"};
 inline constexpr Boolean kShmSingleCopy{"PORTICO_SHM_SINGLE_COPY", Layer::transport_shm, true,
                                         "copy large contiguous puts/gets once with process_vm_readv/writev when "
                                         "the kernel allows it (the process calls prctl(PR_SET_PTRACER_ANY)); 0: "
                                         "always through the rings"};
-inline constexpr Bytes kShmSingleCopyBytes{"PORTICO_SHM_SINGLE_COPY_BYTES", Layer::transport_shm, 32 * 1024, 0,
-                                           UINT64_MAX, "smallest put/get sent single copy"};
+inline constexpr Bytes kShmSingleCopyBytes{
+    "PORTICO_SHM_SINGLE_COPY_BYTES",    Layer::transport_shm, 32 * 1024, 0, UINT64_MAX,
+    "smallest put/get sent single copy"};
 
-inline constexpr const Setting *kShmSettings[] = {&kShmRingBytes, &kShmMaxLinks, &kShmSingleCopy,
-                                                  &kShmSingleCopyBytes};
+inline constexpr const Setting *kShmSettings[] = {&kShmRingBytes, &kShmMaxLinks, &kShmSingleCopy, &kShmSingleCopyBytes};
 
 } // namespace portico::settings

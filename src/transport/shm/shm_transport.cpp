@@ -67,12 +67,11 @@ struct alignas(kCacheLine) SegmentHeader {
 constexpr uint64_t kProbeMagic = 0x706f727469636f21ull; // "portico!"
 const volatile uint64_t g_probe_word = kProbeMagic;
 
-size_t segment_bytes(size_t ring_bytes) {
-    return sizeof(SegmentHeader) + 2 * (sizeof(RingControl) + ring_bytes);
-}
+size_t segment_bytes(size_t ring_bytes) { return sizeof(SegmentHeader) + 2 * (sizeof(RingControl) + ring_bytes); }
 
 RingView ring_at(void *seg, size_t ring_bytes, int which) {
-    auto *base = static_cast<std::byte *>(seg) + sizeof(SegmentHeader) + size_t(which) * (sizeof(RingControl) + ring_bytes);
+    auto *base =
+        static_cast<std::byte *>(seg) + sizeof(SegmentHeader) + size_t(which) * (sizeof(RingControl) + ring_bytes);
     return RingView(reinterpret_cast<RingControl *>(base), base + sizeof(RingControl), ring_bytes);
 }
 
@@ -138,9 +137,9 @@ public:
     RingView tx, rx;
     std::mutex tx_mutex;
     std::deque<OutMessage> backlog;
-    bool dead = false;      // guarded by tx_mutex
+    bool dead = false;                 // guarded by tx_mutex
     std::atomic<bool> reported{false}; // on_link_failed delivered (set under the poll lock, read anywhere)
-    int side = 0;           // 0: we connected, 1: we accepted
+    int side = 0;                      // 0: we connected, 1: we accepted
     bool probed = false;
     // The consumer's head when a queued message last found no room (see has_pending).
     std::atomic<uint64_t> head_seen{0};
@@ -375,7 +374,7 @@ bool ShmTransport::try_hello(int s, pid_t os_pid) {
             std::memcpy(&mfd, CMSG_DATA(c), sizeof(int));
     const bool ring_ok = hello.ring_bytes >= 16 * 1024 && hello.ring_bytes <= (1ull << 30) &&
                          (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
-    struct stat st{};
+    struct stat st {};
     void *seg = MAP_FAILED;
     size_t bytes = ring_ok ? segment_bytes(hello.ring_bytes) : 0;
     if (n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic && hello.version == kSegmentVersion &&
@@ -478,7 +477,8 @@ SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, 
         if (!direct.cur.header_sent && !complete && direct.cur.total > 0) {
             // Either the first frame faulted or there was no room at all; tell which.
             std::vector<std::byte> probe(std::min(max_frame_payload_, direct.cur.total));
-            if (!gather_copy(probe.data(), payload.iov, payload.iovcnt, 0, probe.size())) return SendStatus::SourceFault;
+            if (!gather_copy(probe.data(), payload.iov, payload.iovcnt, 0, probe.size()))
+                return SendStatus::SourceFault;
         }
         if (complete) return direct.cur.fault ? SendStatus::SourceFault : SendStatus::Sent;
     }
@@ -558,7 +558,8 @@ void ShmTransport::probe_peer(ShmLink &l) {
     uint64_t value = 0;
     iovec local{&value, sizeof value};
     iovec remote{reinterpret_cast<void *>(addr), sizeof value};
-    const bool ok = addr && process_vm_readv(l.os_pid, &local, 1, &remote, 1, 0) == sizeof value && value == kProbeMagic;
+    const bool ok =
+        addr && process_vm_readv(l.os_pid, &local, 1, &remote, 1, 0) == sizeof value && value == kProbeMagic;
     if (!ok) log_debug("shm: no single copy with %08x/%u (%s)", l.peer.nid, l.peer.pid, std::strerror(errno));
     l.header()->can_read[l.side].store(ok ? 1 : -1);
 }
@@ -608,7 +609,8 @@ int ShmTransport::write_peer(Link &link, const iovec *local, int n, uint64_t rem
 }
 
 int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
-    if (cfg_.single_copy && !l.probed && l.header()->probe_addr[1 - l.side].load(std::memory_order_acquire) != 0) probe_peer(l);
+    if (cfg_.single_copy && !l.probed && l.header()->probe_addr[1 - l.side].load(std::memory_order_acquire) != 0)
+        probe_peer(l);
     int work = 0;
     while (work < budget) {
         size_t bytes = 0;
@@ -805,7 +807,8 @@ bool ShmTransport::has_pending() const {
         const ShmLink &l = *links_[i];
         if (l.reported) continue;
         if (!l.rx.empty()) return true;
-        if (backlog && l.tx.control()->head.load(std::memory_order_acquire) != l.head_seen.load(std::memory_order_relaxed))
+        if (backlog &&
+            l.tx.control()->head.load(std::memory_order_acquire) != l.head_seen.load(std::memory_order_relaxed))
             return true;
     }
     return false;

@@ -99,9 +99,9 @@ private:
     std::unique_ptr<ShmLink *[]> links_;
     std::atomic<size_t> nlinks_{0};
     std::vector<std::unique_ptr<ShmLink>> owned_;
-    std::atomic<int> backlogged_{0}; // links with queued messages
-    std::atomic<bool> sleeping_{false}; // between arm_sleep() and disarm_sleep()
-    std::mutex poll_mutex_;          // one poller at a time: each ring has a single consumer
+    std::atomic<int> backlogged_{0};      // links with queued messages
+    std::atomic<bool> sleeping_{false};   // between arm_sleep() and disarm_sleep()
+    std::mutex poll_mutex_;               // one poller at a time: each ring has a single consumer
     std::atomic<unsigned> poll_turns_{0}; // spaces out looks at the sockets (a racy count is fine)
 
     std::mutex deferred_mutex_;

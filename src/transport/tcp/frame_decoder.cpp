@@ -13,8 +13,7 @@ FrameDecoder::FrameDecoder(size_t max_frame_payload)
     : max_frame_payload_(max_frame_payload),
       // Room for a whole frame twice over: the rest of a partial frame always fits after moving it
       // to the front, and one recv() usually brings several small frames.
-      capacity_(2 * (kHeaderBytes + max_frame_payload)),
-      buf_(new std::byte[capacity_]) {}
+      capacity_(2 * (kHeaderBytes + max_frame_payload)), buf_(new std::byte[capacity_]) {}
 
 std::byte *FrameDecoder::space() {
     if (begin_ == end_) {

@@ -40,8 +40,8 @@ private:
     size_t max_frame_payload_;
     size_t capacity_;
     std::unique_ptr<std::byte[]> buf_;
-    size_t begin_ = 0; // first byte not yet consumed
-    size_t end_ = 0;   // one past the last byte received
+    size_t begin_ = 0;   // first byte not yet consumed
+    size_t end_ = 0;     // one past the last byte received
     size_t current_ = 0; // size of the frame handed out by next(), 0 if none
 };
 

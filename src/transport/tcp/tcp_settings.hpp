@@ -5,19 +5,29 @@
 
 namespace portico::settings {
 
-inline constexpr Number kTcpPortBase{"PORTICO_TCP_PORT_BASE", Layer::transport_tcp, 16384, 0, UINT32_MAX,
-                                     "a process listens on TCP port base + pid"};
-inline constexpr Number kTcpMaxLinks{"PORTICO_TCP_MAX_LINKS", Layer::transport_tcp, 4096, 0, UINT64_MAX,
+inline constexpr Number kTcpPortBase{
+    "PORTICO_TCP_PORT_BASE", Layer::transport_tcp, 16384, 0, UINT32_MAX, "a process listens on TCP port base + pid"};
+inline constexpr Number kTcpMaxLinks{"PORTICO_TCP_MAX_LINKS",
+                                     Layer::transport_tcp,
+                                     4096,
+                                     0,
+                                     UINT64_MAX,
                                      "most TCP connections (peers) one interface keeps"};
-inline constexpr Number kTcpConnectTimeoutMs{"PORTICO_TCP_CONNECT_TIMEOUT_MS", Layer::transport_tcp, 30000, 100,
+inline constexpr Number kTcpConnectTimeoutMs{"PORTICO_TCP_CONNECT_TIMEOUT_MS",
+                                             Layer::transport_tcp,
+                                             30000,
+                                             100,
                                              3600000,
                                              "milliseconds for connect plus handshake; a peer that does not "
                                              "answer in time gets PTL_NI_UNDELIVERABLE"};
-inline constexpr Number kTcpKeepaliveS{"PORTICO_TCP_KEEPALIVE_S", Layer::transport_tcp, 10, 1, 86400,
+inline constexpr Number kTcpKeepaliveS{"PORTICO_TCP_KEEPALIVE_S",
+                                       Layer::transport_tcp,
+                                       10,
+                                       1,
+                                       86400,
                                        "seconds of silence before a connection is probed (a vanished machine is "
                                        "found about 25 s later)"};
 
-inline constexpr const Setting *kTcpSettings[] = {&kTcpPortBase, &kTcpMaxLinks, &kTcpConnectTimeoutMs,
-                                                  &kTcpKeepaliveS};
+inline constexpr const Setting *kTcpSettings[] = {&kTcpPortBase, &kTcpMaxLinks, &kTcpConnectTimeoutMs, &kTcpKeepaliveS};
 
 } // namespace portico::settings

@@ -64,12 +64,12 @@ void tune_socket(int fd, const TcpConfig &cfg) {
 // cut from the payload on the fly so that a partial write can resume at any byte.
 struct TcpOutMessage {
     wire::Header h;
-    uint64_t total = 0;        // payload bytes of the whole message
+    uint64_t total = 0;         // payload bytes of the whole message
     const iovec *iov = nullptr; // payload bytes [base, total)
     int iovcnt = 0;
     uint64_t base = 0;
-    uint64_t stream_pos = 0;   // bytes of headers and payload written so far
-    uint64_t checked = 0;      // frames whose payload was found readable (or marked faulty)
+    uint64_t stream_pos = 0;          // bytes of headers and payload written so far
+    uint64_t checked = 0;             // frames whose payload was found readable (or marked faulty)
     uint64_t fault_from = UINT64_MAX; // first frame whose payload could not be read
     uint64_t token = 0;
     std::vector<iovec> own_iov;
@@ -91,9 +91,9 @@ public:
     // leave before anything else on the link.
     std::vector<std::byte> held;
     size_t held_off = 0;
-    bool writing = false; // EPOLLOUT requested (under tx_mutex)
+    bool writing = false;            // EPOLLOUT requested (under tx_mutex)
     std::atomic<bool> broken{false}; // a write failed; the poller fails the link
-    std::string remote; // the peer's address, for messages
+    std::string remote;              // the peer's address, for messages
     // Poller only.
     bool ever_up = false;
     HandshakeMessage hello{}, challenge{}, incoming{};
@@ -193,7 +193,8 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload, RawByt
         }
         uint64_t f = m.stream_pos / frame_bytes;
         uint64_t in_frame = m.stream_pos % frame_bytes;
-        for (; f < frames && nh < kMaxFramesPerWrite && n < kMaxIov - 1 && bytes < kMaxBytesPerWrite; ++f, in_frame = 0) {
+        for (; f < frames && nh < kMaxFramesPerWrite && n < kMaxIov - 1 && bytes < kMaxBytesPerWrite;
+             ++f, in_frame = 0) {
             const uint64_t off = f * max_payload;
             const uint64_t len = std::min(max_payload, m.total - off);
             if (f >= m.checked) {
@@ -289,9 +290,9 @@ TcpTransport::TcpTransport(uint32_t nid, uint32_t pid, const TcpConfig &cfg) : c
         throw std::invalid_argument("tcp: frame payload limit out of range");
     const uint32_t port = port_of(pid, cfg_.port_base);
     if (pid > 65535 || port > 65535 || port == 0)
-        throw std::system_error(EINVAL, std::generic_category(), "tcp: pid " + std::to_string(pid) +
-                                                                     " has no port (port base " +
-                                                                     std::to_string(cfg_.port_base) + ")");
+        throw std::system_error(EINVAL, std::generic_category(),
+                                "tcp: pid " + std::to_string(pid) + " has no port (port base " +
+                                    std::to_string(cfg_.port_base) + ")");
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "tcp: socket");
     int one = 1;
@@ -307,7 +308,8 @@ TcpTransport::TcpTransport(uint32_t nid, uint32_t pid, const TcpConfig &cfg) : c
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (epoll_fd_ < 0 || wake_fd_ < 0 || timer_fd_ < 0) throw std::system_error(errno, std::generic_category(), "tcp: epoll");
+    if (epoll_fd_ < 0 || wake_fd_ < 0 || timer_fd_ < 0)
+        throw std::system_error(errno, std::generic_category(), "tcp: epoll");
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = &g_listen_tag;
@@ -402,8 +404,8 @@ void TcpTransport::want_write(TcpLink &l, bool on) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, l.fd, &ev);
 }
 
-SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
-                              bool, bool may_hold) {
+SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload, bool,
+                              bool may_hold) {
     if (cfg_.secret.empty()) {
         if (!warned_no_secret_.exchange(true))
             log_error("tcp: no job secret, so no TCP peer can be reached (start the job with portico-run, or "
@@ -440,18 +442,15 @@ SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, 
     }
     if (l->state == LinkState::Up && l->backlog.empty()) {
         switch (write_message_frames(l->fd, m, cfg_.max_frame_payload, {&l->held, &l->held_off})) {
-        case Push::Done:
-            return m.fault_from != UINT64_MAX ? SendStatus::SourceFault : SendStatus::Sent;
-        case Push::FirstFault:
-            return SendStatus::SourceFault;
+        case Push::Done: return m.fault_from != UINT64_MAX ? SendStatus::SourceFault : SendStatus::Sent;
+        case Push::FirstFault: return SendStatus::SourceFault;
         case Push::Broken: {
             l->broken = true;
             g.unlock();
             interrupt(); // the poller fails the link
             return SendStatus::Unreachable;
         }
-        case Push::Blocked:
-            break;
+        case Push::Blocked: break;
         }
     }
     if (copy_payload) take_copy(m, cfg_.max_frame_payload);
@@ -578,13 +577,11 @@ void TcpTransport::advance_handshake(TcpLink &l, Receiver &r) {
         return;
     }
     switch (read_handshake(l)) {
-    case HandshakeRead::More:
-        return;
+    case HandshakeRead::More: return;
     case HandshakeRead::Closed:
         if (l.accepted && l.state == LinkState::AwaitHello) return fail_link(l, r, true); // a port scan, say
         return refuse("connection closed during the handshake (wrong job secret?)");
-    case HandshakeRead::Done:
-        break;
+    case HandshakeRead::Done: break;
     }
     switch (l.state) {
     case LinkState::AwaitHello: {
@@ -603,17 +600,21 @@ void TcpTransport::advance_handshake(TcpLink &l, Receiver &r) {
     }
     case LinkState::AwaitChallenge: {
         if (!handshake_valid(l.incoming, HandshakeStep::Challenge, &why)) return refuse(why);
-        if (PeerId{l.incoming.from_nid, l.incoming.from_pid} != l.peer || PeerId{l.incoming.to_nid, l.incoming.to_pid} != self_)
+        if (PeerId{l.incoming.from_nid, l.incoming.from_pid} != l.peer ||
+            PeerId{l.incoming.to_nid, l.incoming.to_pid} != self_)
             return refuse("the endpoint that answered is not the one called");
-        if (!challenge_authentic(cfg_.secret, l.hello, l.incoming)) return refuse("the peer does not know the job secret");
+        if (!challenge_authentic(cfg_.secret, l.hello, l.incoming))
+            return refuse("the peer does not know the job secret");
         l.challenge = l.incoming;
         if (!write_handshake(l.fd, make_proof(cfg_.secret, self_, l.hello, l.challenge))) return fail_link(l, r, false);
         return become_up(l, r);
     }
     case LinkState::AwaitProof: {
         if (!handshake_valid(l.incoming, HandshakeStep::Proof, &why)) return refuse(why);
-        if (PeerId{l.incoming.from_nid, l.incoming.from_pid} != l.peer) return refuse("the proof comes from another endpoint");
-        if (!proof_authentic(cfg_.secret, l.hello, l.challenge, l.incoming)) return refuse("the peer does not know the job secret");
+        if (PeerId{l.incoming.from_nid, l.incoming.from_pid} != l.peer)
+            return refuse("the proof comes from another endpoint");
+        if (!proof_authentic(cfg_.secret, l.hello, l.challenge, l.incoming))
+            return refuse("the peer does not know the job secret");
         {
             std::lock_guard g(links_mutex_);
             --pending_accepts_;
@@ -622,8 +623,7 @@ void TcpTransport::advance_handshake(TcpLink &l, Receiver &r) {
         }
         return become_up(l, r);
     }
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -668,7 +668,8 @@ int TcpTransport::on_readable(TcpLink &l, Receiver &r) {
             if (res == FrameDecoder::Result::NeedMore) break;
             if (res == FrameDecoder::Result::Malformed) {
                 malformed_.fetch_add(1);
-                log_error("tcp: malformed frame from %08x/%u (%s); closing the connection", l.peer.nid, l.peer.pid, why);
+                log_error("tcp: malformed frame from %08x/%u (%s); closing the connection", l.peer.nid, l.peer.pid,
+                          why);
                 fail_link(l, r, false);
                 return frames + 1;
             }
@@ -686,7 +687,8 @@ void TcpTransport::fail_link(TcpLink &l, Receiver &r, bool refused) {
     if (l.reported.exchange(true)) return;
     std::erase(up_links_, &l);
     const bool was_handshaking = l.handshaking();
-    const bool was_pending_accept = l.accepted && (l.state == LinkState::AwaitHello || l.state == LinkState::AwaitProof);
+    const bool was_pending_accept =
+        l.accepted && (l.state == LinkState::AwaitHello || l.state == LinkState::AwaitProof);
     std::deque<TcpOutMessage> abandoned;
     {
         std::lock_guard g(l.tx_mutex);

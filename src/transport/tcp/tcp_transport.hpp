@@ -24,12 +24,12 @@ namespace portico::transport::tcp {
 
 struct TcpConfig {
     uint32_t port_base = 16384;
-    std::string secret;            // empty: every connection is refused
+    std::string secret; // empty: every connection is refused
     size_t max_links = 4096;
     size_t max_frame_payload = 64 * 1024 - sizeof(wire::Header);
-    int connect_timeout_ms = 30000; // connect plus handshake
+    int connect_timeout_ms = 30000;   // connect plus handshake
     size_t max_pending_accepts = 256; // connections that have not authenticated yet
-    int keepalive_idle_s = 10;      // a silent broken connection is found within idle + 3 * 5 s
+    int keepalive_idle_s = 10;        // a silent broken connection is found within idle + 3 * 5 s
 };
 
 class TcpLink;
@@ -97,9 +97,9 @@ private:
     std::atomic<unsigned> idle_polls_{0};
     std::atomic<bool> warned_no_secret_{false};
     static constexpr size_t kDirectReadLinks = 4;
-    std::vector<TcpLink *> up_links_;   // links that are up (under poll_mutex_)
-    unsigned direct_turns_ = 0;         // under poll_mutex_
-    std::atomic<int> writers_{0};       // links waiting for EPOLLOUT
+    std::vector<TcpLink *> up_links_;  // links that are up (under poll_mutex_)
+    unsigned direct_turns_ = 0;        // under poll_mutex_
+    std::atomic<int> writers_{0};      // links waiting for EPOLLOUT
     std::mutex held_mutex_;            // guards held_list_
     std::vector<TcpLink *> held_list_; // links that may hold acks
     std::atomic<size_t> held_links_{0};
