@@ -744,8 +744,12 @@ GASNETP_API int gasnet_barrier_try(int id, int flags);
 /* ---- threads (§3.6) --------------------------------------------------------------------------- */
 GASNETP_API gasnet_threadinfo_t gasnetp_get_threadinfo(void);
 #define GASNET_GET_THREADINFO() (gasnetp_get_threadinfo())
-/* A declaration: only at the top of a function or block, as the spec says. */
-#define GASNET_POST_THREADINFO(info) gasnet_threadinfo_t _gasnetp_threadinfo_posted __attribute__((__unused__)) = (info)
+/* A declaration: only at the top of a function or block, as the spec says. Named after its line,
+ * so that one posted in a nested block does not shadow the outer one (-Wshadow in clients). */
+#define GASNETP_CAT2(a, b) a##b
+#define GASNETP_CAT(a, b) GASNETP_CAT2(a, b)
+#define GASNET_POST_THREADINFO(info)                                                                                   \
+    gasnet_threadinfo_t GASNETP_CAT(_gasnetp_threadinfo_posted_, __LINE__) __attribute__((__unused__)) = (info)
 #define GASNET_BEGIN_FUNCTION() GASNET_POST_THREADINFO(GASNET_GET_THREADINFO())
 
 #define GASNET_WAIT_SPIN 0

@@ -131,7 +131,7 @@ TEST_P(Perm, UidCheck) {
 }
 
 INSTANTIATE_TEST_SUITE_P(NiKinds, Perm, ::testing::Values(kMatchingPhysical, kNonMatchingPhysical),
-                         [](const ::testing::TestParamInfo<unsigned> &info) { return ni_kind_name(info.param); });
+                         [](const ::testing::TestParamInfo<unsigned> &param) { return ni_kind_name(param.param); });
 
 // Item 14 (§2.5.2, §4.2.2): once an ME matched, a failed permission or operation check drops the
 // message: matching does not continue with the next ME, and no list changes (a use-once ME that

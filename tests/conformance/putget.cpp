@@ -225,7 +225,7 @@ TEST_P(PutGet, ManyConcurrentPutsAndGetsBothDirections) {
 INSTANTIATE_TEST_SUITE_P(AllNiKinds, PutGet,
                          ::testing::Values(kMatchingPhysical, kNonMatchingPhysical, kMatchingLogical,
                                            kNonMatchingLogical),
-                         [](const ::testing::TestParamInfo<unsigned> &info) { return ni_kind_name(info.param); });
+                         [](const ::testing::TestParamInfo<unsigned> &param) { return ni_kind_name(param.param); });
 
 // Item 9 (§2.5.1, §4.2.2): a non-matching NI always delivers into the first LE of the list,
 // whatever the match bits; a use-once first LE hands over to the next one.
