@@ -1,70 +1,58 @@
 #include "job.hpp"
 
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
+#include <portals4.h>
+#include <portico_runtime.h>
 #include <unistd.h>
 
 #include "bench.hpp"
-#include "bootstrap/bootstrap_settings.hpp"
-#include "bootstrap/pmi_client.hpp"
 
 namespace portico::bench {
 
 namespace {
-std::string token_of(const std::string &s) {
-    std::string out;
-    for (char c : s)
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') out.push_back(c);
-    if (out.size() > 40) out.resize(40);
-    return out;
+void check(int rc, const char *what) {
+    if (rc != PTL_OK && rc != PTL_IGNORED) throw Error(std::string(what) + " failed (the launcher misbehaved)");
 }
 } // namespace
 
 Job::Job() {
-    try {
-        pmi_ = bootstrap::PmiClient::from_environment();
-    } catch (const std::exception &e) {
-        throw Error(std::string("cannot join the job: ") + e.what());
-    }
-    if (pmi_) {
-        rank_ = pmi_->rank();
-        size_ = pmi_->size();
-        const char *jid = settings::kJobId.raw();
-        id_ = token_of(jid ? std::string(jid) : pmi_->kvsname());
-    }
-    if (id_.empty()) id_ = "pid" + std::to_string(getpid());
+    const int rc = portico_runtime_rank(&rank_);
+    if (rc != PTL_OK && rc != PTL_IGNORED) throw Error("cannot join the job (see the message above)");
+    launched_ = rc == PTL_OK;
+    check(portico_runtime_size(&size_), "portico_runtime_size");
+    // Rank 0 names the job; the name must differ between jobs that run at the same time.
+    char name[32] = {};
+    if (rank_ == 0) std::snprintf(name, sizeof name, "pid%d", static_cast<int>(getpid()));
+    check(portico_runtime_broadcast(name, sizeof name, 0), "portico_runtime_broadcast");
+    name[sizeof name - 1] = '\0';
+    id_ = name;
 }
 
-Job::~Job() = default;
-
-void Job::barrier() {
-    if (pmi_) pmi_->barrier();
-}
+void Job::barrier() { check(portico_runtime_barrier(), "portico_runtime_barrier"); }
 
 std::vector<std::string> Job::allgather(const std::string &mine) {
-    if (!pmi_) return {mine};
-    const std::string prefix = "bench." + std::to_string(seq_++) + ".";
-    pmi_->put(prefix + std::to_string(rank_), mine);
-    pmi_->barrier();
-    std::vector<std::string> all;
-    for (int r = 0; r < size_; ++r) {
-        auto v = pmi_->get(prefix + std::to_string(r));
-        if (!v)
-            throw Error("PMI: rank " + std::to_string(r) + " published nothing under " + prefix + std::to_string(r));
-        all.push_back(*v);
-    }
-    return all;
+    // Two fixed-size rounds: the lengths, then every value padded to the longest.
+    const uint64_t len = mine.size();
+    std::vector<uint64_t> lens(static_cast<size_t>(size_));
+    check(portico_runtime_allgather(&len, sizeof len, lens.data()), "portico_runtime_allgather");
+    uint64_t longest = 0;
+    for (uint64_t l : lens) longest = std::max(longest, l);
+    std::string padded = mine;
+    padded.resize(longest);
+    std::string all(longest * static_cast<size_t>(size_), '\0');
+    check(portico_runtime_allgather(padded.data(), longest, all.data()), "portico_runtime_allgather");
+    std::vector<std::string> out;
+    for (size_t r = 0; r < lens.size(); ++r) out.push_back(all.substr(r * longest, lens[r]));
+    return out;
 }
 
 void Job::abort(int code, const std::string &message) {
     std::fflush(stdout);
     std::fflush(stderr);
-    if (pmi_ && size_ > 1) pmi_->abort(code, message); // does not return
-    std::_Exit(code);
+    portico_runtime_abort(code, message.c_str());
 }
 
-void Job::finalize() {
-    if (pmi_) pmi_->finalize();
-}
+void Job::finalize() { check(portico_runtime_finalize(), "portico_runtime_finalize"); }
 
 } // namespace portico::bench

@@ -1,25 +1,51 @@
 /*
- * portico_runtime.h — the job a Portals process belongs to, as its launcher (portico-run, or any
- * PMI-1 launcher such as MPICH's mpiexec) describes it.
+ * portico_runtime.h — the job a process belongs to, as its launcher (portico-run, any PMI-1
+ * launcher such as MPICH's mpiexec, or a PMIx launcher such as Open MPI's mpirun or srun
+ * --mpi=pmix) describes it, and the out-of-band collectives every parallel program needs before
+ * its network is set up.
  *
- * Portals has no runtime API (spec §4.1), yet a job needs one thing it cannot do with Portals
- * alone: a barrier after every rank has set up its portal entries, so that nobody sends to an
- * entry that does not exist yet (such messages are dropped, as the spec requires). These calls
- * share the engine's connection to the launcher.
+ * Portals has no runtime API (spec §4.1), yet a job needs things it cannot do with Portals alone:
+ * a barrier after every rank has set up its portal entries, so that nobody sends to an entry that
+ * does not exist yet (such messages are dropped, as the spec requires), and an exchange of
+ * addresses or segment descriptions at start-up. These calls are Portico's job service; they share
+ * the engine's connection to the launcher (a launcher accepts one per rank) and may be called
+ * before PtlInit.
+ *
+ * Return values: PTL_OK; PTL_IGNORED when no launcher started the process — then it is rank 0 of
+ * a job of one, and the collectives complete at once (an allgather copies the caller's data);
+ * PTL_ARG_INVALID for a NULL pointer or a bad root; PTL_FAIL when the launcher cannot be reached,
+ * refuses the process or misbehaves, or after portico_runtime_finalize (the reason is logged).
+ *
+ * The collectives (barrier, allgather, broadcast, and portico_runtime_local the first time) must
+ * be called by every rank of the job in the same order. They go through the launcher, so they are
+ * meant for start-up data (bytes to kilobytes per rank), not for bulk transfers.
  */
 #ifndef PORTICO_RUNTIME_H
 #define PORTICO_RUNTIME_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* PTL_OK, or PTL_IGNORED when not started by a launcher (then rank 0 of a job of size 1),
- * PTL_NO_INIT before PtlInit, PTL_FAIL if the launcher misbehaves. */
 int portico_runtime_rank(int *rank);
 int portico_runtime_size(int *size);
-/* Returns when every rank of the job has called it. PTL_IGNORED (at once) without a launcher. */
+/* This rank's index among the ranks on its machine (same nid) and how many there are. */
+int portico_runtime_local(int *local_rank, int *local_size);
+/* Returns when every rank of the job has called it. */
 int portico_runtime_barrier(void);
+/* Every rank contributes len bytes at mine; all (size * len bytes) receives them in rank order. */
+int portico_runtime_allgather(const void *mine, size_t len, void *all);
+/* root's len bytes at data are copied to data on every rank. */
+int portico_runtime_broadcast(void *data, size_t len, int root);
+/* Leaves the job (the launcher's finalize, which launchers such as hydra expect of every rank).
+ * The last PtlFini does it, unless the program called any portico_runtime_* function before its
+ * first PtlInit: then the program owns the job's end and calls this before it exits. Idempotent. */
+int portico_runtime_finalize(void);
+/* Ends the whole job: the launcher kills every rank and reports message; the caller exits with
+ * code (a job of one just exits). */
+void portico_runtime_abort(int code, const char *message) __attribute__((noreturn));
 
 #ifdef __cplusplus
 }

@@ -1,27 +1,71 @@
-// The C ABI of portico_runtime.h and portico_ext.h.
+// The C ABI of portico_runtime.h (the job service, bootstrap/job.hpp) and portico_ext.h.
 #include <portals4.h>
 #include <portico_ext.h>
 #include <portico_runtime.h>
 
+#include "bootstrap/job.hpp"
+#include "common/log.hpp"
 #include "engine/engine.hpp"
 
-using portico::engine::Engine;
+using portico::bootstrap::Job;
 
 #define PORTICO_API extern "C" __attribute__((visibility("default")))
 
+namespace {
+
+// Runs f on the process's job, mapping the job service's outcomes to Portals return codes.
+template <class F> int on_job(const char *what, F &&f) {
+    Job *job = Job::process();
+    if (!job) return PTL_FAIL;
+    if (!portico::engine::Engine::instance().initialized()) job->claim_for_program();
+    try {
+        f(*job);
+    } catch (const std::exception &e) {
+        portico::log_error("%s: %s", what, e.what());
+        return PTL_FAIL;
+    }
+    return job->launched() ? PTL_OK : PTL_IGNORED;
+}
+
+} // namespace
+
 PORTICO_API int portico_runtime_rank(int *rank) {
-    if (!Engine::instance().initialized()) return PTL_NO_INIT;
     if (!rank) return PTL_ARG_INVALID;
-    return Engine::instance().runtime_query(rank, nullptr);
+    return on_job("portico_runtime_rank", [&](Job &j) { *rank = j.rank(); });
 }
 PORTICO_API int portico_runtime_size(int *size) {
-    if (!Engine::instance().initialized()) return PTL_NO_INIT;
     if (!size) return PTL_ARG_INVALID;
-    return Engine::instance().runtime_query(nullptr, size);
+    return on_job("portico_runtime_size", [&](Job &j) { *size = j.size(); });
+}
+PORTICO_API int portico_runtime_local(int *local_rank, int *local_size) {
+    if (!local_rank || !local_size) return PTL_ARG_INVALID;
+    return on_job("portico_runtime_local", [&](Job &j) {
+        const std::vector<int> &local = j.local_ranks();
+        int index = 0;
+        while (local[static_cast<size_t>(index)] != j.rank()) ++index;
+        *local_rank = index;
+        *local_size = static_cast<int>(local.size());
+    });
 }
 PORTICO_API int portico_runtime_barrier(void) {
-    if (!Engine::instance().initialized()) return PTL_NO_INIT;
-    return Engine::instance().runtime_barrier();
+    return on_job("portico_runtime_barrier", [](Job &j) { j.barrier(); });
+}
+PORTICO_API int portico_runtime_allgather(const void *mine, size_t len, void *all) {
+    if (len > 0 && (!mine || !all)) return PTL_ARG_INVALID;
+    return on_job("portico_runtime_allgather", [&](Job &j) { j.allgather(mine, len, all); });
+}
+PORTICO_API int portico_runtime_broadcast(void *data, size_t len, int root) {
+    if (len > 0 && !data) return PTL_ARG_INVALID;
+    Job *job = Job::process();
+    if (job && (root < 0 || root >= job->size())) return PTL_ARG_INVALID;
+    return on_job("portico_runtime_broadcast", [&](Job &j) { j.broadcast(data, len, root); });
+}
+PORTICO_API int portico_runtime_finalize(void) {
+    return on_job("portico_runtime_finalize", [](Job &j) { j.finalize(); });
+}
+PORTICO_API void portico_runtime_abort(int code, const char *message) {
+    if (Job *job = Job::process()) job->abort(code, message ? message : "");
+    std::_Exit(code);
 }
 
 // portico_ext.h

@@ -1,8 +1,11 @@
 #include "common/netif.hpp"
 
 #include <arpa/inet.h>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ifaddrs.h>
+#include <memory>
 #include <net/if.h>
 #include <netinet/in.h>
 
@@ -10,18 +13,64 @@
 
 namespace portico {
 
-uint32_t interface_ipv4(const std::string &iface) {
-    uint32_t addr = INADDR_LOOPBACK;
+namespace {
+
+struct IfaddrsDeleter {
+    void operator()(ifaddrs *p) const { ::freeifaddrs(p); }
+};
+using IfaddrsList = std::unique_ptr<ifaddrs, IfaddrsDeleter>;
+
+IfaddrsList interfaces() {
     ifaddrs *list = nullptr;
-    if (getifaddrs(&list) != 0) return addr;
-    for (ifaddrs *i = list; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-        if (!iface.empty() ? iface != i->ifa_name : (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
-        addr = ntohl(reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr);
-        break;
+    if (::getifaddrs(&list) != 0) return nullptr;
+    return IfaddrsList(list);
+}
+
+uint32_t address_of(const ifaddrs *i) {
+    return ntohl(reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr);
+}
+
+bool has_ipv4(const ifaddrs *i) { return i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET; }
+
+} // namespace
+
+std::optional<uint32_t> named_interface_ipv4(const std::string &name, std::string *why) {
+    IfaddrsList list = interfaces();
+    if (!list) {
+        if (why) *why = std::string("getifaddrs: ") + std::strerror(errno);
+        return std::nullopt;
     }
-    freeifaddrs(list);
-    return addr;
+    bool seen = false;
+    for (const ifaddrs *i = list.get(); i != nullptr; i = i->ifa_next) {
+        if (i->ifa_name == nullptr || name != i->ifa_name) continue;
+        seen = true;
+        if (has_ipv4(i)) return address_of(i);
+    }
+    if (why) *why = seen ? "the interface has no IPv4 address" : "no such interface";
+    return std::nullopt;
+}
+
+std::optional<uint32_t> first_external_ipv4() {
+    IfaddrsList list = interfaces();
+    for (const ifaddrs *i = list.get(); i != nullptr; i = i->ifa_next) {
+        // A down interface's address reaches nobody; loopback reaches only this machine.
+        if (!has_ipv4(i) || (i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
+        return address_of(i);
+    }
+    return std::nullopt;
+}
+
+std::vector<uint32_t> local_ipv4_addresses() {
+    std::vector<uint32_t> out;
+    IfaddrsList list = interfaces();
+    for (const ifaddrs *i = list.get(); i != nullptr; i = i->ifa_next)
+        if (has_ipv4(i)) out.push_back(address_of(i));
+    return out;
+}
+
+uint32_t interface_ipv4(const std::string &name) {
+    const std::optional<uint32_t> a = name.empty() ? first_external_ipv4() : named_interface_ipv4(name, nullptr);
+    return a.value_or(INADDR_LOOPBACK);
 }
 
 uint32_t local_nid() {
@@ -30,6 +79,14 @@ uint32_t local_nid() {
     const std::string forced = settings::kNid.get();
     if (!forced.empty()) return static_cast<uint32_t>(std::strtoul(forced.c_str(), nullptr, 0));
     return interface_ipv4(settings::kIface.get());
+}
+
+std::string ipv4_text(uint32_t addr) {
+    in_addr a{};
+    a.s_addr = htonl(addr);
+    char buf[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &a, buf, sizeof buf);
+    return buf;
 }
 
 } // namespace portico

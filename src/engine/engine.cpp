@@ -3,19 +3,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <system_error>
 #include <unistd.h>
 
-#include "bootstrap/pmi_client.hpp"
-#include "bootstrap/bootstrap_settings.hpp"
+#include "bootstrap/job.hpp"
 #include "common/fence.hpp"
 #include "common/futex.hpp"
 #include "common/log.hpp"
 #include "engine/engine_settings.hpp"
 #include "transport/shm/shm_settings.hpp"
-#include "transport/tcp/handshake.hpp"
 
 namespace portico::engine {
 
@@ -115,14 +111,14 @@ void Engine::fini() {
     }
     std::lock_guard g(mutex_);
     finalized_ = true;
-    stop_launcher_watch();
-    if (pmi_) {
+    // The last PtlFini leaves the job, unless the program took that on (bootstrap/job.hpp).
+    bootstrap::Job *job = bootstrap::Job::joined();
+    if (job && !job->program_leaves()) {
         try {
-            pmi_->finalize();
+            job->finalize();
         } catch (const std::exception &e) {
-            log_error("PMI finalize: %s", e.what());
+            log_error("leaving the job: %s", e.what());
         }
-        pmi_.reset();
     }
     dead_eqs_.clear();
     dead_cts_.clear();
@@ -235,115 +231,16 @@ void EndpointReceiver::on_send_complete(uint64_t token, bool ok, bool source_fau
     engine_.handle_send_complete(token, ok, source_fault);
 }
 
-int Engine::ensure_pmi() {
-    // Caller holds the engine lock.
-    if (!pmi_checked_) {
-        pmi_checked_ = true;
-        try {
-            pmi_ = bootstrap::PmiClient::from_environment();
-        } catch (const std::exception &e) {
-            log_error("PMI: %s", e.what());
-            pmi_failed_ = true;
-        }
-    }
-    if (pmi_failed_) return PTL_FAIL;
-    if (pmi_ && !launcher_watch_.joinable() && settings::kLauncherWatch.get()) start_launcher_watch();
-    return pmi_ ? PTL_OK : PTL_IGNORED;
-}
-
-void Engine::start_launcher_watch() {
-    // Caller holds the engine lock. We watch a duplicate so that the PMI client may close its
-    // own descriptor at any time without the watcher looking at a recycled number. A client
-    // without a launcher connection (PMIx: fd() is -1) has nothing to watch.
-    if (pmi_->fd() < 0) return;
-    const int fd = ::dup(pmi_->fd());
-    launcher_watch_stop_ = eventfd(0, EFD_CLOEXEC);
-    if (fd < 0 || launcher_watch_stop_ < 0) {
-        if (fd >= 0) ::close(fd);
-        if (launcher_watch_stop_ >= 0) ::close(launcher_watch_stop_);
-        launcher_watch_stop_ = -1;
-        return;
-    }
-    bootstrap::PmiClient *pmi = pmi_.get();
-    const int stop = launcher_watch_stop_;
-    launcher_watch_ = std::thread([fd, stop, pmi] {
-        pollfd p[2] = {{fd, POLLRDHUP, 0}, {stop, POLLIN, 0}};
-        for (;;) {
-            if (::poll(p, 2, -1) < 0) continue;
-            if (p[1].revents) break;
-            if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-                // After a PMI finalize the launcher may close: not an error.
-                if (pmi->finalizing()) break;
-                std::fprintf(
-                    stderr,
-                    "portico[%d]: the launcher's connection closed (the launcher died or ended the job); exiting\n",
-                    static_cast<int>(getpid()));
-                std::fflush(stderr);
-                ::_exit(1);
-            }
-        }
-        ::close(fd);
-    });
-}
-
-void Engine::stop_launcher_watch() {
-    if (!launcher_watch_.joinable()) return;
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(launcher_watch_stop_, &one, sizeof one);
-    launcher_watch_.join();
-    ::close(launcher_watch_stop_);
-    launcher_watch_stop_ = -1;
-}
-
-int Engine::runtime_query(int *rank, int *size) {
-    std::lock_guard g(mutex_);
-    int rc = ensure_pmi();
-    if (rank) *rank = rc == PTL_OK ? pmi_->rank() : 0;
-    if (size) *size = rc == PTL_OK ? pmi_->size() : 1;
-    return rc;
-}
-
-int Engine::runtime_barrier() {
-    bootstrap::PmiClient *pmi;
-    {
-        std::lock_guard g(mutex_);
-        int rc = ensure_pmi();
-        if (rc != PTL_OK) return rc;
-        pmi = pmi_.get();
-    }
-    // Not under the engine lock: progress must go on while we wait for the other ranks.
-    try {
-        pmi->barrier();
-    } catch (const std::exception &e) {
-        log_error("PMI barrier: %s", e.what());
-        return PTL_FAIL;
-    }
-    return PTL_OK;
-}
-
 std::string Engine::job_secret() {
-    // Caller holds the engine lock. portico-run hands every rank the secret; under another
-    // launcher the ranks agree on one through the PMI (the first PtlNIInit is then collective).
-    const std::string given = settings::kJobSecret.get();
-    if (!given.empty()) return given;
-    if (ensure_pmi() != PTL_OK) return {};
+    // Under a launcher other than portico-run this is a collective (the first PtlNIInit that
+    // opens TCP is then collective, as the first logical one always is).
+    std::string error;
+    bootstrap::Job *job = bootstrap::Job::process(&error);
+    if (!job) return {};
     try {
-        // portico-run publishes it before the job starts (remote ranks get it this way). The
-        // collective below uses another key: a rank that saw rank 0's put early must not skip it.
-        if (auto v = pmi_->get("portico.secret")) return *v;
-        if (pmi_->rank() == 0) {
-            uint8_t bytes[16];
-            transport::tcp::random_nonce(bytes);
-            char hex[33];
-            for (int i = 0; i < 16; ++i) std::snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
-            pmi_->put("portico.secret.drawn", hex);
-        }
-        pmi_->barrier();
-        auto v = pmi_->get("portico.secret.drawn");
-        if (!v) log_error("PMI: rank 0 published no job secret; TCP peers will be refused");
-        return v ? *v : std::string();
+        return job->secret();
     } catch (const std::exception &e) {
-        log_error("PMI: agreeing on a job secret: %s", e.what());
+        log_error("agreeing on a job secret: %s; TCP peers will be refused", e.what());
         return {};
     }
 }
@@ -352,28 +249,15 @@ int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl
     // Caller holds the engine lock. The first logical NI of a job is a collective over the job:
     // every rank publishes its physical id and reads everybody else's.
     if (job_map_.empty()) {
-        int rc = ensure_pmi();
-        if (rc != PTL_OK) return rc;
+        bootstrap::Job *job = bootstrap::Job::process();
+        if (!job) return PTL_FAIL;
+        if (!job->launched()) return PTL_IGNORED;
         try {
-            char value[64];
-            std::snprintf(value, sizeof value, "%x:%x", self.phys.nid, self.phys.pid);
-            pmi_->put("portico.phys." + std::to_string(pmi_->rank()), value);
-            pmi_->barrier();
-            job_map_.resize(static_cast<size_t>(pmi_->size()));
-            for (int r = 0; r < pmi_->size(); ++r) {
-                auto v = pmi_->get("portico.phys." + std::to_string(r));
-                unsigned nid = 0, pid = 0;
-                if (!v || std::sscanf(v->c_str(), "%x:%x", &nid, &pid) != 2) {
-                    log_error("PMI: rank %d published no physical id", r);
-                    job_map_.clear();
-                    return PTL_FAIL;
-                }
-                job_map_[static_cast<size_t>(r)].phys.nid = nid;
-                job_map_[static_cast<size_t>(r)].phys.pid = pid;
-            }
-            job_rank_ = static_cast<ptl_rank_t>(pmi_->rank());
+            job_map_.resize(static_cast<size_t>(job->size()));
+            job->allgather(&self, sizeof self, job_map_.data());
+            job_rank_ = static_cast<ptl_rank_t>(job->rank());
         } catch (const std::exception &e) {
-            log_error("PMI: %s", e.what());
+            log_error("building the job's rank map: %s", e.what());
             job_map_.clear();
             return PTL_FAIL;
         }

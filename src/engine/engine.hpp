@@ -28,10 +28,6 @@ namespace portico::transport {
 struct EndpointConfig;
 }
 
-namespace portico::bootstrap {
-class PmiClient;
-}
-
 namespace portico::engine {
 
 struct NI;
@@ -346,10 +342,6 @@ public:
     int start_bundle(ptl_handle_ni_t ni);
     int end_bundle(ptl_handle_ni_t ni);
 
-    // ---- the job, for portico_runtime.h (engine.cpp)
-    int runtime_query(int *rank, int *size);
-    int runtime_barrier();
-
     // ---- called by the transport receiver (data_movement.cpp)
     void handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
     void handle_link_failed(Endpoint &ep, transport::Link &link, bool last);
@@ -383,8 +375,8 @@ private:
 
     // ni.cpp
     NI *ni_of(ptl_handle_ni_t h) const { return nis_.lookup(ObjType::NI, h); }
-    int ensure_pmi();
     int endpoint_config(ptl_pid_t pid, transport::EndpointConfig *cfg);
+    // The job service's secret and rank map (bootstrap/job.hpp); engine.cpp.
     std::string job_secret();
     int fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self);
     bool resolve_target(NI *ni, ptl_process_t target, transport::PeerId *peer);
@@ -503,15 +495,6 @@ private:
     std::atomic<int> sleepers_{0};           // threads on their way to sleep or asleep
     std::atomic<int> pt_disable_waiters_{0}; // threads in PtlPTDisable waiting for streams to end
 
-    std::unique_ptr<bootstrap::PmiClient> pmi_;
-    // Ends the process when the launcher's connection hangs up (the launcher died or ended the
-    // job; over ssh nothing else would stop a remote rank). Stopped before PMI finalize.
-    std::thread launcher_watch_;
-    int launcher_watch_stop_ = -1; // eventfd
-    void start_launcher_watch();
-    void stop_launcher_watch();
-    bool pmi_checked_ = false;
-    bool pmi_failed_ = false;
     std::vector<ptl_process_t> job_map_;
     ptl_rank_t job_rank_ = 0;
 

@@ -105,37 +105,10 @@ uint64_t env_u64(const char *name, uint64_t fallback) {
 }
 
 // ---- the bootstrap exchange ------------------------------------------------------------------------
-// An allgather over Portals: every node posts an entry for the N records, waits for everybody in
-// the launcher's barrier, then puts its record to every other node and counts arrivals.
+// Portico's job service (portico_runtime.h) is the one allgather every client uses.
 void exchange(const void *mine, size_t len, void *all) {
-    const uint64_t seq = ++g->xchg_seq;
-    char *out = static_cast<char *>(all);
-    std::memcpy(out + size_t(g->mynode) * len, mine, len);
-    if (g->nodes == 1) return;
-    ptl_handle_ct_t ct;
-    check_ptl(PtlCTAlloc(g->ni, &ct), "PtlCTAlloc");
-    ptl_me_t me{};
-    me.start = out;
-    me.length = len * g->nodes;
-    me.ct_handle = ct;
-    me.uid = PTL_UID_ANY;
-    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE |
-                 PTL_ME_EVENT_CT_COMM;
-    me.match_id.rank = PTL_RANK_ANY;
-    me.match_bits = kMbExchange | seq;
-    ptl_handle_me_t meh;
-    check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &meh), "PtlMEAppend (exchange)");
-    const int brc = portico_runtime_barrier();
-    if (brc != PTL_OK) fatal("the launcher's barrier failed: %s", ptl_rc_name(brc));
-    for (gasnet_node_t p = 0; p < g->nodes; ++p)
-        if (p != g->mynode)
-            put_copy(p, g->pt_ctrl, kMbExchange | seq, uint64_t(g->mynode) * len, mine, len, PTL_NO_ACK_REQ, nullptr,
-                     0);
-    ptl_ct_event_t ce;
-    check_ptl(PtlCTWait(ct, g->nodes - 1, &ce), "PtlCTWait (exchange)");
-    if (ce.failure) fatal("the bootstrap exchange failed (%llu failures)", (unsigned long long)ce.failure);
-    check_ptl(PtlMEUnlink(meh), "PtlMEUnlink (exchange)");
-    PtlCTFree(ct);
+    const int rc = portico_runtime_allgather(mine, len, all);
+    if (rc != PTL_OK && rc != PTL_IGNORED) fatal("the job's allgather failed: %s", ptl_rc_name(rc));
 }
 
 namespace {

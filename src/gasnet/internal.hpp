@@ -55,8 +55,7 @@ inline size_t am_prefix(unsigned cat, unsigned nargs) {
 constexpr ptl_match_bits_t kMbCredit = 1ull << 56;
 constexpr ptl_match_bits_t kMbBarrier = 2ull << 56;
 constexpr ptl_match_bits_t kMbPoke = 3ull << 56;
-constexpr ptl_match_bits_t kMbExchange = 4ull << 56;
-constexpr ptl_match_bits_t kMbEnv = 5ull << 56;
+constexpr ptl_match_bits_t kMbEnv = 5ull << 56; // (4 was the start-up exchange, now the job service's)
 
 // ---- completion of put/get/memset operations ----------------------------------------------------
 // Every event on the operations EQ carries a user_ptr that says what it completes: an OpCounter
@@ -228,7 +227,6 @@ struct State {
 
     // Environment of rank 0 (gasnet_getenv).
     std::vector<char> env_blob;
-    uint64_t xchg_seq = 0;
 };
 extern State *g;
 

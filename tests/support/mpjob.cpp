@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +31,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "bootstrap/pmi_client.hpp"
+#include <portals4.h>
+#include <portico_runtime.h>
 
 extern "C" {
 char portico_test_wait_note[256] = "";
@@ -39,45 +41,12 @@ char portico_test_wait_note[256] = "";
 namespace portico::test {
 namespace {
 
-std::unique_ptr<bootstrap::PmiClient> g_pmi;
+bool g_launched = false;
 bool g_started = false;
 int g_rank = 0;
 int g_size = 1;
-unsigned long g_seq = 0;
 // Name of the running test, for the termination handler (written outside any signal handler).
 char g_current_test[512] = "(no test started)";
-
-std::string hex_encode(const std::string &in) {
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(in.size() * 2);
-    for (unsigned char c : in) {
-        out.push_back(digits[c >> 4]);
-        out.push_back(digits[c & 0xf]);
-    }
-    return out;
-}
-
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    throw std::runtime_error(std::string("allgather: bad hex digit '") + c + "'");
-}
-
-std::string hex_decode(const std::string &in) {
-    if (in.size() % 2 != 0) throw std::runtime_error("allgather: odd-length hex value");
-    std::string out;
-    out.reserve(in.size() / 2);
-    for (size_t i = 0; i < in.size(); i += 2)
-        out.push_back(static_cast<char>(hex_digit(in[i]) << 4 | hex_digit(in[i + 1])));
-    return out;
-}
-
-std::string must_get(const std::string &key) {
-    std::optional<std::string> v = g_pmi->get(key);
-    if (!v) throw std::runtime_error("allgather: key " + key + " missing after the barrier");
-    return *v;
-}
 
 void write_all(int fd, const char *s) {
     size_t n = 0;
@@ -161,59 +130,44 @@ public:
 };
 } // namespace
 
+static void check_job(int rc, const char *what) {
+    if (rc != PTL_OK && rc != PTL_IGNORED)
+        throw std::runtime_error(std::string(what) + " failed (the launcher misbehaved)");
+}
+
 void Job::barrier() {
-    if (g_pmi) {
-        WaitNote note("a job barrier");
-        g_pmi->barrier();
-    }
+    WaitNote note("a job barrier");
+    check_job(portico_runtime_barrier(), "portico_runtime_barrier");
 }
 
 std::vector<std::string> Job::allgather(const std::string &mine) {
-    if (!g_pmi) return {mine};
-    const std::string prefix = "t." + std::to_string(g_seq++) + ".";
-    const std::string key = prefix + std::to_string(g_rank);
-    const std::string value = "x" + hex_encode(mine);
-    const size_t max_len = static_cast<size_t>(g_pmi->max_value_length());
-    if (value.size() <= max_len) {
-        g_pmi->put(key, value);
-    } else {
-        const size_t chunk = max_len;
-        const size_t count = (value.size() + chunk - 1) / chunk;
-        for (size_t i = 0; i < count; ++i) g_pmi->put(key + "." + std::to_string(i), value.substr(i * chunk, chunk));
-        g_pmi->put(key, "#" + std::to_string(count));
-    }
-    {
-        WaitNote note("a job allgather");
-        g_pmi->barrier();
-    }
-
-    std::vector<std::string> all;
-    all.reserve(static_cast<size_t>(g_size));
-    for (int r = 0; r < g_size; ++r) {
-        const std::string rkey = prefix + std::to_string(r);
-        std::string v = must_get(rkey);
-        if (!v.empty() && v[0] == '#') {
-            const unsigned long count = std::stoul(v.substr(1));
-            v.clear();
-            for (unsigned long i = 0; i < count; ++i) v += must_get(rkey + "." + std::to_string(i));
-        }
-        if (v.empty() || v[0] != 'x') throw std::runtime_error("allgather: malformed value under " + rkey);
-        all.push_back(hex_decode(v.substr(1)));
-    }
-    return all;
+    WaitNote note("a job allgather");
+    // Two fixed-size rounds: the lengths, then every value padded to the longest.
+    const uint64_t len = mine.size();
+    std::vector<uint64_t> lens(static_cast<size_t>(g_size));
+    check_job(portico_runtime_allgather(&len, sizeof len, lens.data()), "portico_runtime_allgather");
+    uint64_t longest = 0;
+    for (uint64_t l : lens) longest = std::max(longest, l);
+    std::string padded = mine;
+    padded.resize(longest);
+    std::string all(longest * static_cast<size_t>(g_size), '\0');
+    check_job(portico_runtime_allgather(padded.data(), longest, all.data()), "portico_runtime_allgather");
+    std::vector<std::string> out;
+    for (size_t r = 0; r < lens.size(); ++r) out.push_back(all.substr(r * longest, lens[r]));
+    return out;
 }
 
 int run_all_tests(int argc, char **argv) {
     ::testing::InitGoogleTest(&argc, argv);
-    try {
-        g_pmi = bootstrap::PmiClient::from_environment();
-    } catch (const std::exception &e) {
-        std::fprintf(stderr, "cannot join the job: %s\n", e.what());
+    const int rc = portico_runtime_rank(&g_rank);
+    if (rc != PTL_OK && rc != PTL_IGNORED) {
+        std::fprintf(stderr, "cannot join the job (see the message above)\n");
         return 2;
     }
-    if (g_pmi) {
-        g_rank = g_pmi->rank();
-        g_size = g_pmi->size();
+    g_launched = rc == PTL_OK;
+    if (portico_runtime_size(&g_size) != rc) {
+        std::fprintf(stderr, "cannot read the job's size\n");
+        return 2;
     }
     g_started = true;
 
@@ -234,12 +188,10 @@ int run_all_tests(int argc, char **argv) {
 
     const int result = RUN_ALL_TESTS();
     std::fflush(stdout);
-    if (g_pmi) {
-        try {
-            g_pmi->barrier(); // nobody leaves while a peer still runs its last test
-            g_pmi->finalize();
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "[rank %d] leaving the job failed: %s\n", g_rank, e.what());
+    if (g_launched) {
+        // Nobody leaves while a peer still runs its last test.
+        if (portico_runtime_barrier() != PTL_OK || portico_runtime_finalize() != PTL_OK) {
+            std::fprintf(stderr, "[rank %d] leaving the job failed\n", g_rank);
             return 2;
         }
     }

@@ -8,6 +8,7 @@
 #include "job.hpp"
 
 #include "bootstrap/bootstrap_settings.hpp"
+#include "bootstrap/job_secret.hpp"
 #include "common/common_settings.hpp"
 
 #include "pmi_server.hpp"
@@ -33,7 +34,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -88,35 +88,6 @@ void say(const std::string &msg) {
         p += n;
         left -= static_cast<std::size_t>(n);
     }
-}
-
-std::string random_hex(std::size_t bytes) {
-    std::vector<unsigned char> buf(bytes);
-    std::size_t got = 0;
-    while (got < bytes) {
-        ssize_t n = ::getrandom(buf.data() + got, bytes - got, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::size_t>(n);
-    }
-    if (got < bytes) { // very old kernel: fall back to /dev/urandom
-        int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-        while (fd >= 0 && got < bytes) {
-            ssize_t n = ::read(fd, buf.data() + got, bytes - got);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            got += static_cast<std::size_t>(n);
-        }
-        if (fd >= 0) ::close(fd);
-    }
-    if (got < bytes) return {};
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned char b : buf) {
-        out += digits[b >> 4];
-        out += digits[b & 15];
-    }
-    return out;
 }
 
 // "0-3, 5, 7-8"
@@ -366,10 +337,11 @@ bool Job::setup() {
         if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) nofile_raised_ = true;
     }
 
-    job_id_ = random_hex(8);
-    secret_ = random_hex(16);
-    if (job_id_.empty() || secret_.empty()) {
-        say("cannot read random bytes for the job id and secret");
+    try {
+        job_id_ = bootstrap::draw_job_id();
+        secret_ = bootstrap::draw_job_secret();
+    } catch (const std::exception &e) {
+        say(std::string("cannot draw the job id and secret: ") + e.what());
         return false;
     }
     kvsname_ = "portico_" + job_id_;

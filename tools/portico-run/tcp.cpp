@@ -1,14 +1,15 @@
 // PMI over TCP: listener, advertised address, allowed peers (see tcp.hpp).
 #include "tcp.hpp"
 
+#include "common/netif.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,28 +22,6 @@ std::string ntop4(const in_addr &a) {
     char buf[INET_ADDRSTRLEN] = {};
     ::inet_ntop(AF_INET, &a, buf, sizeof buf);
     return buf;
-}
-
-struct IfaddrsDeleter {
-    void operator()(ifaddrs *p) const { ::freeifaddrs(p); }
-};
-using IfaddrsPtr = std::unique_ptr<ifaddrs, IfaddrsDeleter>;
-
-IfaddrsPtr get_ifaddrs() {
-    ifaddrs *list = nullptr;
-    if (::getifaddrs(&list) != 0) return nullptr;
-    return IfaddrsPtr(list);
-}
-
-// IPv4 address of the first interface that is up and not loopback, or "".
-std::string first_external_ipv4() {
-    IfaddrsPtr list = get_ifaddrs();
-    for (ifaddrs *i = list.get(); i != nullptr; i = i->ifa_next) {
-        if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-        if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
-        return ntop4(reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr);
-    }
-    return {};
 }
 
 // Resolves `host` to its IPv4 addresses (numeric or by name).
@@ -67,20 +46,8 @@ std::vector<in_addr> resolve_ipv4(const std::string &host, std::string &why) {
 } // namespace
 
 std::string interface_ipv4(const std::string &name, std::string &why) {
-    IfaddrsPtr list = get_ifaddrs();
-    if (!list) {
-        why = std::string("getifaddrs: ") + std::strerror(errno);
-        return {};
-    }
-    bool seen = false;
-    for (ifaddrs *i = list.get(); i != nullptr; i = i->ifa_next) {
-        if (i->ifa_name == nullptr || name != i->ifa_name) continue;
-        seen = true;
-        if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET)
-            return ntop4(reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr);
-    }
-    why = seen ? "the interface has no IPv4 address" : "no such interface";
-    return {};
+    const std::optional<std::uint32_t> a = named_interface_ipv4(name, &why);
+    return a ? ipv4_text(*a) : std::string();
 }
 
 PmiListener open_pmi_listener(const std::string &bind_addr, const std::string &iface, int backlog,
@@ -118,7 +85,7 @@ PmiListener open_pmi_listener(const std::string &bind_addr, const std::string &i
     if (::getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &len) != 0) throw fail("getsockname");
 
     if (advertised.empty()) {
-        advertised = first_external_ipv4();
+        if (const std::optional<std::uint32_t> a = first_external_ipv4()) advertised = ipv4_text(*a);
         if (advertised.empty()) {
             advertised = "127.0.0.1";
             warnings.push_back("no non-loopback IPv4 interface is up; advertising the PMI port "
@@ -134,10 +101,7 @@ PmiListener open_pmi_listener(const std::string &bind_addr, const std::string &i
 }
 
 void PeerAllowList::add_local_addresses() {
-    IfaddrsPtr list = get_ifaddrs();
-    for (ifaddrs *i = list.get(); i != nullptr; i = i->ifa_next)
-        if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET)
-            v4_.insert(ntohl(reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr));
+    for (std::uint32_t a : local_ipv4_addresses()) v4_.insert(a);
 }
 
 bool PeerAllowList::add_host(const std::string &host, std::string &why) {

@@ -1,0 +1,264 @@
+#include "bootstrap/job.hpp"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap_settings.hpp"
+#include "bootstrap/job_secret.hpp"
+#include "common/log.hpp"
+#include "common/netif.hpp"
+
+namespace portico::bootstrap {
+
+namespace {
+
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+// Values travel as "x" + hex (launchers forbid spaces, newlines and backslashes, and MPICH's
+// parser cannot carry an empty value); one too long for the launcher is split over numbered keys
+// and announced as "#<count>".
+std::string encode(const std::string &bytes) {
+    std::string out = "x";
+    out.reserve(1 + 2 * bytes.size());
+    for (unsigned char c : bytes) {
+        out.push_back(kHexDigits[c >> 4]);
+        out.push_back(kHexDigits[c & 0xf]);
+    }
+    return out;
+}
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+std::string decode(const std::string &key, const std::string &value) {
+    if (value.empty() || value[0] != 'x' || value.size() % 2 != 1)
+        throw PmiError("job service: malformed value under " + key);
+    std::string out;
+    out.reserve(value.size() / 2);
+    for (size_t i = 1; i < value.size(); i += 2) {
+        const int hi = hex_value(value[i]), lo = hex_value(value[i + 1]);
+        if (hi < 0 || lo < 0) throw PmiError("job service: malformed value under " + key);
+        out.push_back(static_cast<char>(hi << 4 | lo));
+    }
+    return out;
+}
+
+std::string token_of(const std::string &s) {
+    std::string out;
+    for (char c : s)
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') out.push_back(c);
+    if (out.size() > 40) out.resize(40);
+    return out;
+}
+
+} // namespace
+
+namespace {
+std::atomic<Job *> g_joined{nullptr};
+} // namespace
+
+Job *Job::joined() { return g_joined.load(std::memory_order_acquire); }
+
+Job *Job::process(std::string *error) {
+    // Never destroyed: clients may use the job from atexit handlers and other threads.
+    static std::string failure;
+    static Job *job = []() -> Job * {
+        try {
+            Job *j = new Job(PmiClient::from_environment());
+            g_joined.store(j, std::memory_order_release);
+            return j;
+        } catch (const std::exception &e) {
+            failure = e.what();
+            log_error("cannot join the job: %s", e.what());
+            return nullptr;
+        }
+    }();
+    if (!job && error) *error = failure;
+    return job;
+}
+
+
+
+Job::Job(std::unique_ptr<PmiClient> pmi) : pmi_(std::move(pmi)) {
+    if (pmi_) {
+        rank_ = pmi_->rank();
+        size_ = pmi_->size();
+    }
+    const char *given = settings::kJobId.raw();
+    id_ = token_of(given ? std::string(given) : pmi_ ? pmi_->kvsname() : std::string());
+    if (id_.empty()) id_ = "pid" + std::to_string(getpid());
+    if (pmi_ && settings::kLauncherWatch.get()) start_launcher_watch();
+}
+
+void Job::start_launcher_watch() {
+    // We watch a duplicate so that the PMI client may close its own descriptor at any time
+    // without the watcher looking at a recycled number. A client without a launcher connection
+    // (PMIx: fd() is -1) has nothing to watch: PMIx launchers kill their ranks themselves.
+    if (pmi_->fd() < 0) return;
+    const int fd = ::dup(pmi_->fd());
+    watch_stop_ = eventfd(0, EFD_CLOEXEC);
+    if (fd < 0 || watch_stop_ < 0) {
+        if (fd >= 0) ::close(fd);
+        if (watch_stop_ >= 0) ::close(watch_stop_);
+        watch_stop_ = -1;
+        return;
+    }
+    PmiClient *pmi = pmi_.get();
+    const int stop = watch_stop_;
+    watch_ = std::thread([fd, stop, pmi] {
+        pollfd p[2] = {{fd, POLLRDHUP, 0}, {stop, POLLIN, 0}};
+        for (;;) {
+            if (::poll(p, 2, -1) < 0) continue;
+            if (p[1].revents) break;
+            if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                // After a PMI finalize the launcher may close: not an error.
+                if (pmi->finalizing()) break;
+                std::fprintf(
+                    stderr,
+                    "portico[%d]: the launcher's connection closed (the launcher died or ended the job); exiting\n",
+                    static_cast<int>(getpid()));
+                std::fflush(stderr);
+                ::_exit(1);
+            }
+        }
+        ::close(fd);
+    });
+}
+
+void Job::stop_launcher_watch() {
+    if (!watch_.joinable()) return;
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(watch_stop_, &one, sizeof one);
+    watch_.join();
+    ::close(watch_stop_);
+    watch_stop_ = -1;
+}
+
+std::string Job::next_prefix() { return "pj." + std::to_string(seq_++) + "."; }
+
+void Job::put_value(const std::string &key, const std::string &value) {
+    const std::string v = encode(value);
+    const size_t max_len = static_cast<size_t>(pmi_->max_value_length());
+    if (v.size() <= max_len) {
+        pmi_->put(key, v);
+        return;
+    }
+    const size_t count = (v.size() + max_len - 1) / max_len;
+    for (size_t i = 0; i < count; ++i) pmi_->put(key + "." + std::to_string(i), v.substr(i * max_len, max_len));
+    pmi_->put(key, "#" + std::to_string(count));
+}
+
+std::string Job::get_value(const std::string &key) {
+    auto must_get = [&](const std::string &k) {
+        std::optional<std::string> v = pmi_->get(k);
+        if (!v) throw PmiError("job service: nothing published under " + k + " (a rank skipped a collective?)");
+        return *v;
+    };
+    std::string v = must_get(key);
+    if (!v.empty() && v[0] == '#') {
+        const unsigned long count = std::strtoul(v.c_str() + 1, nullptr, 10);
+        v.clear();
+        for (unsigned long i = 0; i < count; ++i) v += must_get(key + "." + std::to_string(i));
+    }
+    return decode(key, v);
+}
+
+void Job::barrier() {
+    std::lock_guard g(collective_mutex_);
+    if (pmi_) pmi_->barrier();
+}
+
+std::vector<std::string> Job::allgather(const std::string &mine) {
+    std::lock_guard g(collective_mutex_);
+    if (!pmi_) return {mine};
+    const std::string prefix = next_prefix();
+    put_value(prefix + std::to_string(rank_), mine);
+    pmi_->barrier();
+    std::vector<std::string> all;
+    all.reserve(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) all.push_back(r == rank_ ? mine : get_value(prefix + std::to_string(r)));
+    return all;
+}
+
+void Job::allgather(const void *mine, size_t len, void *all) {
+    const std::vector<std::string> parts = allgather(len ? std::string(static_cast<const char *>(mine), len) : "");
+    for (size_t r = 0; r < parts.size(); ++r) {
+        if (parts[r].size() != len)
+            throw PmiError("job service: rank " + std::to_string(r) + " contributed " + std::to_string(parts[r].size()) +
+                           " bytes to an allgather of " + std::to_string(len));
+        if (len) std::memcpy(static_cast<char *>(all) + r * len, parts[r].data(), len);
+    }
+}
+
+void Job::broadcast(void *data, size_t len, int root) {
+    std::lock_guard g(collective_mutex_);
+    if (root < 0 || root >= size_) throw PmiError("job service: broadcast from rank " + std::to_string(root));
+    if (!pmi_) return;
+    const std::string key = next_prefix() + "root";
+    if (rank_ == root) put_value(key, len ? std::string(static_cast<const char *>(data), len) : "");
+    pmi_->barrier();
+    if (rank_ == root) return;
+    const std::string v = get_value(key);
+    if (v.size() != len)
+        throw PmiError("job service: the root broadcast " + std::to_string(v.size()) + " bytes, rank " +
+                       std::to_string(rank_) + " expected " + std::to_string(len));
+    if (len) std::memcpy(data, v.data(), len);
+}
+
+const std::vector<int> &Job::local_ranks() {
+    {
+        std::lock_guard g(collective_mutex_);
+        if (local_ranks_) return *local_ranks_;
+    }
+    const uint32_t nid = local_nid();
+    std::vector<uint32_t> nids(static_cast<size_t>(size_));
+    allgather(&nid, sizeof nid, nids.data());
+    std::vector<int> mine;
+    for (int r = 0; r < size_; ++r)
+        if (nids[static_cast<size_t>(r)] == nid) mine.push_back(r);
+    std::lock_guard g(collective_mutex_);
+    local_ranks_ = std::move(mine);
+    return *local_ranks_;
+}
+
+std::string Job::secret() {
+    std::lock_guard g(collective_mutex_);
+    if (secret_) return *secret_;
+    const std::string given = settings::kJobSecret.get();
+    if (!given.empty() || !pmi_) return *(secret_ = given);
+    // portico-run publishes it before the job starts (remote ranks get it this way). The agreement
+    // below uses another key: a rank that saw rank 0's put early must not skip the barrier.
+    if (auto v = pmi_->get("portico.secret")) return *(secret_ = *v);
+    if (rank_ == 0) pmi_->put("portico.secret.drawn", draw_job_secret());
+    pmi_->barrier();
+    auto v = pmi_->get("portico.secret.drawn");
+    if (!v) throw PmiError("rank 0 published no job secret");
+    return *(secret_ = *v);
+}
+
+void Job::finalize() {
+    std::lock_guard g(collective_mutex_);
+    if (finalized_) return;
+    finalized_ = true;
+    if (!pmi_) return;
+    stop_launcher_watch();
+    pmi_->finalize();
+}
+
+void Job::abort(int code, const std::string &message) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    if (pmi_ && size_ > 1) pmi_->abort(code, message); // does not return
+    if (!message.empty()) std::fprintf(stderr, "%s\n", message.c_str());
+    std::_Exit(code);
+}
+
+} // namespace portico::bootstrap

@@ -1,0 +1,106 @@
+// The job service: what a process knows about the job it belongs to and the out-of-band
+// collectives it can run before (and besides) the network, whoever launched it.
+//
+// One per process (a launcher accepts one connection per rank), shared by every client: the
+// engine (job secret, the logical NI's rank map), GASNet (its start-up exchanges), the UPC and
+// PSM2 runtimes, the tests and the bench. The launcher protocol is the PmiClient's business
+// (PMI-1 over PMI_FD or PMI_PORT, PMIx); with no launcher at all the process is a job of one, and
+// every collective completes at once. The C face is portico_runtime.h (src/capi/runtime_capi.cpp).
+//
+// Collectives (barrier, allgather, broadcast, and local_ranks() and secret() the first time) must
+// be called by every rank, in the same order; they are serialised within the process. They run
+// over the launcher's key-value space, so they are for start-up sizes (bytes per rank, not
+// megabytes) — data at scale goes over Portals.
+//
+// Errors from the launcher throw PmiError.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/pmi_client.hpp"
+
+namespace portico::bootstrap {
+
+class Job {
+public:
+    // The process's job, joined on the first call (the launcher handshake, and the launcher
+    // watch below). nullptr when joining failed; *error then says why, on this and every later
+    // call (a launcher that refused us once will not take us later).
+    static Job *process(std::string *error = nullptr);
+    // The process's job if a client has joined it already, else nullptr (never joins).
+    static Job *joined();
+
+    Job(const Job &) = delete;
+    Job &operator=(const Job &) = delete;
+
+    // False when no launcher started the process: a job of one.
+    bool launched() const { return pmi_ != nullptr; }
+    // "PMI-1", "PMIx" or "none".
+    const char *protocol() const { return pmi_ ? pmi_->protocol() : "none"; }
+    int rank() const { return rank_; }
+    int size() const { return size_; }
+    // A name for the job, the same in every rank: PORTICO_JOB_ID, else the launcher's kvsname or
+    // namespace, else "pid<N>" (a job of one).
+    const std::string &id() const { return id_; }
+
+    void barrier();
+    // Every rank contributes len bytes; all receives size()*len bytes in rank order.
+    void allgather(const void *mine, size_t len, void *all);
+    // Contributions of any length (empty included); returned in rank order.
+    std::vector<std::string> allgather(const std::string &mine);
+    // root's len bytes end up in data on every rank.
+    void broadcast(void *data, size_t len, int root);
+
+    // The ranks on this machine (same nid, common/netif.hpp), in rank order; includes rank().
+    // Collective the first time it is called.
+    const std::vector<int> &local_ranks();
+
+    // The secret TCP peers of this job authenticate each other with: PORTICO_JOB_SECRET, else
+    // what the launcher published (portico-run does), else drawn by rank 0 and broadcast — then
+    // collective the first time. Empty for a job of one with nothing given (TCP peers that are not
+    // in a job then share the empty secret).
+    std::string secret();
+
+    // Leaves the job (the launcher's finalize); idempotent. Collectives fail afterwards. Launchers
+    // expect it of every rank (hydra may end a job whose ranks exit without it before their
+    // output is out); it cannot be left to exit time, which must not wait for a launcher.
+    void finalize();
+    // Who leaves: the engine's last PtlFini, unless a program joined the job before the engine
+    // (it called portico_runtime_* before PtlInit, as test harnesses do, and may still run
+    // collectives after PtlFini): then the program leaves with portico_runtime_finalize.
+    void claim_for_program() { program_leaves_ = true; }
+    bool program_leaves() const { return program_leaves_; }
+    // Ends the whole job: the launcher kills every rank, and this process exits with code.
+    [[noreturn]] void abort(int code, const std::string &message);
+
+private:
+    explicit Job(std::unique_ptr<PmiClient> pmi);
+    // The launcher's connection closing means the job is over: exit rather than hang.
+    void start_launcher_watch();
+    void stop_launcher_watch();
+    std::string next_prefix();
+    void put_value(const std::string &key, const std::string &value);
+    std::string get_value(const std::string &key);
+
+    std::unique_ptr<PmiClient> pmi_;
+    int rank_ = 0;
+    int size_ = 1;
+    std::string id_;
+    std::mutex collective_mutex_; // one collective at a time, and the lazily filled fields below
+    unsigned long seq_ = 0;       // collectives so far: their keys never repeat
+    std::optional<std::vector<int>> local_ranks_;
+    std::optional<std::string> secret_;
+    bool finalized_ = false;
+    std::atomic<bool> program_leaves_{false};
+    std::thread watch_;
+    int watch_stop_ = -1; // eventfd
+};
+
+} // namespace portico::bootstrap
