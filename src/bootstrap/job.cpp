@@ -85,8 +85,6 @@ Job *Job::process(std::string *error) {
     return job;
 }
 
-
-
 Job::Job(std::unique_ptr<PmiClient> pmi) : pmi_(std::move(pmi)) {
     if (pmi_) {
         rank_ = pmi_->rank();
@@ -192,8 +190,8 @@ void Job::allgather(const void *mine, size_t len, void *all) {
     const std::vector<std::string> parts = allgather(len ? std::string(static_cast<const char *>(mine), len) : "");
     for (size_t r = 0; r < parts.size(); ++r) {
         if (parts[r].size() != len)
-            throw PmiError("job service: rank " + std::to_string(r) + " contributed " + std::to_string(parts[r].size()) +
-                           " bytes to an allgather of " + std::to_string(len));
+            throw PmiError("job service: rank " + std::to_string(r) + " contributed " +
+                           std::to_string(parts[r].size()) + " bytes to an allgather of " + std::to_string(len));
         if (len) std::memcpy(static_cast<char *>(all) + r * len, parts[r].data(), len);
     }
 }
