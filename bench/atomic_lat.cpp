@@ -27,20 +27,14 @@ namespace {
 class AtomicPingPong {
 public:
     explicit AtomicPingPong(Job &job) : rank_(job.rank()) {
-        check(PtlEQAlloc(ni_.handle(), 1024, &eq_), "PtlEQAlloc");
-        check(PtlPTAlloc(ni_.handle(), 0, eq_, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        me_ = append_me(ni_.handle(), pt_, &counter_, sizeof counter_,
-                        PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE);
-        bind(&one_, &one_md_);
-        bind(&old_, &old_md_);
-        peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
-    }
-    ~AtomicPingPong() {
-        PtlMDRelease(one_md_);
-        PtlMDRelease(old_md_);
-        PtlMEUnlink(me_);
-        PtlPTFree(ni_.handle(), pt_);
-        PtlEQFree(eq_);
+        eq_ = ck::alloc_eq(ni_.get(), 1024);
+        pt_ = ck::alloc_pt(ni_.get(), eq_.get());
+        me_ = ck::append_me(
+            ni_.get(), pt_.index(),
+            ck::me_desc(&counter_, sizeof counter_, PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE));
+        one_md_ = ck::bind_md(ni_.get(), ck::md_desc(&one_, sizeof one_, 0, eq_.get()));
+        old_md_ = ck::bind_md(ni_.get(), ck::md_desc(&old_, sizeof old_, 0, eq_.get()));
+        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[rank_ == 0 ? 1 : 0];
     }
 
     // atomic_lat: `iters` round trips; rank 0 returns the one-way latency (µs).
@@ -66,8 +60,8 @@ public:
         if (rank_ != 0) return 0;
         const uint64_t t0 = now_ns();
         for (uint64_t i = 0; i < iters; ++i) {
-            check(PtlFetchAtomic(old_md_, 0, one_md_, 0, sizeof(int64_t), peer_.id, peer_.pt, 0, 0, nullptr, 0, PTL_SUM,
-                                 PTL_INT64_T),
+            check(PtlFetchAtomic(old_md_.get(), 0, one_md_.get(), 0, sizeof(int64_t), peer_.id, peer_.pt, 0, 0, nullptr,
+                                 0, PTL_SUM, PTL_INT64_T),
                   "PtlFetchAtomic");
             await(PTL_EVENT_REPLY);
             if (old_ != fetched_)
@@ -89,9 +83,8 @@ public:
     }
 
 private:
-    void bind(int64_t *p, ptl_handle_md_t *h) { *h = bind_md(ni_.handle(), p, sizeof *p, 0, eq_); }
     void add() {
-        check(PtlAtomic(one_md_, 0, sizeof(int64_t), PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0, PTL_SUM,
+        check(PtlAtomic(one_md_.get(), 0, sizeof(int64_t), PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0, PTL_SUM,
                         PTL_INT64_T),
               "PtlAtomic");
         ++sent_;
@@ -102,8 +95,7 @@ private:
     // must be a success.
     void await(int want) {
         for (;;) {
-            ptl_event_t ev;
-            check(PtlEQWait(eq_, &ev), "PtlEQWait");
+            const ptl_event_t ev = ck::wait_event(eq_.get(), "atomic");
             check_event(ev, "atomic");
             if (ev.type == PTL_EVENT_SEND) ++sends_;
             if (ev.type == PTL_EVENT_ACK) ++acks_;
@@ -117,15 +109,15 @@ private:
     }
 
     int rank_;
-    Library lib_;
-    PhysicalNi ni_{PTL_NI_MATCHING};
-    ptl_handle_eq_t eq_ = PTL_INVALID_HANDLE;
-    ptl_pt_index_t pt_ = 0;
-    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
-    ptl_handle_md_t one_md_ = PTL_INVALID_HANDLE, old_md_ = PTL_INVALID_HANDLE;
     int64_t counter_ = 0; // the target word
     int64_t one_ = 1;
     int64_t old_ = 0;
+    ck::Library lib_;
+    ck::Ni ni_{kPhysicalMatching};
+    ck::Eq eq_;
+    ck::Pt pt_;
+    ck::Me me_;
+    ck::Md one_md_, old_md_;
     std::atomic<int64_t> fetched_{0}; // fetches done (the value the next one must return, before pingpongs)
     Peer peer_;
     // Atomics only so that the watchdog thread may read them; one thread writes them.

@@ -48,19 +48,14 @@ double memcpy_rate(unsigned char *dst, const unsigned char *src, size_t size, ui
 class Bandwidth {
 public:
     Bandwidth(Job &job, bool get) : rank_(job.rank()), get_(get), buf_(kMaxSize) {
-        check(PtlCTAlloc(ni_.handle(), &ct_), "PtlCTAlloc");
-        check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        me_ = append_me(ni_.handle(), pt_, buf_.data(), buf_.size(),
-                        PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, ct_);
-        md_ = bind_md(ni_.handle(), buf_.data(), buf_.size(), PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY, PTL_EQ_NONE,
-                      ct_);
-        peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
-    }
-    ~Bandwidth() {
-        PtlMDRelease(md_);
-        PtlMEUnlink(me_);
-        PtlPTFree(ni_.handle(), pt_);
-        PtlCTFree(ct_);
+        ct_ = ck::alloc_ct(ni_.get());
+        pt_ = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
+        me_ = ck::append_me(ni_.get(), pt_.index(),
+                            ck::me_desc(buf_.data(), buf_.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM,
+                                        0, 0, ct_.get()));
+        md_ = ck::bind_md(ni_.get(), ck::md_desc(buf_.data(), buf_.size(), PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY,
+                                                 PTL_EQ_NONE, ct_.get()));
+        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[rank_ == 0 ? 1 : 0];
     }
 
     unsigned char *buffer() { return buf_.data(); }
@@ -86,22 +81,19 @@ public:
     double run(size_t size, uint64_t msgs, uint64_t window, Watchdog &dog) {
         if (rank_ != 0) return 0;
         size_.store(size, std::memory_order_relaxed);
+        const std::string what = std::string(get_ ? "gets" : "puts") + " of " + std::to_string(size) +
+                                 " bytes in windows of " + std::to_string(window) + " (counted on the MD's CT)";
         const uint64_t t0 = now_ns();
         for (uint64_t done = 0; done < msgs;) {
             const uint64_t n = std::min(window, msgs - done);
             for (uint64_t i = 0; i < n; ++i) {
                 if (get_)
-                    check(PtlGet(md_, 0, size, peer_.id, peer_.pt, 0, 0, nullptr), "PtlGet");
+                    check(PtlGet(md_.get(), 0, size, peer_.id, peer_.pt, 0, 0, nullptr), "PtlGet");
                 else
-                    check(PtlPut(md_, 0, size, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+                    check(PtlPut(md_.get(), 0, size, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
                 started_.store(started_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
             }
-            ptl_ct_event_t c;
-            check(PtlCTWait(ct_, started_.load(std::memory_order_relaxed), &c), "PtlCTWait");
-            if (c.failure)
-                throw Error(std::to_string(c.failure) + " of " + std::to_string(started()) + " " +
-                            (get_ ? "gets" : "puts") + " failed (counted on the MD's CT), the last ones of " +
-                            std::to_string(size) + " bytes in windows of " + std::to_string(window));
+            ck::wait_ct(ct_.get(), started(), what.c_str());
             done += n;
             dog.beat();
         }
@@ -112,7 +104,7 @@ public:
     uint64_t started() const { return started_.load(std::memory_order_relaxed); }
     uint64_t counted() {
         ptl_ct_event_t c;
-        check(PtlCTGet(ct_, &c), "PtlCTGet");
+        check(PtlCTGet(ct_.get(), &c), "PtlCTGet");
         if (c.failure) throw Error(std::to_string(c.failure) + " operations failed at the target");
         return c.success;
     }
@@ -124,13 +116,13 @@ public:
 private:
     int rank_;
     bool get_;
-    Library lib_;
-    PhysicalNi ni_{PTL_NI_MATCHING};
+    ck::Library lib_;
+    ck::Ni ni_{kPhysicalMatching};
     std::vector<unsigned char> buf_;
-    ptl_handle_ct_t ct_ = PTL_INVALID_HANDLE;
-    ptl_pt_index_t pt_ = 0;
-    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
-    ptl_handle_md_t md_ = PTL_INVALID_HANDLE;
+    ck::Ct ct_;
+    ck::Pt pt_;
+    ck::Me me_;
+    ck::Md md_;
     Peer peer_;
     std::atomic<uint64_t> started_{0}, size_{0};
 };

@@ -34,19 +34,14 @@ public:
             const uint64_t v = pattern_at(off);
             std::memcpy(src_.data() + off, &v, 8);
         }
-        check(PtlEQAlloc(ni_.handle(), 1024, &eq_), "PtlEQAlloc");
-        check(PtlCTAlloc(ni_.handle(), &ct_), "PtlCTAlloc");
-        check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        me_ = append_me(ni_.handle(), pt_, src_.data(), src_.size(), PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, ct_);
-        md_ = bind_md(ni_.handle(), dst_.data(), dst_.size(), 0, eq_);
-        peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
-    }
-    ~GetPingPong() {
-        PtlMDRelease(md_);
-        PtlMEUnlink(me_);
-        PtlPTFree(ni_.handle(), pt_);
-        PtlCTFree(ct_);
-        PtlEQFree(eq_);
+        eq_ = ck::alloc_eq(ni_.get(), 1024);
+        ct_ = ck::alloc_ct(ni_.get());
+        pt_ = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
+        me_ =
+            ck::append_me(ni_.get(), pt_.index(),
+                          ck::me_desc(src_.data(), src_.size(), PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM, 0, 0, ct_.get()));
+        md_ = ck::bind_md(ni_.get(), ck::md_desc(dst_.data(), dst_.size(), 0, eq_.get()));
+        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[rank_ == 0 ? 1 : 0];
     }
 
     // Rank 0: `iters` gets of `size` bytes; returns round trip / 2 in µs. Rank 1 returns 0 at once.
@@ -57,13 +52,9 @@ public:
         for (uint64_t i = 0; i < iters; ++i) {
             std::memset(dst_.data(), 0, 8);
             std::memset(dst_.data() + size - 8, 0, 8);
-            check(PtlGet(md_, 0, size, peer_.id, peer_.pt, 0, 0, nullptr), "PtlGet");
+            check(PtlGet(md_.get(), 0, size, peer_.id, peer_.pt, 0, 0, nullptr), "PtlGet");
             gets_.store(gets_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            ptl_event_t ev;
-            check(PtlEQWait(eq_, &ev), "PtlEQWait");
-            if (ev.type != PTL_EVENT_REPLY)
-                throw Error(std::string("unexpected event ") + event_name(ev.type) + ", expected REPLY");
-            check_event(ev, "get");
+            const ptl_event_t ev = ck::expect_event(eq_.get(), PTL_EVENT_REPLY, "get");
             if (ev.mlength != size)
                 throw Error("REPLY with mlength " + std::to_string(ev.mlength) + ", expected " + std::to_string(size));
             uint64_t head, tail;
@@ -81,7 +72,7 @@ public:
     uint64_t gets() const { return gets_.load(std::memory_order_relaxed); }
     uint64_t served() {
         ptl_ct_event_t c;
-        check(PtlCTGet(ct_, &c), "PtlCTGet");
+        check(PtlCTGet(ct_.get(), &c), "PtlCTGet");
         if (c.failure) throw Error("the get counter reports " + std::to_string(c.failure) + " failures");
         return c.success;
     }
@@ -92,14 +83,14 @@ public:
 
 private:
     int rank_;
-    Library lib_;
-    PhysicalNi ni_{PTL_NI_MATCHING};
+    ck::Library lib_;
+    ck::Ni ni_{kPhysicalMatching};
     std::vector<unsigned char> src_, dst_;
-    ptl_handle_eq_t eq_ = PTL_INVALID_HANDLE;
-    ptl_handle_ct_t ct_ = PTL_INVALID_HANDLE;
-    ptl_pt_index_t pt_ = 0;
-    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
-    ptl_handle_md_t md_ = PTL_INVALID_HANDLE;
+    ck::Eq eq_;
+    ck::Ct ct_;
+    ck::Pt pt_;
+    ck::Me me_;
+    ck::Md md_;
     Peer peer_;
     std::atomic<uint64_t> gets_{0}, replies_{0}, size_{0};
 };

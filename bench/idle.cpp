@@ -26,48 +26,36 @@ namespace {
 class Idle {
 public:
     explicit Idle(Job &job) : rank_(job.rank()) {
-        check(PtlEQAlloc(ni_.handle(), 64, &eq_), "PtlEQAlloc");
-        check(PtlPTAlloc(ni_.handle(), 0, eq_, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        me_ = append_me(ni_.handle(), pt_, &target_, sizeof target_, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE);
-        md_ = bind_md(ni_.handle(), &source_, sizeof source_, PTL_MD_EVENT_SEND_DISABLE);
-        peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
-    }
-    ~Idle() {
-        PtlMDRelease(md_);
-        PtlMEUnlink(me_);
-        PtlPTFree(ni_.handle(), pt_);
-        PtlEQFree(eq_);
+        eq_ = ck::alloc_eq(ni_.get(), 64);
+        pt_ = ck::alloc_pt(ni_.get(), eq_.get());
+        me_ = ck::append_me(ni_.get(), pt_.index(),
+                            ck::me_desc(&target_, sizeof target_, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE));
+        md_ = ck::bind_md(ni_.get(), ck::md_desc(&source_, sizeof source_, PTL_MD_EVENT_SEND_DISABLE));
+        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[rank_ == 0 ? 1 : 0];
     }
     void put() {
-        check(PtlPut(md_, 0, sizeof source_, PTL_NO_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+        check(PtlPut(md_.get(), 0, sizeof source_, PTL_NO_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
     }
-    void wait_put() {
-        ptl_event_t ev;
-        check(PtlEQWait(eq_, &ev), "PtlEQWait");
-        expect_put(ev);
-    }
+    void wait_put() { ck::expect_event(eq_.get(), PTL_EVENT_PUT, "incoming put"); }
     // Rank 1: waits `ms` in PtlEQPoll, which must time out.
     void poll_nothing(int64_t ms) {
         ptl_event_t ev;
         unsigned which = 0;
-        const int rc = PtlEQPoll(&eq_, 1, ms, &ev, &which);
+        const ptl_handle_eq_t eq = eq_.get();
+        const int rc = PtlEQPoll(&eq, 1, ms, &ev, &which);
         if (rc == PTL_OK) throw Error(std::string("an event arrived during the idle wait: ") + event_name(ev.type));
         if (rc != PTL_EQ_EMPTY) check(rc, "PtlEQPoll");
     }
 
 private:
-    static void expect_put(const ptl_event_t &ev) {
-        if (ev.type != PTL_EVENT_PUT) throw Error(std::string("unexpected event ") + event_name(ev.type));
-        check_event(ev, "incoming put");
-    }
     int rank_;
-    Library lib_;
-    PhysicalNi ni_{PTL_NI_MATCHING};
+    ck::Library lib_;
+    ck::Ni ni_{kPhysicalMatching};
     uint64_t target_ = 0, source_ = 42;
-    ptl_handle_eq_t eq_ = PTL_INVALID_HANDLE;
-    ptl_pt_index_t pt_ = 0;
-    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
-    ptl_handle_md_t md_ = PTL_INVALID_HANDLE;
+    ck::Eq eq_;
+    ck::Pt pt_;
+    ck::Me me_;
+    ck::Md md_;
     Peer peer_;
 };
 

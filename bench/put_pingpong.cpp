@@ -11,26 +11,14 @@ namespace portico::bench {
 
 PutRing::PutRing(Job &job) : rank_(job.rank()), n_(job.size()), send_(kMaxSize), recv_(kMaxSize) {
     if (n_ < 2) throw Error("a ring of puts needs at least 2 processes");
-    check(PtlEQAlloc(ni_.handle(), 1024, &eq_), "PtlEQAlloc");
-    check(PtlPTAlloc(ni_.handle(), 0, eq_, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-    pt_allocated_ = true;
-
-    me_ = append_me(ni_.handle(), pt_, recv_.data(), recv_.size(),
-                    PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE);
-    me_linked_ = true;
-
-    md_ = bind_md(ni_.handle(), send_.data(), send_.size(), 0, eq_);
-    md_bound_ = true;
-
-    const auto peers = exchange_peers(job, ni_.id(), pt_);
+    eq_ = ck::alloc_eq(ni_.get(), 1024);
+    pt_ = ck::alloc_pt(ni_.get(), eq_.get());
+    me_ = ck::append_me(ni_.get(), pt_.index(),
+                        ck::me_desc(recv_.data(), recv_.size(),
+                                    PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE));
+    md_ = ck::bind_md(ni_.get(), ck::md_desc(send_.data(), send_.size(), 0, eq_.get()));
+    const auto peers = exchange_peers(job, ni_.phys_id(), pt_.index());
     next_ = peers[static_cast<size_t>((rank_ + 1) % n_)];
-}
-
-PutRing::~PutRing() {
-    if (md_bound_) PtlMDRelease(md_);
-    if (me_linked_) PtlMEUnlink(me_);
-    if (pt_allocated_) PtlPTFree(ni_.handle(), pt_);
-    if (eq_ != PTL_INVALID_HANDLE) PtlEQFree(eq_);
 }
 
 double PutRing::run(size_t size, uint64_t rounds, Watchdog &dog) {
@@ -52,11 +40,8 @@ double PutRing::run(size_t size, uint64_t rounds, Watchdog &dog) {
     const uint64_t t1 = now_ns();
     // Every rank ends with every SEND and ACK consumed, so repetitions do not leak into each other.
     phase_.store("waiting for the last SEND/ACK events", std::memory_order_relaxed);
-    ptl_event_t ev;
-    while (get(sends_done_) < get(sent_) || get(acks_) < get(sent_)) {
-        check(PtlEQWait(eq_, &ev), "PtlEQWait");
-        take(ev, size, false);
-    }
+    while (get(sends_done_) < get(sent_) || get(acks_) < get(sent_))
+        take(ck::wait_event(eq_.get(), "put"), size, false);
     phase_.store("between repetitions", std::memory_order_relaxed);
     return rank_ == 0 && rounds ? static_cast<double>(t1 - t0) / 1000.0 / static_cast<double>(rounds * n_) : 0;
 }
@@ -70,16 +55,14 @@ std::string PutRing::describe() const {
 void PutRing::put(size_t size) {
     const uint64_t seq = get(seq_);
     std::memcpy(send_.data(), &seq, sizeof seq);
-    check(PtlPut(md_, 0, size, PTL_ACK_REQ, next_.id, next_.pt, 0, 0, nullptr, 0), "PtlPut");
+    check(PtlPut(md_.get(), 0, size, PTL_ACK_REQ, next_.id, next_.pt, 0, 0, nullptr, 0), "PtlPut");
     bump(sent_);
 }
 
 // Consumes events until the previous rank's put of this round has arrived.
 void PutRing::wait_put(size_t size) {
-    ptl_event_t ev;
-    do {
-        check(PtlEQWait(eq_, &ev), "PtlEQWait");
-    } while (!take(ev, size, true));
+    while (!take(ck::wait_event(eq_.get(), "put"), size, true)) {
+    }
 }
 
 // Checks one event; true if it is the awaited PUT.

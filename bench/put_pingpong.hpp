@@ -28,7 +28,6 @@ class PutRing {
 public:
     static constexpr size_t kMaxSize = 4096;
     explicit PutRing(Job &job); // collective
-    ~PutRing();
     PutRing(const PutRing &) = delete;
     PutRing &operator=(const PutRing &) = delete;
 
@@ -49,16 +48,13 @@ private:
     bool take(const ptl_event_t &ev, size_t size, bool want_put);
 
     int rank_, n_;
-    Library lib_;
-    PhysicalNi ni_{PTL_NI_MATCHING};
+    ck::Library lib_;
+    ck::Ni ni_{kPhysicalMatching};
     std::vector<unsigned char> send_, recv_;
-    ptl_handle_eq_t eq_ = PTL_INVALID_HANDLE;
-    ptl_pt_index_t pt_ = 0;
-    bool pt_allocated_ = false;
-    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
-    bool me_linked_ = false;
-    ptl_handle_md_t md_ = PTL_INVALID_HANDLE;
-    bool md_bound_ = false;
+    ck::Eq eq_;
+    ck::Pt pt_;
+    ck::Me me_;
+    ck::Md md_;
     Peer next_;
     std::atomic<uint64_t> seq_{0};        // round number, the same on every rank
     std::atomic<uint64_t> sent_{0};       // puts started

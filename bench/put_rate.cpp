@@ -31,21 +31,16 @@ constexpr uint64_t kWindow = 64;
 class PutRate {
 public:
     explicit PutRate(Job &job) : rank_(job.rank()) {
-        check(PtlCTAlloc(ni_.handle(), &recv_ct_), "PtlCTAlloc");
-        check(PtlCTAlloc(ni_.handle(), &ack_ct_), "PtlCTAlloc");
-        check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, &pt_), "PtlPTAlloc");
-        me_ = append_me(ni_.handle(), pt_, &target_, sizeof target_, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, recv_ct_);
-        plain_md_ = bind_md(ni_.handle(), &source_, sizeof source_, 0);
-        acked_md_ = bind_md(ni_.handle(), &source_, sizeof source_, PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, ack_ct_);
-        peer_ = exchange_peers(job, ni_.id(), pt_)[rank_ == 0 ? 1 : 0];
-    }
-    ~PutRate() {
-        PtlMDRelease(plain_md_);
-        PtlMDRelease(acked_md_);
-        PtlMEUnlink(me_);
-        PtlPTFree(ni_.handle(), pt_);
-        PtlCTFree(ack_ct_);
-        PtlCTFree(recv_ct_);
+        recv_ct_ = ck::alloc_ct(ni_.get());
+        ack_ct_ = ck::alloc_ct(ni_.get());
+        pt_ = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
+        me_ = ck::append_me(
+            ni_.get(), pt_.index(),
+            ck::me_desc(&target_, sizeof target_, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, 0, recv_ct_.get()));
+        plain_md_ = ck::bind_md(ni_.get(), ck::md_desc(&source_, sizeof source_));
+        acked_md_ = ck::bind_md(ni_.get(),
+                                ck::md_desc(&source_, sizeof source_, PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, ack_ct_.get()));
+        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[rank_ == 0 ? 1 : 0];
     }
 
     // Rank 0: `msgs` puts (a multiple of the window); returns Mmsg/s. Rank 1 returns 0 at once.
@@ -54,15 +49,13 @@ public:
         const uint64_t t0 = now_ns();
         for (uint64_t done = 0; done < msgs; done += kWindow) {
             for (uint64_t i = 1; i < kWindow; ++i) {
-                check(PtlPut(plain_md_, 0, 8, PTL_NO_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+                check(PtlPut(plain_md_.get(), 0, 8, PTL_NO_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
                 bump(sent_);
             }
-            check(PtlPut(acked_md_, 0, 8, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
+            check(PtlPut(acked_md_.get(), 0, 8, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
             bump(sent_);
             bump(windows_);
-            ptl_ct_event_t c;
-            check(PtlCTWait(ack_ct_, windows_.load(std::memory_order_relaxed), &c), "PtlCTWait");
-            if (c.failure) throw Error("an acknowledged put failed");
+            ck::wait_ct(ack_ct_.get(), windows_.load(std::memory_order_relaxed), "the acknowledged puts");
             dog.beat();
         }
         const uint64_t t1 = now_ns();
@@ -72,7 +65,7 @@ public:
     uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
     uint64_t received() {
         ptl_ct_event_t c;
-        check(PtlCTGet(recv_ct_, &c), "PtlCTGet");
+        check(PtlCTGet(recv_ct_.get(), &c), "PtlCTGet");
         if (c.failure) throw Error(std::to_string(c.failure) + " puts failed at the target");
         return c.success;
     }
@@ -87,13 +80,13 @@ private:
     }
 
     int rank_;
-    Library lib_;
-    PhysicalNi ni_{PTL_NI_MATCHING};
+    ck::Library lib_;
+    ck::Ni ni_{kPhysicalMatching};
     uint64_t target_ = 0, source_ = 0x0123456789abcdefull;
-    ptl_handle_ct_t recv_ct_ = PTL_INVALID_HANDLE, ack_ct_ = PTL_INVALID_HANDLE;
-    ptl_pt_index_t pt_ = 0;
-    ptl_handle_me_t me_ = PTL_INVALID_HANDLE;
-    ptl_handle_md_t plain_md_ = PTL_INVALID_HANDLE, acked_md_ = PTL_INVALID_HANDLE;
+    ck::Ct recv_ct_, ack_ct_;
+    ck::Pt pt_;
+    ck::Me me_;
+    ck::Md plain_md_, acked_md_;
     Peer peer_;
     std::atomic<uint64_t> sent_{0}, windows_{0};
 };

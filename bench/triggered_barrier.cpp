@@ -91,12 +91,12 @@ private:
 class TriggeredBarrier {
 public:
     explicit TriggeredBarrier(Job &job) : rank_(job.rank()), n_(job.size()) {
-        ct_up_ = counted_entry(&pt_up_);
-        ct_down_ = counted_entry(&pt_down_);
-        zero_ = bind_md(ni_.handle(), nullptr, 0, 0);
+        up_ = counted_entry();
+        down_ = counted_entry();
+        zero_ = ck::bind_md(ni_.get(), ck::md_desc(nullptr, 0));
         // Each rank publishes one id; the two entries use consecutive pt indexes (checked below).
-        if (pt_down_ != pt_up_ + 1) throw Error("portal table entries are not consecutive");
-        peers_ = exchange_peers(job, ni_.id(), pt_up_);
+        if (down_.pt.index() != up_.pt.index() + 1) throw Error("portal table entries are not consecutive");
+        peers_ = exchange_peers(job, ni_.phys_id(), up_.pt.index());
         for (int c = 2 * rank_ + 1; c <= 2 * rank_ + 2 && c < n_; ++c) children_.push_back(c);
     }
     // `iters` barriers; returns µs per barrier.
@@ -113,37 +113,43 @@ public:
     }
 
 private:
-    ptl_handle_ct_t counted_entry(ptl_pt_index_t *pt) {
-        ptl_handle_ct_t ct;
-        check(PtlCTAlloc(ni_.handle(), &ct), "PtlCTAlloc");
-        check(PtlPTAlloc(ni_.handle(), 0, PTL_EQ_NONE, PTL_PT_ANY, pt), "PtlPTAlloc");
-        append_me(ni_.handle(), *pt, nullptr, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, ct); // stays until PtlFini
-        return ct;
+    // A portal table entry whose ME counts the zero-byte puts that arrive.
+    struct Counted {
+        ck::Ct ct;
+        ck::Pt pt;
+        ck::Me me;
+    };
+    Counted counted_entry() {
+        Counted c;
+        c.ct = ck::alloc_ct(ni_.get());
+        c.pt = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
+        c.me = ck::append_me(ni_.get(), c.pt.index(),
+                             ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, 0, c.ct.get()));
+        return c;
     }
     void send_to(int rank, ptl_pt_index_t pt_offset, ptl_handle_ct_t trig, ptl_size_t threshold) {
         const Peer &p = peers_[static_cast<size_t>(rank)];
-        check(PtlTriggeredPut(zero_, 0, 0, PTL_NO_ACK_REQ, p.id, p.pt + pt_offset, 0, 0, nullptr, 0, trig, threshold),
+        check(PtlTriggeredPut(zero_.get(), 0, 0, PTL_NO_ACK_REQ, p.id, p.pt + pt_offset, 0, 0, nullptr, 0, trig,
+                              threshold),
               "PtlTriggeredPut");
     }
     void once() {
         const ptl_size_t k = round_.load(std::memory_order_relaxed) + 1;
         round_.store(k, std::memory_order_relaxed);
         const ptl_size_t all_arrived = k * (children_.size() + 1);
-        for (int c : children_) send_to(c, 1, rank_ ? ct_down_ : ct_up_, rank_ ? k : all_arrived); // release
-        if (rank_) send_to((rank_ - 1) / 2, 0, ct_up_, all_arrived);                               // arrived
+        const ptl_handle_ct_t up = up_.ct.get(), down = down_.ct.get();
+        for (int c : children_) send_to(c, 1, rank_ ? down : up, rank_ ? k : all_arrived); // release
+        if (rank_) send_to((rank_ - 1) / 2, 0, up, all_arrived);                           // arrived
         const ptl_ct_event_t one = {1, 0};
-        check(PtlCTInc(ct_up_, one), "PtlCTInc");
-        ptl_ct_event_t ct;
-        check(PtlCTWait(rank_ ? ct_down_ : ct_up_, rank_ ? k : all_arrived, &ct), "PtlCTWait");
-        if (ct.failure) throw Error("a barrier counter reports a failure");
+        check(PtlCTInc(up, one), "PtlCTInc");
+        ck::wait_ct(rank_ ? down : up, rank_ ? k : all_arrived, "the barrier's counter");
     }
 
     int rank_, n_;
-    Library lib_;
-    PhysicalNi ni_{PTL_NI_MATCHING};
-    ptl_pt_index_t pt_up_ = 0, pt_down_ = 0;
-    ptl_handle_ct_t ct_up_ = PTL_INVALID_HANDLE, ct_down_ = PTL_INVALID_HANDLE;
-    ptl_handle_md_t zero_ = PTL_INVALID_HANDLE;
+    ck::Library lib_;
+    ck::Ni ni_{kPhysicalMatching};
+    Counted up_, down_;
+    ck::Md zero_;
     std::vector<Peer> peers_;
     std::vector<int> children_;
     std::atomic<ptl_size_t> round_{0}; // atomic only for the watchdog thread

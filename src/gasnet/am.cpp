@@ -36,16 +36,10 @@ void link_buffer(Zone &z, Buffer *b) {
     b->used_known = 0;
     b->seen = 0;
     b->done.store(0, std::memory_order_relaxed);
-    ptl_me_t me{};
-    me.start = b->mem;
-    me.length = b->len;
-    me.ct_handle = PTL_CT_NONE;
-    me.uid = PTL_UID_ANY;
-    me.options = PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
-    me.match_id.rank = PTL_RANK_ANY;
+    ptl_me_t me = ck::me_desc(
+        b->mem, b->len, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE);
     me.min_free = kMaxFoot;
-    ptl_handle_me_t h;
-    check_ptl(PtlMEAppend(g->ni, z.pt, &me, PTL_PRIORITY_LIST, b, &h), "PtlMEAppend (AM buffer)");
+    append_me(z.pt, me, "PtlMEAppend (AM buffer)", b);
     b->linked = true;
     z.slack += int64_t(b->len) - int64_t(kMaxFoot);
 }
@@ -288,16 +282,10 @@ int check_payload(const char *fn, unsigned cat, gasnet_node_t dest, const void *
 void credits_setup_ctrl() {
     g->peers = new Peer[g->nodes];
     g->credit_slots = new uint64_t[2 * size_t(g->nodes)]();
-    ptl_me_t me{};
-    me.start = g->credit_slots;
-    me.length = 2 * sizeof(uint64_t) * g->nodes;
-    me.ct_handle = PTL_CT_NONE;
-    me.uid = PTL_UID_ANY;
-    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
-    me.match_id.rank = PTL_RANK_ANY;
-    me.match_bits = kMbCredit;
-    ptl_handle_me_t h;
-    check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (credits)");
+    append_me(g->pt_ctrl,
+              ck::me_desc(g->credit_slots, 2 * sizeof(uint64_t) * g->nodes,
+                          PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE, kMbCredit),
+              "PtlMEAppend (credits)");
 }
 
 void am_setup() {
@@ -315,7 +303,7 @@ void handle_am_event(int cls, const ptl_event_t &ev) {
         if (ev.type == PTL_EVENT_LINK || ev.type == PTL_EVENT_AUTO_UNLINK) return;
         fatal("unexpected event %d on an active-message queue", int(ev.type));
     }
-    if (ev.ni_fail_type != PTL_NI_OK) fatal("an incoming message failed: %s", ni_fail_name(ev.ni_fail_type));
+    if (ev.ni_fail_type != PTL_NI_OK) fatal("an incoming message failed: %s", ck::fail_name(ev.ni_fail_type));
     if (ev.pt_index == g->pt_ctrl) {
         if ((ev.match_bits & (0xffull << 56)) == kMbBarrier) barrier_arrival(ev);
         return; // a credit report: the slot is already updated, the event only wakes waiters

@@ -96,16 +96,10 @@ void barrier_setup() {
     g->barrier_rounds = rounds;
     if (rounds == 0) return;
     g->barrier_slots = new BarrierSlot[2 * size_t(rounds)]();
-    ptl_me_t me{};
-    me.start = g->barrier_slots;
-    me.length = 2 * sizeof(BarrierSlot) * size_t(rounds);
-    me.ct_handle = PTL_CT_NONE;
-    me.uid = PTL_UID_ANY;
-    me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
-    me.match_id.rank = PTL_RANK_ANY;
-    me.match_bits = kMbBarrier;
-    ptl_handle_me_t h;
-    check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (barrier)");
+    append_me(g->pt_ctrl,
+              ck::me_desc(g->barrier_slots, 2 * sizeof(BarrierSlot) * size_t(rounds),
+                          PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE, kMbBarrier),
+              "PtlMEAppend (barrier)");
 }
 
 void barrier_arrival(const ptl_event_t &ev) {

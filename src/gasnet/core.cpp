@@ -75,29 +75,13 @@ void report(const char *fmt, ...) {
     report("%s", msg);
 }
 
-const char *ptl_rc_name(int rc) {
-    static const char *const names[] = {
-        "PTL_OK",      "PTL_ARG_INVALID",  "PTL_CT_NONE_REACHED", "PTL_EQ_DROPPED", "PTL_EQ_EMPTY", "PTL_FAIL",
-        "PTL_IGNORED", "PTL_IN_USE",       "PTL_LIST_TOO_LONG",   "PTL_NO_INIT",    "PTL_NO_SPACE", "PTL_PID_IN_USE",
-        "PTL_PT_FULL", "PTL_PT_EQ_NEEDED", "PTL_PT_IN_USE",       "PTL_ABORTED"};
-    return rc >= 0 && rc < int(sizeof names / sizeof *names) ? names[rc] : "unknown Portals return code";
-}
-
-const char *ni_fail_name(int f) {
-    static const char *const names[] = {"PTL_NI_OK",      "PTL_NI_UNDELIVERABLE",  "PTL_NI_PT_DISABLED",
-                                        "PTL_NI_DROPPED", "PTL_NI_PERM_VIOLATION", "PTL_NI_OP_VIOLATION",
-                                        "PTL_NI_SEGV",    "PTL_NI_NO_MATCH"};
-    return f >= 0 && f < int(sizeof names / sizeof *names) ? names[f] : "unknown failure";
-}
-
 void check_ptl(int rc, const char *what) {
-    if (rc != PTL_OK) fatal("%s failed: %s", what, ptl_rc_name(rc));
+    if (rc != PTL_OK) fatal("%s", ck::failure(rc, what).c_str());
 }
 
-ptl_process_t proc(gasnet_node_t n) {
-    ptl_process_t p;
-    p.rank = n;
-    return p;
+void append_me(ptl_pt_index_t pt, const ptl_me_t &me, const char *what, void *user_ptr) {
+    ptl_handle_me_t h;
+    check_ptl(PtlMEAppend(g->ni, pt, &me, PTL_PRIORITY_LIST, user_ptr, &h), what);
 }
 
 uint64_t env_u64(const char *name, uint64_t fallback) {
@@ -301,21 +285,12 @@ uintptr_t compute_max_local() {
 }
 
 void post_segment_entry() {
-    ptl_me_t me{};
-    if (g->seg_mode == 2) {
-        me.start = nullptr;
-        me.length = PTL_SIZE_MAX;
-    } else {
-        me.start = g->seg_base;
-        me.length = g->seg_size;
-    }
-    me.ct_handle = PTL_CT_NONE;
-    me.uid = PTL_UID_ANY;
-    me.options = PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
-                 PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE;
-    me.match_id.rank = PTL_RANK_ANY;
-    ptl_handle_me_t h;
-    check_ptl(PtlMEAppend(g->ni, g->pt_seg, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (segment)");
+    const bool everything = g->seg_mode == 2;
+    append_me(g->pt_seg,
+              ck::me_desc(everything ? nullptr : g->seg_base, everything ? PTL_SIZE_MAX : g->seg_size,
+                          PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
+                              PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE),
+              "PtlMEAppend (segment)");
 }
 
 void alloc_pt(ptl_handle_eq_t eq, ptl_pt_index_t want, ptl_pt_index_t *out) {
@@ -325,12 +300,7 @@ void alloc_pt(ptl_handle_eq_t eq, ptl_pt_index_t want, ptl_pt_index_t *out) {
 }
 
 ptl_handle_md_t bind_md(unsigned options, ptl_handle_eq_t eq, ptl_handle_ct_t ct) {
-    ptl_md_t md{};
-    md.start = nullptr;
-    md.length = PTL_SIZE_MAX;
-    md.options = options;
-    md.eq_handle = eq;
-    md.ct_handle = ct;
+    const ptl_md_t md = ck::whole_memory_md(options, eq, ct);
     ptl_handle_md_t h;
     check_ptl(PtlMDBind(g->ni, &md, &h), "PtlMDBind");
     return h;
@@ -426,33 +396,19 @@ int do_init(int threadmode, int segmode) {
 
     // The exit entry: one 8-byte code slot per node.
     g->exit_codes = new int64_t[g->nodes]();
-    {
-        ptl_me_t me{};
-        me.start = g->exit_codes;
-        me.length = sizeof(int64_t) * g->nodes;
-        me.ct_handle = PTL_CT_NONE;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
-        me.match_id.rank = PTL_RANK_ANY;
-        ptl_handle_me_t h;
-        check_ptl(PtlMEAppend(g->ni, g->pt_exit, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (exit)");
-    }
+    append_me(g->pt_exit,
+              ck::me_desc(g->exit_codes, sizeof(int64_t) * g->nodes,
+                          PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE),
+              "PtlMEAppend (exit)");
     credits_setup_ctrl();
     barrier_setup();
-    {
-        // The target of the loopback "tick" (progress.cpp, poll_try): an empty entry for gets.
-        ptl_me_t me{};
-        me.start = nullptr;
-        me.length = 0;
-        me.ct_handle = PTL_CT_NONE;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
-                     PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE;
-        me.match_id.rank = PTL_RANK_ANY;
-        me.match_bits = kMbPoke;
-        ptl_handle_me_t h;
-        check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (tick)");
-    }
+    // The target of the loopback "tick" (progress.cpp, poll_try): an empty entry for gets.
+    append_me(g->pt_ctrl,
+              ck::me_desc(nullptr, 0,
+                          PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
+                              PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE,
+                          kMbPoke),
+              "PtlMEAppend (tick)");
 
     // Rank 0's environment, for gasnet_getenv.
     std::vector<char> blob;
@@ -460,17 +416,12 @@ int do_init(int threadmode, int segmode) {
         for (char **e = environ; e && *e; ++e) blob.insert(blob.end(), *e, *e + std::strlen(*e) + 1);
         blob.push_back('\0');
         g->env_blob = blob;
-        ptl_me_t me{};
-        me.start = g->env_blob.data();
-        me.length = g->env_blob.size();
-        me.ct_handle = PTL_CT_NONE;
-        me.uid = PTL_UID_ANY;
-        me.options = PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
-                     PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE;
-        me.match_id.rank = PTL_RANK_ANY;
-        me.match_bits = kMbEnv;
-        ptl_handle_me_t h;
-        check_ptl(PtlMEAppend(g->ni, g->pt_ctrl, &me, PTL_PRIORITY_LIST, nullptr, &h), "PtlMEAppend (environment)");
+        append_me(g->pt_ctrl,
+                  ck::me_desc(g->env_blob.data(), g->env_blob.size(),
+                              PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
+                                  PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE,
+                              kMbEnv),
+                  "PtlMEAppend (environment)");
     }
     g->inited = true; // from here on fatal() names the node and waits can complete operations
 

@@ -1,5 +1,6 @@
-// Portico's GASNet 1.8.1: the state shared by the library's files. Only portals4.h and
-// portico_runtime.h are used underneath (no engine internals). docs/GASNET.md explains the design.
+// Portico's GASNet 1.8.1: the state shared by the library's files. Only portals4.h,
+// portico_runtime.h and clientkit (the clients' shared set-up on the same public API) are used
+// underneath, no engine internals. docs/GASNET.md explains the design.
 #pragma once
 
 #ifndef GASNET_PAR
@@ -16,9 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "clientkit.hpp"
+
 #define GASNETP_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace gasnetp {
+
+namespace ck = portico::clientkit;
 
 // ---- fixed sizes --------------------------------------------------------------------------------
 constexpr size_t kMaxArgs = GASNETP_AM_MAX_ARGS;
@@ -234,10 +239,11 @@ extern State *g;
 [[noreturn]] void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // Explains an error code on stderr ("GASNet: ..."); after 20 messages a process stays quiet.
 void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-const char *ptl_rc_name(int rc);
-const char *ni_fail_name(int f);
+inline const char *ptl_rc_name(int rc) { return ck::rc_name(rc); }
 void check_ptl(int rc, const char *what); // fatal unless PTL_OK
-ptl_process_t proc(gasnet_node_t n);
+inline ptl_process_t proc(gasnet_node_t n) { return ck::rank_id(n); }
+// Appends `me` to the priority list of `pt` for the rest of the process; fatal on failure.
+void append_me(ptl_pt_index_t pt, const ptl_me_t &me, const char *what, void *user_ptr = nullptr);
 
 // Puts len bytes from buf so that buf may be reused on return: small puts through the volatile
 // MD (the engine copies them at once), larger ones (above copy_max, or the volatile limit)

@@ -36,7 +36,7 @@ void handle_op_event(const ptl_event_t &ev) {
                            : ev.type == PTL_EVENT_REPLY ? "get"
                            : ev.type == PTL_EVENT_SEND  ? "send"
                                                         : "operation";
-        fatal("a %s failed: %s%s", what, ni_fail_name(ev.ni_fail_type),
+        fatal("a %s failed: %s%s", what, ck::fail_name(ev.ni_fail_type),
               ev.ni_fail_type == PTL_NI_SEGV            ? " (a remote address is not accessible)"
               : ev.ni_fail_type == PTL_NI_UNDELIVERABLE ? " (the peer is gone)"
                                                         : "");

@@ -1,22 +1,8 @@
-#include "common/ptl_names.hpp"
 #include "completion_helpers.hpp"
 
 #include <map>
 
 namespace cpltest {
-
-namespace {
-std::vector<ptl_handle_ni_t> g_extra_nis; // opened by open_ni_desired() in the running test
-} // namespace
-
-void CompletionTest::TearDown() {
-    barrier(); // nobody closes an NI while a peer may still talk to it
-    while (!g_extra_nis.empty()) {
-        EXPECT_PTL(PtlNIFini(g_extra_nis.back())) << "closing an NI opened with desired limits";
-        g_extra_nis.pop_back();
-    }
-    PtlTest::TearDown();
-}
 
 ptl_ni_limits_t generous_limits() {
     ptl_ni_limits_t d;
@@ -27,27 +13,6 @@ ptl_ni_limits_t generous_limits() {
     d.max_msg_size = d.max_atomic_size = d.max_fetch_atomic_size = PTL_SIZE_MAX;
     d.max_waw_ordered_size = d.max_war_ordered_size = d.max_volatile_size = PTL_SIZE_MAX;
     return d;
-}
-
-Ni open_ni_desired(unsigned options, const ptl_ni_limits_t &desired) {
-    Ni ni;
-    ni.options = options;
-    EXPECT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, options, PTL_PID_ANY, &desired, &ni.limits, &ni.h));
-    ptl_process_t me;
-    std::memset(&me, 0, sizeof me);
-    EXPECT_PTL(PtlGetPhysId(ni.h, &me));
-    ptl_uid_t uid = 0;
-    EXPECT_PTL(PtlGetUid(ni.h, &uid));
-    ni.phys = job().allgather_pod(me);
-    ni.uids = job().allgather_pod(uid);
-    g_extra_nis.push_back(ni.h);
-    return ni;
-}
-
-void close_ni_desired(Ni &ni) {
-    std::erase(g_extra_nis, ni.h);
-    EXPECT_PTL(PtlNIFini(ni.h));
-    ni.h = PTL_INVALID_HANDLE;
 }
 
 Buf::Buf(size_t n, uint8_t fill) : n_(n) {
@@ -73,9 +38,9 @@ Cls dt_cls(ptl_datatype_t d) {
     return c;
 }
 
-const char *dt_name(int d) { return portico::names::datatype(d); }
+const char *dt_name(int d) { return portico::clientkit::datatype_name(d); }
 
-const char *op_name(int op) { return portico::names::atomic_op(op); }
+const char *op_name(int op) { return portico::clientkit::op_name(op); }
 
 const char *call_name(Call c) {
     switch (c) {

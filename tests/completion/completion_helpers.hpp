@@ -1,8 +1,8 @@
 // Helpers of the completion conformance tests (atomics, triggered operations, bundles), on top of
 // the conformance helpers (tests/conformance/ptl_helpers.hpp, used as they are).
 //
-// - CompletionTest: the PtlTest fixture plus NIs opened with explicit desired limits
-//   (open_ni_desired), closed at TearDown after a barrier.
+// - CompletionTest: the PtlTest fixture, and desired limits that ask for everything
+//   (generous_limits, for open_ni).
 // - Datatypes: the C++ type of every ptl_datatype_t (complex types as std::complex<T>, which has
 //   the layout of C's T _Complex), its class (integer / floating / complex), names, and an
 //   independent reference model of every operation (apply_op).
@@ -31,16 +31,8 @@ namespace cpltest {
 using namespace ptltest;
 
 // ---- fixture ----------------------------------------------------------------------------------
-class CompletionTest : public PtlTest {
-protected:
-    void TearDown() override;
-};
+class CompletionTest : public PtlTest {};
 
-// Opens an NI like ptltest::open_ni() (collective, ids and uids exchanged) but with `desired`
-// limits; CompletionTest::TearDown closes it.
-Ni open_ni_desired(unsigned options, const ptl_ni_limits_t &desired);
-// Closes an NI of open_ni_desired() before the test ends (no barrier: the caller's business).
-void close_ni_desired(Ni &ni);
 // Desired limits that ask for as much as the implementation has of everything.
 ptl_ni_limits_t generous_limits();
 

@@ -443,7 +443,7 @@ TEST_F(Triggered, NoSpaceBeyondMaxTriggeredOps) {
     REQUIRE_RANKS(2);
     ptl_ni_limits_t want = generous_limits();
     want.max_triggered_ops = 4;
-    Ni ni = open_ni_desired(kMatchingPhysical, want);
+    Ni ni = open_ni(kMatchingPhysical, &want);
     EXPECT_EQ(4, ni.limits.max_triggered_ops) << "a smaller desired limit is honoured";
     const int k = ni.limits.max_triggered_ops;
     ASSERT_GE(k, 1);
@@ -521,13 +521,13 @@ TEST_F(Triggered, FullTableFiredBothWaysHasNoFailures) {
         SCOPED_TRACE("round " + std::to_string(round));
         ptl_ni_limits_t want = generous_limits();
         want.max_triggered_ops = kOps;
-        Ni ni = open_ni_desired(kMatchingPhysical, want);
+        Ni ni = open_ni(kMatchingPhysical, &want);
         const int k = ni.limits.max_triggered_ops;
         ASSERT_EQ(kOps, k);
         if (rank() > 1) { // not involved, but in every barrier
             barrier();
             barrier();
-            close_ni_desired(ni);
+            close_ni(ni);
             continue;
         }
         Log log(ni, 8 * static_cast<size_t>(k), 0, static_cast<ptl_size_t>(k) + 16);
@@ -558,7 +558,7 @@ TEST_F(Triggered, FullTableFiredBothWaysHasNoFailures) {
         expect_eq_empty(log.eq);
         EXPECT_EQ((Ct{1, 0}), ct_get(trig));
         barrier(); // nothing is in flight when the NI closes
-        close_ni_desired(ni);
+        close_ni(ni);
     }
 }
 
@@ -581,7 +581,7 @@ TEST_F(Triggered, TwoConnectionsAcksOutliveTheEndOfOne) {
     constexpr int kOps = 64;
     ptl_ni_limits_t want = generous_limits();
     want.max_triggered_ops = kOps;
-    Ni ni = open_ni_desired(kMatchingPhysical, want);
+    Ni ni = open_ni(kMatchingPhysical, &want);
     ASSERT_EQ(kOps, ni.limits.max_triggered_ops);
     const std::vector<pid_t> pids = job().allgather_pod(getpid());
     std::optional<Log> log;

@@ -1,4 +1,3 @@
-#include "common/ptl_names.hpp"
 #include "ptl_helpers.hpp"
 
 #include <dirent.h>
@@ -38,12 +37,6 @@ private:
 };
 } // namespace
 
-const char *rc_name(int rc) { return portico::names::return_code(rc); }
-
-const char *event_name(int kind) { return portico::names::event_kind(kind); }
-
-const char *fail_name(int fail) { return portico::names::ni_fail(fail); }
-
 std::ostream &operator<<(std::ostream &os, Rc rc) { return os << rc_name(rc.v) << " (" << rc.v << ")"; }
 std::ostream &operator<<(std::ostream &os, Kind k) { return os << event_name(k.v); }
 std::ostream &operator<<(std::ostream &os, Fail f) { return os << fail_name(f.v); }
@@ -54,17 +47,6 @@ std::ostream &operator<<(std::ostream &os, const Sr &s) {
     return os << "{drop=" << s.drop << ", perm=" << s.perm << ", op=" << s.op << "}";
 }
 
-std::string describe(const ptl_event_t &ev) {
-    std::ostringstream os;
-    os << "event{" << event_name(ev.type) << ", fail=" << fail_name(ev.ni_fail_type) << ", initiator=(nid "
-       << ev.initiator.phys.nid << ", pid " << ev.initiator.phys.pid << " | rank " << ev.initiator.rank
-       << "), pt=" << ev.pt_index << ", list=" << ev.ptl_list << ", uid=" << ev.uid << ", match_bits=0x" << std::hex
-       << ev.match_bits << std::dec << ", rlength=" << ev.rlength << ", mlength=" << ev.mlength
-       << ", remote_offset=" << ev.remote_offset << ", start=" << ev.start << ", user_ptr=" << ev.user_ptr
-       << ", hdr_data=0x" << std::hex << ev.hdr_data << std::dec << "}";
-    return os.str();
-}
-
 std::string ni_kind_name(unsigned options) {
     std::string s = (options & PTL_NI_MATCHING) ? "Matching" : "NonMatching";
     s += (options & PTL_NI_LOGICAL) ? "Logical" : "Physical";
@@ -72,18 +54,8 @@ std::string ni_kind_name(unsigned options) {
 }
 
 ptl_process_t Ni::id_of(int r) const {
-    if (logical()) {
-        ptl_process_t p;
-        std::memset(&p, 0, sizeof p);
-        p.rank = static_cast<ptl_rank_t>(r);
-        return p;
-    }
+    if (logical()) return portico::clientkit::rank_id(static_cast<ptl_rank_t>(r));
     return phys.at(static_cast<size_t>(r));
-}
-
-bool same_process(const ptl_process_t &a, const ptl_process_t &b, bool logical) {
-    if (logical) return a.rank == b.rank;
-    return a.phys.nid == b.phys.nid && a.phys.pid == b.phys.pid;
 }
 
 std::string process_str(const ptl_process_t &p, bool logical) {
@@ -106,10 +78,10 @@ void close_ni(Ni &ni) {
     ni.h = PTL_INVALID_HANDLE;
 }
 
-Ni open_ni(unsigned options) {
+Ni open_ni(unsigned options, const ptl_ni_limits_t *desired) {
     Ni ni;
     ni.options = options;
-    EXPECT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, options, PTL_PID_ANY, nullptr, &ni.limits, &ni.h));
+    EXPECT_PTL(PtlNIInit(PTL_IFACE_DEFAULT, options, PTL_PID_ANY, desired, &ni.limits, &ni.h));
     ptl_process_t me;
     std::memset(&me, 0, sizeof me);
     EXPECT_PTL(PtlGetPhysId(ni.h, &me));
@@ -144,43 +116,10 @@ ptl_pt_index_t make_pt(const Ni &ni, ptl_handle_eq_t eq, unsigned options, ptl_p
 
 ptl_handle_md_t bind_md(const Ni &ni, void *start, ptl_size_t length, ptl_handle_eq_t eq, ptl_handle_ct_t ct,
                         unsigned options) {
-    ptl_md_t md{};
-    md.start = start;
-    md.length = length;
-    md.options = options;
-    md.eq_handle = eq;
-    md.ct_handle = ct;
+    const ptl_md_t md = portico::clientkit::md_desc(start, length, options, eq, ct);
     ptl_handle_md_t h = PTL_INVALID_HANDLE;
     EXPECT_PTL(PtlMDBind(ni.h, &md, &h));
     return h;
-}
-
-ptl_me_t me_desc(void *start, ptl_size_t length, unsigned options, ptl_match_bits_t match_bits,
-                 ptl_match_bits_t ignore_bits, ptl_handle_ct_t ct) {
-    ptl_me_t me;
-    std::memset(&me, 0, sizeof me);
-    me.start = start;
-    me.length = length;
-    me.ct_handle = ct;
-    me.uid = PTL_UID_ANY;
-    me.options = options;
-    me.match_id.phys.nid = PTL_NID_ANY;
-    me.match_id.phys.pid = PTL_PID_ANY;
-    me.match_bits = match_bits;
-    me.ignore_bits = ignore_bits;
-    me.min_free = 0;
-    return me;
-}
-
-ptl_le_t le_desc(void *start, ptl_size_t length, unsigned options, ptl_handle_ct_t ct) {
-    ptl_le_t le;
-    std::memset(&le, 0, sizeof le);
-    le.start = start;
-    le.length = length;
-    le.ct_handle = ct;
-    le.uid = PTL_UID_ANY;
-    le.options = options;
-    return le;
 }
 
 void check_entry_event(const ptl_event_t &ev, ptl_event_kind_t type, ptl_pt_index_t pt, const void *user_ptr) {

@@ -26,6 +26,7 @@
 
 #include <sys/types.h>
 
+#include "clientkit.hpp"
 #include "mpjob.hpp"
 
 namespace ptltest {
@@ -33,10 +34,10 @@ namespace ptltest {
 using portico::test::Job;
 
 // ---- printable names (for assertion messages) -------------------------------------------------
-const char *rc_name(int rc);
-const char *event_name(int kind);
-const char *fail_name(int fail);
-std::string describe(const ptl_event_t &ev);
+using portico::clientkit::describe;
+using portico::clientkit::event_name;
+using portico::clientkit::fail_name;
+using portico::clientkit::rc_name;
 
 // Wrappers whose only purpose is to make GoogleTest print names instead of numbers.
 struct Rc {
@@ -93,12 +94,12 @@ struct Ni {
     ptl_process_t id_of(int r) const;
 };
 
-// Opens an NI of the given kind on the default interface (collective: every rank must call it, in
-// the same order) and exchanges ids and uids. The fixture's TearDown closes it unless close_ni()
-// did already.
-Ni open_ni(unsigned options);
+// Opens an NI of the given kind on the default interface, with the `desired` limits if given
+// (collective: every rank must call it, in the same order) and exchanges ids and uids. The
+// fixture's TearDown closes it unless close_ni() did already.
+Ni open_ni(unsigned options, const ptl_ni_limits_t *desired = nullptr);
 void close_ni(Ni &ni);
-bool same_process(const ptl_process_t &a, const ptl_process_t &b, bool logical);
+using portico::clientkit::same_process;
 std::string process_str(const ptl_process_t &p, bool logical);
 
 // ---- objects ----------------------------------------------------------------------------------
@@ -108,9 +109,8 @@ ptl_pt_index_t make_pt(const Ni &ni, ptl_handle_eq_t eq, unsigned options = 0, p
 ptl_handle_md_t bind_md(const Ni &ni, void *start, ptl_size_t length, ptl_handle_eq_t eq,
                         ptl_handle_ct_t ct = PTL_CT_NONE, unsigned options = 0);
 
-ptl_me_t me_desc(void *start, ptl_size_t length, unsigned options, ptl_match_bits_t match_bits = 0,
-                 ptl_match_bits_t ignore_bits = 0, ptl_handle_ct_t ct = PTL_CT_NONE);
-ptl_le_t le_desc(void *start, ptl_size_t length, unsigned options, ptl_handle_ct_t ct = PTL_CT_NONE);
+using portico::clientkit::le_desc;
+using portico::clientkit::me_desc;
 
 // Appends and, unless the entry disables it, consumes and checks its LINK event on `eq`.
 ptl_handle_me_t append_me(const Ni &ni, ptl_pt_index_t pt, const ptl_me_t &me, ptl_list_t list, void *user_ptr,

@@ -14,7 +14,7 @@
 // the API for (memory formulas, sizes of the engine's objects) are stated here and must be kept in
 // step with the engine (engine.hpp, src/transport/shm); the settings come from the code itself.
 // Works without a launcher (logical NIs, which need one, are not opened).
-#include "common/ptl_names.hpp"
+#include "clientkit.hpp"
 #include "settings_catalog.hpp"
 
 #include <arpa/inet.h>
@@ -70,7 +70,7 @@ constexpr uint64_t kIovecBytes = sizeof(ptl_iovec_t);
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-const char *rc_name(int rc) { return portico::names::return_code(rc); }
+using portico::clientkit::rc_name;
 
 std::string dotted(ptl_nid_t nid) {
     in_addr a;
