@@ -7,6 +7,7 @@
 #include "common/common_settings.hpp"
 #include "engine/engine_settings.hpp"
 #include "transport/shm/shm_settings.hpp"
+#include "transport/transport_settings.hpp"
 
 namespace portico::bench {
 

@@ -13,6 +13,7 @@ const char *layer_name(Layer layer) {
     switch (layer) {
     case Layer::common: return "common";
     case Layer::bootstrap: return "bootstrap";
+    case Layer::transport: return "transport";
     case Layer::transport_shm: return "transport.shm";
     case Layer::transport_tcp: return "transport.tcp";
     case Layer::engine: return "engine";

@@ -25,7 +25,17 @@
 
 namespace portico::settings {
 
-enum class Layer : uint8_t { common, bootstrap, transport_shm, transport_tcp, engine, launcher, gasnet, bench };
+enum class Layer : uint8_t {
+    common,
+    bootstrap,
+    transport,
+    transport_shm,
+    transport_tcp,
+    engine,
+    launcher,
+    gasnet,
+    bench
+};
 enum class Type : uint8_t { number, bytes, boolean, choice, text };
 
 const char *layer_name(Layer layer); // "transport.shm"

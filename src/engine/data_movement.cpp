@@ -11,6 +11,10 @@ namespace portico::engine {
 
 namespace {
 
+// From this size on, a put that nothing observes is still tracked as an operation, so that a
+// message that has to wait for room is not copied.
+constexpr ptl_size_t kTrackFromBytes = 32 * 1024;
+
 // Who sent a request, as the target's NI names peers: a rank on a logical NI, else nid/pid.
 ptl_process_t initiator_of(const NI &ni, const wire::Header &h) {
     ptl_process_t p{};
@@ -203,9 +207,14 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     // No ack is asked for when nothing could observe it (no EQ and no CT on the MD).
     const bool want_ack = ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
     transport::Transport &tr = *ni->ep->transport;
-    // Nothing can observe the SEND or ACK of a put from an MD without EQ or CT; below the
-    // single-copy size such a put tracks no operation (a message that has to wait is copied).
-    const bool tracked = md->eq || md->ct || length >= Tunables::get().rendezvous_bytes;
+    const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
+    // Large contiguous puts go single copy where the transport can: the target reads our buffer
+    // itself once it has matched, and tells us when it is done (the SEND event waits for that).
+    const bool rendezvous = !copy && !(md->desc.options & PTL_IOVEC) && tr.direct_access(peer, length);
+    // Nothing can observe the SEND or ACK of a put from an MD without EQ or CT; such a put tracks
+    // no operation unless it goes single copy or is large (a message that has to wait is then
+    // copied, which costs more than tracking from kTrackFromBytes on).
+    const bool tracked = md->eq || md->ct || rendezvous || length >= kTrackFromBytes;
     const uint64_t cookie = tracked ? start_op(wire::Kind::Put, md, user_ptr, local_offset, length, peer) : 0;
 
     wire::Header h = request_header(ni, wire::Kind::Put, pt, bits, remote_offset, length, cookie);
@@ -226,11 +235,6 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     op.ack_req = ack;
     op.await_send = true;
     op.await_ack = want_ack;
-    const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
-    // Large contiguous puts go single copy: the target reads our buffer itself once it has matched,
-    // and tells us when it is done (the SEND event waits for that).
-    const bool rendezvous = length >= Tunables::get().rendezvous_bytes && !copy && !(md->desc.options & PTL_IOVEC) &&
-                            tr.peer_can_access_me(peer);
     if (rendezvous) {
         op.rendezvous = true;
         h.flags |= wire::kFlagRendezvous;
@@ -279,8 +283,7 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
     const uint64_t cookie = start_op(wire::Kind::Get, md, user_ptr, local_offset, length, peer);
     ops_[static_cast<uint32_t>(cookie)].await_reply = true;
     wire::Header h = request_header(ni, wire::Kind::Get, pt, bits, remote_offset, length, cookie);
-    if (length >= Tunables::get().rendezvous_bytes && !(md->desc.options & PTL_IOVEC) &&
-        ni->ep->transport->peer_can_access_me(peer)) {
+    if (!(md->desc.options & PTL_IOVEC) && ni->ep->transport->direct_access(peer, length)) {
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
     }
@@ -558,8 +561,8 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
             // Single copy: read the initiator's buffer straight into the entry.
             iov_scratch_.clear();
             gather(region_of(*e), offset, mlength, iov_scratch_);
-            if (mlength && ep.transport->read_peer(link, iov_scratch_.data(), static_cast<int>(iov_scratch_.size()),
-                                                   h.rdv_addr, mlength))
+            if (mlength &&
+                link.read_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength))
                 rx.fail = PTL_NI_SEGV;
             rx.received = rx.h.payload_total; // no payload frames follow
             rx.active = false;
@@ -577,10 +580,10 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     gather(r, offset, mlength, iov_scratch_);
     ptl_ni_fail_t fail;
     if (h.flags & wire::kFlagRendezvous) {
-        fail = mlength && ep.transport->write_peer(link, iov_scratch_.data(), static_cast<int>(iov_scratch_.size()),
-                                                   h.rdv_addr, mlength)
-                   ? PTL_NI_SEGV
-                   : PTL_NI_OK;
+        fail =
+            mlength && link.write_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength)
+                ? PTL_NI_SEGV
+                : PTL_NI_OK;
         send_response(ep, h, wire::Kind::Reply, fail, fail == PTL_NI_OK ? mlength : 0, offset, e->list, {},
                       wire::kFlagDataPlaced);
     } else {

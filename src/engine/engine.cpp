@@ -11,7 +11,6 @@
 #include "common/futex.hpp"
 #include "common/log.hpp"
 #include "engine/engine_settings.hpp"
-#include "transport/shm/shm_settings.hpp"
 
 namespace portico::engine {
 
@@ -30,8 +29,6 @@ const Tunables &Tunables::get() {
         v.wait_pause_ns = us_to_ns(settings::kWaitPauseUs.get());
         v.progress_spin_ns = us_to_ns(settings::kProgressSpinUs.get());
         v.progress_park_ns = us_to_ns(settings::kProgressParkUs.get());
-        v.shm_ring_bytes = settings::kShmRingBytes.get();
-        v.rendezvous_bytes = settings::kShmSingleCopyBytes.get();
         return v;
     }();
     return t;

@@ -24,10 +24,6 @@
 #include "engine/handles.hpp"
 #include "transport/transport.hpp"
 
-namespace portico::transport {
-struct EndpointConfig;
-}
-
 namespace portico::engine {
 
 struct NI;
@@ -375,7 +371,7 @@ private:
 
     // ni.cpp
     NI *ni_of(ptl_handle_ni_t h) const { return nis_.lookup(ObjType::NI, h); }
-    int endpoint_config(ptl_pid_t pid, transport::EndpointConfig *cfg);
+    std::unique_ptr<transport::Transport> open_transport(ptl_pid_t pid);
     // The job service's secret and rank map (bootstrap/job.hpp); engine.cpp.
     std::string job_secret();
     int fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self);
@@ -508,8 +504,6 @@ struct Tunables {
     uint64_t wait_pause_ns; // the first part of a wait's polling, with `pause`; sched_yield after it
     uint64_t progress_spin_ns;
     uint64_t progress_park_ns;
-    size_t shm_ring_bytes;
-    uint64_t rendezvous_bytes; // puts/gets at least this long go single copy where possible
     static const Tunables &get();
     // How long a wait polls before it sleeps: PORTICO_WAIT_SPIN_US, else what
     // portico_set_wait_spin_us (portico_ext.h) set last, else the default.

@@ -38,10 +38,6 @@ inline constexpr Number kProgressParkUs{"PORTICO_PROGRESS_PARK_US",
                                         "microseconds the progress thread stays parked while the application "
                                         "polls by itself; about the longest a message waits when the application "
                                         "stops calling Portals"};
-inline constexpr Choice kTransport{"PORTICO_TRANSPORT", Layer::engine, "auto", "auto|shm|tcp",
-                                   "auto: shared memory to peers with our nid, TCP to the others; tcp: TCP to "
-                                   "every peer; shm: shared memory only (another value fails PtlNIInit)"};
-
 inline constexpr Number kMaxEntries{
     "PORTICO_MAX_ENTRIES", Layer::engine, 1 << 20, 1, INT_MAX, "NI limit max_entries (LEs/MEs per NI)"};
 inline constexpr Number kMaxUnexpectedHeaders{"PORTICO_MAX_UNEXPECTED_HEADERS",
@@ -92,11 +88,11 @@ inline constexpr Bytes kMaxVolatileSize{"PORTICO_MAX_VOLATILE_SIZE",
                                         UINT64_MAX,
                                         "NI limit max_volatile_size (PTL_MD_VOLATILE puts up to this are copied)"};
 
-inline constexpr const Setting *kEngineSettings[] = {
-    &kWaitSpinUs,     &kWaitPauseUs,     &kProgressSpinUs,       &kProgressParkUs,
-    &kTransport,      &kMaxEntries,      &kMaxUnexpectedHeaders, &kMaxMds,
-    &kMaxCts,         &kMaxEqs,          &kMaxPtIndex,           &kMaxIovecs,
-    &kMaxListSize,    &kMaxTriggeredOps, &kMaxAtomicSize,        &kMaxFetchAtomicSize,
-    &kMaxVolatileSize};
+inline constexpr const Setting *kEngineSettings[] = {&kWaitSpinUs,      &kWaitPauseUs,   &kProgressSpinUs,
+                                                     &kProgressParkUs,  &kMaxEntries,    &kMaxUnexpectedHeaders,
+                                                     &kMaxMds,          &kMaxCts,        &kMaxEqs,
+                                                     &kMaxPtIndex,      &kMaxIovecs,     &kMaxListSize,
+                                                     &kMaxTriggeredOps, &kMaxAtomicSize, &kMaxFetchAtomicSize,
+                                                     &kMaxVolatileSize};
 
 } // namespace portico::settings

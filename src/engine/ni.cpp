@@ -9,9 +9,7 @@
 #include "common/log.hpp"
 #include "engine/engine_settings.hpp"
 #include "engine/wait.hpp"
-#include "transport/router.hpp"
-#include "transport/shm/shm_settings.hpp"
-#include "transport/tcp/tcp_settings.hpp"
+#include "transport/endpoint.hpp"
 
 namespace portico::engine {
 
@@ -24,27 +22,14 @@ template <class T> void take_smaller(T &ours, T desired, T floor = 1) {
 
 } // namespace
 
-int Engine::endpoint_config(ptl_pid_t pid, transport::EndpointConfig *cfg) {
-    // Caller holds the engine lock.
-    cfg->nid = local_nid();
-    cfg->pid = pid == PTL_PID_ANY ? UINT32_MAX : pid;
-    const auto mode = settings::kTransport.resolve();
-    if (!mode.ok()) {
-        log_error("%s", mode.error.c_str());
-        return PTL_ARG_INVALID;
-    }
-    cfg->mode = mode.value == "shm"   ? transport::TransportMode::Shm
-                : mode.value == "tcp" ? transport::TransportMode::Tcp
-                                      : transport::TransportMode::Auto;
-    cfg->shm.ring_bytes = Tunables::get().shm_ring_bytes;
-    cfg->shm.max_links = settings::kShmMaxLinks.get();
-    cfg->shm.single_copy = settings::kShmSingleCopy.get();
-    cfg->tcp.port_base = static_cast<uint32_t>(settings::kTcpPortBase.get());
-    cfg->tcp.max_links = settings::kTcpMaxLinks.get();
-    cfg->tcp.connect_timeout_ms = static_cast<int>(settings::kTcpConnectTimeoutMs.get());
-    cfg->tcp.keepalive_idle_s = static_cast<int>(settings::kTcpKeepaliveS.get());
-    if (cfg->mode != transport::TransportMode::Shm) cfg->tcp.secret = job_secret();
-    return PTL_OK;
+std::unique_ptr<transport::Transport> Engine::open_transport(ptl_pid_t pid) {
+    // Caller holds the engine lock. The transports read their own settings; the engine only says
+    // who we are and where the job's secret comes from.
+    transport::EndpointRequest req;
+    req.nid = local_nid();
+    req.pid = pid == PTL_PID_ANY ? UINT32_MAX : pid;
+    req.job_secret = [this] { return job_secret(); };
+    return transport::open_endpoint(req);
 }
 
 int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, const ptl_ni_limits_t *desired,
@@ -76,11 +61,8 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
     bool new_endpoint = false;
     if (!ep) {
         auto e = std::make_unique<Endpoint>();
-        transport::EndpointConfig cfg;
-        int rc = endpoint_config(pid, &cfg);
-        if (rc != PTL_OK) return rc;
         try {
-            e->transport = transport::open_endpoint(cfg);
+            e->transport = open_transport(pid);
         } catch (const std::system_error &err) {
             if (err.code().value() == EADDRINUSE) return PTL_PID_IN_USE;
             log_error("cannot open the network interface: %s", err.what());

@@ -28,6 +28,11 @@ public:
     PeerId peer;
     void *rx_state = nullptr;
     virtual ~Link() = default;
+    // Single copy (transports that can, see Transport::direct_access): copies between our memory
+    // (local) and the peer's at remote_addr. Returns 0 or an errno value (EFAULT: a range was not
+    // mapped; ENOTSUP: this link cannot).
+    virtual int read_peer(const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
+    virtual int write_peer(const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
 };
 
 // Where the transport delivers what it receives. Called from Transport::poll(), never with a
@@ -89,13 +94,10 @@ public:
     virtual bool has_pending() const = 0;
     // Makes a concurrent wait() return (used at shutdown).
     virtual void interrupt() = 0;
-    // Single copy between processes (transports that can): may `to` read and write our memory
-    // directly? If so the engine sends rendezvous headers instead of payload frames.
-    virtual bool peer_can_access_me(PeerId) { return false; }
-    // Copies between our memory (local) and the peer's at remote_addr. Returns 0 or an errno value
-    // (EFAULT: a range was not mapped).
-    virtual int read_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
-    virtual int write_peer(Link &, const struct iovec *, int, uint64_t, size_t) { return ENOTSUP; }
+    // Single copy between processes (transports that can): should a contiguous message of
+    // `length` bytes to `to` go as a rendezvous header, `to` reading or writing our memory itself
+    // (Link::read_peer/write_peer)? The transport owns the size from which that pays.
+    virtual bool direct_access(PeerId, size_t) { return false; }
     // Sends the wakeups that sends with defer_wakeup collected.
     virtual void flush_wakeups() {}
     // A file descriptor that becomes readable when wait() would return (for waiting on several

@@ -9,13 +9,15 @@
 // --markdown prints only the settings table, which is the README's "Environment variables"
 // section (the settings.readme test keeps the two equal); it needs no NI.
 //
-// It uses the public API only (portals4.h): it opens a physical matching and a physical
+// It uses the public API (portals4.h), and the transport registry for the list of transports this
+// build has (the same static library libportals is made of): it opens a physical matching and a physical
 // non-matching NI on the default interface and reports what they answer. The facts it cannot ask
 // the API for (memory formulas, sizes of the engine's objects) are stated here and must be kept in
 // step with the engine (engine.hpp, src/transport/shm); the settings come from the code itself.
 // Works without a launcher (logical NIs, which need one, are not opened).
 #include "clientkit.hpp"
 #include "settings_catalog.hpp"
+#include "transport/registry.hpp"
 
 #include <arpa/inet.h>
 #include <cinttypes>
@@ -318,11 +320,12 @@ void print_text(const Report &r) {
                 PTL_MINOR_VERSION);
     std::printf("  API version: PTL_MAJOR_VERSION %d, PTL_MINOR_VERSION %d\n\n", PTL_MAJOR_VERSION, PTL_MINOR_VERSION);
 
-    std::printf("Transports\n");
-    std::printf("  shm   available: processes of this machine; per peer a memfd with two rings, doorbell and\n"
-                "        liveness over an abstract Unix socket; single copy (process_vm_readv/writev) from %s\n",
+    std::printf("Transports (registered, by priority; PORTICO_TRANSPORT selects: %s)\n",
+                portico::settings::kTransport.get().c_str());
+    for (const portico::transport::TransportInfo *t : portico::transport::registered())
+        std::printf("  %-5s priority %-4d %s\n", t->name, t->priority, t->summary);
+    std::printf("  shm sends single copy (process_vm_readv/writev) from %s\n\n",
                 human_bytes(portico::settings::kShmSingleCopyBytes.get()).c_str());
-    std::printf("  tcp   not yet (other machines)\n\n");
 
     std::printf("Network interface\n");
     std::printf("  interface ids: PTL_IFACE_DEFAULT (0x%08x) and 0\n", PTL_IFACE_DEFAULT);
@@ -397,17 +400,16 @@ void print_json(const Report &r) {
 
     j.key("transports");
     j.begin_array();
-    j.begin_object();
-    j.kv("name", "shm");
-    j.kv("status", "available");
-    j.kv("scope", "processes of this machine");
-    j.kv("single_copy_bytes", portico::settings::kShmSingleCopyBytes.get());
-    j.end_object();
-    j.begin_object();
-    j.kv("name", "tcp");
-    j.kv("status", "not yet");
-    j.end_object();
+    for (const portico::transport::TransportInfo *t : portico::transport::registered()) {
+        j.begin_object();
+        j.kv("name", t->name);
+        j.kv("priority", static_cast<int64_t>(t->priority));
+        j.kv("summary", t->summary);
+        if (std::strcmp(t->name, "shm") == 0) j.kv("single_copy_bytes", portico::settings::kShmSingleCopyBytes.get());
+        j.end_object();
+    }
     j.end_array();
+    j.kv("transport_selection", portico::settings::kTransport.get());
 
     j.key("process");
     j.begin_object();

@@ -12,12 +12,14 @@
 #include "tools/portico-run/launcher_settings.hpp"
 #include "transport/shm/shm_settings.hpp"
 #include "transport/tcp/tcp_settings.hpp"
+#include "transport/transport_settings.hpp"
 
 namespace portico::settings {
 
 // In the order the README shows them: the layers from the bottom up.
 inline constexpr std::span<const Setting *const> kCatalog[] = {
-    kCommonSettings, kBootstrapSettings, kShmSettings, kTcpSettings, kEngineSettings, kLauncherSettings, kBenchSettings,
+    kCommonSettings, kBootstrapSettings, kTransportSettings, kShmSettings,
+    kTcpSettings,    kEngineSettings,    kLauncherSettings,  kBenchSettings,
 };
 
 } // namespace portico::settings

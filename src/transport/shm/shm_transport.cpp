@@ -151,6 +151,9 @@ public:
         if (seg) munmap(seg, seg_bytes);
     }
 
+    int read_peer(const iovec *local, int n, uint64_t remote_addr, size_t len) override;
+    int write_peer(const iovec *local, int n, uint64_t remote_addr, size_t len) override;
+
     void poke() {
         char b = 0;
         [[maybe_unused]] ssize_t n = ::send(sock, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -564,7 +567,8 @@ void ShmTransport::probe_peer(ShmLink &l) {
     l.header()->can_read[l.side].store(ok ? 1 : -1);
 }
 
-bool ShmTransport::peer_can_access_me(PeerId to) {
+bool ShmTransport::direct_access(PeerId to, size_t length) {
+    if (length < cfg_.single_copy_bytes) return false;
     ShmLink *l = link_for(to);
     return l && l->header()->can_read[1 - l->side].load(std::memory_order_acquire) == 1;
 }
@@ -600,12 +604,12 @@ int vm_copy(pid_t pid, const iovec *local, int n, uint64_t remote_addr, size_t l
 }
 } // namespace
 
-int ShmTransport::read_peer(Link &link, const iovec *local, int n, uint64_t remote_addr, size_t len) {
-    return vm_copy(static_cast<ShmLink &>(link).os_pid, local, n, remote_addr, len, false);
+int ShmLink::read_peer(const iovec *local, int n, uint64_t remote_addr, size_t len) {
+    return vm_copy(os_pid, local, n, remote_addr, len, false);
 }
 
-int ShmTransport::write_peer(Link &link, const iovec *local, int n, uint64_t remote_addr, size_t len) {
-    return vm_copy(static_cast<ShmLink &>(link).os_pid, local, n, remote_addr, len, true);
+int ShmLink::write_peer(const iovec *local, int n, uint64_t remote_addr, size_t len) {
+    return vm_copy(os_pid, local, n, remote_addr, len, true);
 }
 
 int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {

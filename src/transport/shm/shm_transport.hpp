@@ -26,7 +26,8 @@ namespace portico::transport::shm {
 struct ShmConfig {
     size_t ring_bytes = 256 * 1024; // per direction per link; a power of two
     size_t max_links = 4096;
-    bool single_copy = true; // process_vm_readv/writev between peers, where the kernel allows it
+    bool single_copy = true;              // process_vm_readv/writev between peers, where the kernel allows it
+    size_t single_copy_bytes = 32 * 1024; // the smallest message sent single copy
 };
 
 class ShmLink;
@@ -59,9 +60,7 @@ public:
     uint64_t refused_connections() const override { return refused_.load(std::memory_order_relaxed); }
 
     void flush_wakeups() override;
-    bool peer_can_access_me(PeerId to) override;
-    int read_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override;
-    int write_peer(Link &l, const struct iovec *local, int n, uint64_t remote_addr, size_t len) override;
+    bool direct_access(PeerId to, size_t length) override;
 
     // Pushes queued messages for a bounded time (at shutdown), so that what was sent is delivered.
     void flush(Receiver &r, int timeout_ms) override;

@@ -1,0 +1,63 @@
+// The transports this build knows, and which of them an endpoint uses.
+//
+// A transport is one folder under src/transport/ and one registration: it defines a
+// TransportInfo (its name, its priority, which peers it reaches, how to open it) and
+// src/CMakeLists.txt names it in portico_register_transport(), which generates the list below.
+// Nothing else in Portico knows which transports exist: the engine opens "the endpoint"
+// (endpoint.hpp) and the router in there asks the registry.
+//
+// A transport reads its own settings (PORTICO_SHM_*, PORTICO_TCP_*) when it is opened;
+// PORTICO_TRANSPORT (transport_settings.hpp) selects among the registered ones.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "transport/transport.hpp"
+
+namespace portico::transport {
+
+// What a transport is given to open an endpoint.
+struct OpenRequest {
+    uint32_t nid = 0;
+    uint32_t pid = 0;
+    // The job's secret, for transports that authenticate their peers. Asking may be a collective
+    // over the job (under launchers other than portico-run), so only a transport that needs it asks,
+    // and every process of a job that opens that transport asks at the same point.
+    std::function<std::string()> job_secret;
+};
+
+struct TransportInfo {
+    const char *name;    // what PORTICO_TRANSPORT calls it: "shm"
+    int priority;        // `auto` tries the transports from the highest priority down
+    const char *summary; // one line, for portico-info
+    // Whether an endpoint of this transport at `self` can reach `peer` at all (shared memory: the
+    // same machine). The first selected transport that reaches a peer carries all traffic to it.
+    bool (*reaches)(PeerId self, PeerId peer);
+    // Opens endpoint (nid, pid). Throws std::system_error: EADDRINUSE when the pid is taken on this
+    // transport (the caller tries another), anything else when the transport cannot run here.
+    std::unique_ptr<Transport> (*open)(const OpenRequest &request);
+};
+
+// Every registered transport, highest priority first: the built-in ones and any added with add().
+std::vector<const TransportInfo *> registered();
+const TransportInfo *find_transport(std::string_view name);
+// Registers a transport at run time (Portico's own tests: an in-memory loopback). Not thread-safe
+// against a concurrent open_endpoint.
+void add_transport(const TransportInfo *info);
+
+// The transports a PORTICO_TRANSPORT value selects, in order of preference, and whether the user
+// named them (a named transport that cannot open fails the endpoint; under `auto` it is skipped).
+struct Selection {
+    std::vector<const TransportInfo *> transports;
+    bool named = false;
+};
+// "auto" or empty: every registered transport by priority; else a comma-separated list of names.
+// Returns false with a message naming the registered transports on an unknown or repeated name.
+bool select_transports(std::string_view text, Selection *out, std::string *error);
+
+} // namespace portico::transport

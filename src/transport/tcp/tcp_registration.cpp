@@ -1,0 +1,26 @@
+// The TCP transport's entry in the registry (transport/registry.hpp): it reaches every peer, and
+// reads its own settings (tcp_settings.hpp) and the job's secret when it opens.
+#include "transport/registry.hpp"
+#include "transport/tcp/tcp_settings.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace portico::transport {
+
+namespace {
+bool anywhere(PeerId, PeerId) { return true; }
+
+std::unique_ptr<Transport> open_tcp(const OpenRequest &req) {
+    tcp::TcpConfig cfg;
+    cfg.port_base = static_cast<uint32_t>(settings::kTcpPortBase.get());
+    cfg.max_links = settings::kTcpMaxLinks.get();
+    cfg.connect_timeout_ms = static_cast<int>(settings::kTcpConnectTimeoutMs.get());
+    cfg.keepalive_idle_s = static_cast<int>(settings::kTcpKeepaliveS.get());
+    if (req.job_secret) cfg.secret = req.job_secret();
+    return std::make_unique<tcp::TcpTransport>(req.nid, req.pid, cfg);
+}
+} // namespace
+
+extern const TransportInfo tcp_transport_info{
+    "tcp", 10, "TCP/IPv4 to any peer (authenticated with the job's secret; port base + pid)", anywhere, open_tcp};
+
+} // namespace portico::transport
