@@ -100,8 +100,9 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     gather(region_of(*md), local_offset, length, iov_scratch_);
     const size_t total = length + (operand ? item : 0);
     // Always copied if it has to wait: the operand is the caller's and atomics are small.
-    const auto st = ni->ep->transport->send(
-        peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total}, cookie, true, bundled);
+    const auto st = ni->ep->transport->send(peer, portals_frame(h),
+                                            {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total}, cookie,
+                                            true, bundled);
     switch (st) {
     case transport::SendStatus::Sent: complete_send(cookie, PTL_NI_OK); break;
     case transport::SendStatus::Queued: break;
@@ -125,15 +126,17 @@ int Engine::atomic_sync() {
     return PTL_OK;
 }
 
-void Engine::target_atomic(Endpoint &ep, const wire::Header &h, const std::byte *payload, NI *ni, PT &pt, Entry *e,
-                           ptl_size_t offset, ptl_size_t mlength, bool spent) {
+void Engine::target_atomic(Endpoint &ep, const Arrival &a, NI *ni, PT &pt, Entry *e, ptl_size_t offset,
+                           ptl_size_t mlength, bool spent) {
+    const wire::Header &h = a.h;
+    const std::byte *payload = a.payload;
     const auto op = static_cast<ptl_op_t>(h.atomic_op);
     const auto type = static_cast<ptl_datatype_t>(h.atomic_type);
     const bool fetch = h.kind == wire::Kind::FetchAtomic;
     const size_t item = atomics::item_size(type);
     const size_t operand_bytes = (h.flags & wire::kFlagOperand) ? item : 0;
     // A (fetch) atomic is one frame; anything else is a broken or hostile peer.
-    if (item == 0 || h.payload_total != h.frame_payload || h.frame_payload != operand_bytes + h.length) {
+    if (item == 0 || a.total != a.frame_bytes || a.frame_bytes != operand_bytes + h.length) {
         ni->sr[PTL_SR_MALFORMED_MESSAGES].fetch_add(1);
         if (fetch)
             send_response(ep, h, wire::Kind::Reply, PTL_NI_DROPPED, 0, h.remote_offset, PTL_PRIORITY_LIST, {});

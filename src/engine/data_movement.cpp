@@ -224,8 +224,8 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     iov_scratch_.clear();
     if (!tracked) {
         gather(region_of(*md), local_offset, length, iov_scratch_);
-        const auto st =
-            tr.send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, 0, true, bundled);
+        const auto st = tr.send(peer, portals_frame(h),
+                                {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, 0, true, bundled);
         if (st == transport::SendStatus::SourceFault || st == transport::SendStatus::Unreachable)
             log_debug("put to %08x/%u: %s", peer.nid, peer.pid,
                       st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
@@ -242,9 +242,9 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     } else {
         gather(region_of(*md), local_offset, length, iov_scratch_);
     }
-    const auto st =
-        tr.send(peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), rendezvous ? 0 : length}, cookie,
-                copy, bundled);
+    const auto st = tr.send(peer, portals_frame(h),
+                            {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), rendezvous ? 0 : length},
+                            cookie, copy, bundled);
     switch (st) {
     case transport::SendStatus::Sent:
         if (!rendezvous) complete_send(cookie, PTL_NI_OK);
@@ -287,7 +287,7 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
     }
-    const auto st = ni->ep->transport->send(peer, h, {}, cookie, false, bundled);
+    const auto st = ni->ep->transport->send(peer, portals_frame(h), {}, cookie, false, bundled);
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
     return PTL_OK;
 }
@@ -305,21 +305,25 @@ RxState &rx_of(Endpoint &ep, transport::Link &link) {
 }
 } // namespace
 
-void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload) {
+void Engine::handle_frame(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f,
+                          const std::byte *payload) {
     std::lock_guard g(mutex_);
     RxState &rx = rx_of(ep, link);
-    const bool fault = h.flags & wire::kFlagSourceFault;
-    if (h.kind == wire::Kind::Data) {
-        if (!rx.active) {
-            if (NI *ni = ep.nis[0] ? ep.nis[0] : ep.nis[1]) ni->sr[PTL_SR_MALFORMED_MESSAGES].fetch_add(1);
-            return;
-        }
+    const bool fault = f.t.flags & transport::kFrameSourceFault;
+    auto malformed = [&] {
+        if (NI *ni = ep.nis[0] ? ep.nis[0] : ep.nis[1]) ni->sr[PTL_SR_MALFORMED_MESSAGES].fetch_add(1);
+    };
+    if (!(f.t.flags & transport::kFrameFirst)) {
+        if (!rx.active) return malformed();
         if (rx.h.kind == wire::Kind::Reply)
-            initiator_reply_data(rx, payload, h.frame_payload, fault);
+            initiator_reply_data(rx, payload, f.t.frame_payload, fault);
         else
-            target_data(ep, rx, payload, h.frame_payload, fault);
+            target_data(ep, rx, payload, f.t.frame_payload, fault);
         return;
     }
+    Arrival a{{}, payload, f.t.frame_payload, f.t.payload_total, fault};
+    std::memcpy(&a.h, f.protocol, sizeof a.h);
+    const wire::Header &h = a.h;
     if (rx.active) {
         // A new message before the previous one's payload ended: the peer broke the protocol.
         log_error("protocol error from %08x/%u: message interrupted; dropping it", link.peer.nid, link.peer.pid);
@@ -330,11 +334,17 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Heade
         }
         rx = RxState{};
     }
+    if (f.t.protocol != transport::Protocol::Portals || !wire::header_is_sane(h)) {
+        // Not ours to read: its continuation frames, if any, find no message and are dropped too.
+        log_error("malformed message from %08x/%u; dropped", link.peer.nid, link.peer.pid);
+        malformed();
+        return;
+    }
     switch (h.kind) {
     case wire::Kind::Put:
     case wire::Kind::Get:
     case wire::Kind::Atomic:
-    case wire::Kind::FetchAtomic: target_request(ep, link, h, payload); break;
+    case wire::Kind::FetchAtomic: target_request(ep, link, a); break;
     case wire::Kind::Ack: {
         Op *op = op_of(h.cookie);
         if (!op || !(op->peer == link.peer) || (op->kind != wire::Kind::Put && op->kind != wire::Kind::Atomic)) break;
@@ -347,20 +357,19 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const wire::Heade
         const bool placed = h.flags & wire::kFlagDataPlaced;
         const bool ours = op && op->peer == link.peer &&
                           (op->kind == wire::Kind::Get || op->kind == wire::Kind::FetchAtomic) && op->await_reply &&
-                          h.length <= op->length &&
-                          h.payload_total == (h.ni_fail == PTL_NI_OK && !placed ? h.length : 0);
+                          h.length <= op->length && a.total == (h.ni_fail == PTL_NI_OK && !placed ? h.length : 0);
         rx = RxState{};
         rx.h = h;
+        rx.total = a.total;
         rx.cookie = ours ? h.cookie : 0;
         if (!ours) {
             // A reply nobody waits for (its MD went with its NI, or a confused peer): dropped.
             if (NI *ni = ep.nis[h.ni_kind & 3]) ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
         }
         rx.active = true;
-        initiator_reply_data(rx, payload, h.frame_payload, fault);
+        initiator_reply_data(rx, payload, a.frame_bytes, fault);
         break;
     }
-    case wire::Kind::Data: break;
     }
 }
 
@@ -375,7 +384,7 @@ void Engine::initiator_reply_data(RxState &rx, const std::byte *payload, size_t 
     }
     if (fault) rx.fail = PTL_NI_SEGV;
     rx.received += n;
-    if (rx.received >= rx.h.payload_total) {
+    if (rx.received >= rx.total) {
         rx.active = false;
         if (op) {
             const ptl_ni_fail_t fail = rx.fail != PTL_NI_OK ? rx.fail : static_cast<ptl_ni_fail_t>(rx.h.ni_fail);
@@ -409,19 +418,20 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
     h.remote_offset = offset;
     h.cookie = req.cookie;
     h.flags = flags;
-    auto st = ep.transport->send({req.src_nid, req.src_pid}, h, payload, 0, true, false, may_hold);
+    auto st = ep.transport->send({req.src_nid, req.src_pid}, portals_frame(h), payload, 0, true, false, may_hold);
     if (st == transport::SendStatus::SourceFault) {
         // The entry's memory could not be read: the reply says so instead of carrying data.
         h.ni_fail = PTL_NI_SEGV;
         h.length = 0;
-        ep.transport->send({req.src_nid, req.src_pid}, h, {}, 0, false);
+        ep.transport->send({req.src_nid, req.src_pid}, portals_frame(h), {}, 0, false);
         return PTL_NI_SEGV;
     }
     return fail;
 }
 
-void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload) {
+void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &a) {
     RxState &rx = rx_of(ep, link);
+    const wire::Header &h = a.h;
     // Atomics travel like puts (data in, ack back); a fetching atomic also answers like a get.
     const bool is_put = h.kind == wire::Kind::Put || h.kind == wire::Kind::Atomic;
     const bool is_atomic = h.kind == wire::Kind::Atomic || h.kind == wire::Kind::FetchAtomic;
@@ -432,8 +442,9 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     auto discard = [&] {
         rx = RxState{};
         rx.h = h;
+        rx.total = a.total;
         rx.active = true;
-        target_data(ep, rx, payload, h.frame_payload, false);
+        target_data(ep, rx, a.payload, a.frame_bytes, false);
     };
     // Tells the initiator about a failure. OC acks count processing, not delivery (§3.15.1).
     auto refuse = [&](ptl_ni_fail_t fail) {
@@ -544,13 +555,14 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
     }
 
     if (is_atomic) {
-        target_atomic(ep, h, payload, ni, pt, e, offset, mlength, spent);
+        target_atomic(ep, a, ni, pt, e, offset, mlength, spent);
         return;
     }
     if (is_put) {
         rx = RxState{};
         rx.active = true;
         rx.h = h;
+        rx.total = a.total;
         rx.ni = ni;
         rx.entry = e;
         rx.offset = offset;
@@ -564,13 +576,13 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const wire::Hea
             if (mlength &&
                 link.read_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength))
                 rx.fail = PTL_NI_SEGV;
-            rx.received = rx.h.payload_total; // no payload frames follow
+            rx.received = rx.total; // no payload frames follow
             rx.active = false;
             finish_put(ep, rx);
             rx = RxState{};
             return;
         }
-        target_data(ep, rx, payload, h.frame_payload, h.flags & wire::kFlagSourceFault);
+        target_data(ep, rx, a.payload, a.frame_bytes, a.fault);
         return;
     }
 
@@ -629,7 +641,7 @@ void Engine::target_data(Endpoint &ep, RxState &rx, const std::byte *payload, si
     }
     if (fault && rx.entry) rx.fail = PTL_NI_SEGV; // the initiator could not read its own buffer
     rx.received += n;
-    if (rx.received >= rx.h.payload_total) {
+    if (rx.received >= rx.total) {
         rx.active = false;
         if (rx.entry) finish_put(ep, rx);
         rx = RxState{};

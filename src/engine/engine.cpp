@@ -220,7 +220,7 @@ void Engine::progress_loop(Endpoint &ep) {
     }
 }
 
-void EndpointReceiver::on_frame(transport::Link &link, const wire::Header &h, const std::byte *payload) {
+void EndpointReceiver::on_frame(transport::Link &link, const transport::FrameHeader &h, const std::byte *payload) {
     engine_.handle_frame(ep_, link, h, payload);
 }
 void EndpointReceiver::on_link_failed(transport::Link &link, bool last) { engine_.handle_link_failed(ep_, link, last); }

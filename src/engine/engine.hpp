@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <array>
 #include <list>
@@ -23,6 +24,7 @@
 
 #include "engine/handles.hpp"
 #include "transport/transport.hpp"
+#include "wire/protocol.hpp"
 
 namespace portico::engine {
 
@@ -165,9 +167,28 @@ struct Op {
 };
 
 // A message partly received on one link (its payload spans several frames).
+// A message's first frame, as the engine handles it: Portals' header and what the transport says
+// of the frame.
+struct Arrival {
+    wire::Header h;
+    const std::byte *payload; // frame_bytes of it, valid during the call
+    uint32_t frame_bytes;
+    uint64_t total; // payload bytes of the whole message
+    bool fault;     // the sender could not read (part of) this frame's payload
+};
+
+// Portals' header as the protocol header of a message's first frame (transport/transport.hpp).
+inline transport::FrameHeader portals_frame(const wire::Header &h) {
+    transport::FrameHeader f{};
+    f.t.protocol = transport::Protocol::Portals;
+    std::memcpy(f.protocol, &h, sizeof h);
+    return f;
+}
+
 struct RxState {
     bool active = false;
     wire::Header h{};
+    uint64_t total = 0; // payload bytes of the message
     ptl_size_t received = 0;
     // Put at the target
     NI *ni = nullptr;
@@ -206,7 +227,7 @@ class Engine;
 class EndpointReceiver final : public transport::Receiver {
 public:
     EndpointReceiver(Engine &e, Endpoint &ep) : engine_(e), ep_(ep) {}
-    void on_frame(transport::Link &link, const wire::Header &h, const std::byte *payload) override;
+    void on_frame(transport::Link &link, const transport::FrameHeader &h, const std::byte *payload) override;
     void on_link_failed(transport::Link &link, bool last) override;
     void on_send_complete(uint64_t token, bool ok, bool source_fault) override;
 
@@ -339,7 +360,7 @@ public:
     int end_bundle(ptl_handle_ni_t ni);
 
     // ---- called by the transport receiver (data_movement.cpp)
-    void handle_frame(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
+    void handle_frame(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f, const std::byte *payload);
     void handle_link_failed(Endpoint &ep, transport::Link &link, bool last);
     void handle_send_complete(uint64_t token, bool ok, bool source_fault);
 
@@ -417,8 +438,8 @@ private:
     // Argument checks shared by immediate and triggered calls.
     int check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
                      ptl_size_t length, ptl_op_t op, ptl_datatype_t type, int call);
-    void target_atomic(Endpoint &ep, const wire::Header &h, const std::byte *payload, NI *ni, PT &pt, Entry *e,
-                       ptl_size_t offset, ptl_size_t mlength, bool spent);
+    void target_atomic(Endpoint &ep, const Arrival &a, NI *ni, PT &pt, Entry *e, ptl_size_t offset, ptl_size_t mlength,
+                       bool spent);
     // A request has been applied to entry e: its target event, its count and, in an overflow
     // entry, its unexpected header.
     void complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t offset, ptl_size_t mlength,
@@ -448,7 +469,7 @@ private:
     void md_event(MD *md, ptl_event_kind_t type, void *user_ptr, ptl_ni_fail_t fail, ptl_size_t mlength,
                   ptl_size_t remote_offset, ptl_list_t list);
     void md_release_ref(MD *md);
-    void target_request(Endpoint &ep, transport::Link &link, const wire::Header &h, const std::byte *payload);
+    void target_request(Endpoint &ep, transport::Link &link, const Arrival &a);
     void target_data(Endpoint &ep, RxState &rx, const std::byte *payload, size_t n, bool fault);
     void finish_put(Endpoint &ep, RxState &rx);
     // Sends an Ack or Reply; returns PTL_NI_SEGV if the payload could not be read (sent without it).

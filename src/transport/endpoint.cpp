@@ -43,7 +43,7 @@ public:
     PeerId self() const override { return self_; }
     const char *name() const override { return name_.c_str(); }
     size_t max_frame_payload() const override { return max_frame_payload_; }
-    SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
+    SendStatus send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
                     bool defer_wakeup, bool may_hold) override {
         Transport *t = route(to);
         return t ? t->send(to, h, payload, token, copy_payload, defer_wakeup, may_hold) : SendStatus::Unreachable;

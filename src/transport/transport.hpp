@@ -1,19 +1,80 @@
-// The transport layer: moves wire frames between endpoints, reliably and in order per link.
+// The transport layer: moves messages between endpoints as frames, reliably and in order per link.
 //
 // The engine (the "NIC") sits above it and never sees sockets or rings; a transport never looks
-// inside a frame beyond the wire header. Transports bound the payload of one frame; longer
-// messages are sent as a header frame plus Data frames, which a transport never interleaves with
-// another message on the same link.
+// inside a protocol's header. Every frame starts with a FrameHeader: the transport's own 16 bytes
+// (which protocol, whether this frame starts a message, how much payload it carries, whether the
+// sender could read it) and the protocol's header, opaque here. Transports bound the payload of one
+// frame; a longer message is its first frame plus continuation frames, which a transport never
+// interleaves with another message on the same link.
 #pragma once
 
+#include <bit>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <sys/uio.h>
 
-#include "wire/protocol.hpp"
-
 namespace portico::transport {
+
+// Frames travel as they sit in memory, so every field is little-endian on the wire. A big-endian
+// port would byte-swap here; until one exists, building for such a machine fails.
+static_assert(std::endian::native == std::endian::little, "Portico's frames are little-endian");
+
+inline constexpr uint8_t kFrameVersion = 2;
+
+// The protocols that share an endpoint's transports (links, progress, sleep and wake-up).
+enum class Protocol : uint8_t {
+    Portals = 1, // the engine's (src/wire/protocol.hpp)
+};
+
+inline constexpr uint8_t kFrameFirst = 1;       // a message's first frame: the protocol header is valid
+inline constexpr uint8_t kFrameSourceFault = 2; // the sender could not read (part of) this payload: zeros
+
+struct TransportHeader {
+    uint8_t version; // kFrameVersion
+    Protocol protocol;
+    uint8_t flags; // kFrame*
+    uint8_t reserved;
+    uint32_t frame_payload; // payload bytes carried by this frame
+    uint64_t payload_total; // first frame: payload bytes of the whole message, this frame and the rest
+};
+static_assert(sizeof(TransportHeader) == 16);
+
+inline constexpr size_t kProtocolHeaderBytes = 80;
+
+// The start of every frame: a fixed size, so that a frame's payload is always at the same place.
+struct FrameHeader {
+    TransportHeader t;
+    std::byte protocol[kProtocolHeaderBytes]; // the protocol's header in a first frame; zeros after
+};
+static_assert(sizeof(FrameHeader) == 96, "the frame header's layout is part of the protocol");
+
+// The header of frame `index` of a message whose first frame header is `first` and whose payload
+// is `total` bytes, carrying `frame_bytes` of it.
+inline FrameHeader frame_header(const FrameHeader &first, uint64_t total, uint64_t index, uint32_t frame_bytes) {
+    FrameHeader h;
+    if (index == 0) {
+        h = first;
+        h.t.flags = kFrameFirst;
+        h.t.payload_total = total;
+    } else {
+        h = FrameHeader{};
+        h.t.protocol = first.t.protocol;
+    }
+    h.t.version = kFrameVersion;
+    h.t.frame_payload = frame_bytes;
+    return h;
+}
+
+// What a transport checks before trusting a frame header from the network (the protocol checks
+// its own header).
+inline bool frame_is_sane(const FrameHeader &h, size_t frame_bytes_available) {
+    if (h.t.version != kFrameVersion) return false;
+    if (h.t.flags & ~(kFrameFirst | kFrameSourceFault)) return false;
+    if (h.t.frame_payload > frame_bytes_available) return false;
+    if ((h.t.flags & kFrameFirst) && h.t.frame_payload > h.t.payload_total) return false;
+    return true;
+}
 
 struct PeerId {
     uint32_t nid = 0;
@@ -40,8 +101,8 @@ public:
 class Receiver {
 public:
     virtual ~Receiver() = default;
-    // payload points at h.frame_payload bytes, valid only during the call.
-    virtual void on_frame(Link &link, const wire::Header &h, const std::byte *payload) = 0;
+    // payload points at h.t.frame_payload bytes; both are valid only during the call.
+    virtual void on_frame(Link &link, const FrameHeader &h, const std::byte *payload) = 0;
     // The link is gone (peer exited, crashed or misbehaved); every frame it delivered came first.
     // last: no other link with that peer is up. Two processes that send to each other at the same
     // moment each open a connection, and each answers on its own: a peer's responses may still be
@@ -73,13 +134,14 @@ public:
     virtual const char *name() const = 0;
     virtual size_t max_frame_payload() const = 0;
 
-    // Sends header h (kind, fields; frame_payload/payload_total are filled in) and payload.
+    // Sends a message: first's protocol and protocol header (the transport fills in the rest of
+    // each frame's header) and payload.
     // copy_payload: a queued message must not keep referring to the caller's memory.
     // defer_wakeup: a sleeping peer's wakeup may wait for flush_wakeups() (a bundle, §3.17).
     // may_hold: a header-only frame (an ack) that may wait for the next write to that peer or the
     // next poll(), whichever comes first (never past a sleep: arm_sleep() writes it).
-    virtual SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
-                            bool defer_wakeup = false, bool may_hold = false) = 0;
+    virtual SendStatus send(PeerId to, const FrameHeader &first, const Gather &payload, uint64_t token,
+                            bool copy_payload, bool defer_wakeup = false, bool may_hold = false) = 0;
 
     // Delivers waiting frames to r and pushes queued messages; returns the amount of work done.
     virtual int poll(Receiver &r) = 0;

@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         d.produced(n);
         pos += n;
         for (;;) {
-            portico::wire::Header h;
+            portico::transport::FrameHeader h;
             const std::byte *payload = nullptr;
             const char *why = nullptr;
             const auto r = d.next(&h, &payload, &why);
@@ -56,10 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (!why) std::abort();
                 return 0; // the transport closes the connection here
             }
-            if (h.frame_payload > max_payload) std::abort();
+            if (h.t.frame_payload > max_payload) std::abort();
             // Touch the whole payload: ASan reports any byte outside the buffer.
             volatile uint8_t sum = 0;
-            for (uint32_t i = 0; i < h.frame_payload; ++i) sum = sum + static_cast<uint8_t>(payload[i]);
+            for (uint32_t i = 0; i < h.t.frame_payload; ++i) sum = sum + static_cast<uint8_t>(payload[i]);
             d.consume();
         }
     }

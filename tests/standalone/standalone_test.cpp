@@ -24,6 +24,7 @@
 #include <sys/un.h>
 
 #include "transport/tcp/handshake.hpp"
+#include "transport/transport.hpp"
 #include "wire/protocol.hpp"
 
 extern char **environ;
@@ -340,9 +341,11 @@ bool closed_by_peer(int fd) {
 } // namespace
 
 TEST(StandaloneTcp, HostileTrafficIsDroppedCountedAndSurvived) {
-    // Three refusals (garbage, silence then close, a wrong proof) and three malformed frames
-    // (bad version, a frame longer than allowed, a payload longer than its message).
-    Child guard({"guard", "3", "3"}, kTcp);
+    // Three refusals (garbage, silence then close, a wrong proof), three malformed frames (bad
+    // version, a frame longer than allowed, a payload longer than its message: the transport
+    // closes the connection) and two malformed messages in good frames (a Portals header of no
+    // known kind, a protocol nobody speaks: the engine drops and counts them, the link stays).
+    Child guard({"guard", "3", "5"}, kTcp);
     std::string id = guard.line();
     unsigned nid = 0, pid = 0;
     ASSERT_EQ(2, std::sscanf(id.c_str(), "ID %u %u", &nid, &pid)) << id;
@@ -374,24 +377,40 @@ TEST(StandaloneTcp, HostileTrafficIsDroppedCountedAndSurvived) {
         EXPECT_TRUE(closed_by_peer(fd));
         close(fd);
     }
-    auto bad_frame = [&](auto mutate, size_t payload) {
-        int fd = authenticated_connection(nid, pid, "standalone-secret");
-        portico::wire::Header h{};
-        h.version = portico::wire::kVersion;
-        h.kind = portico::wire::Kind::Put;
-        h.frame_payload = static_cast<uint32_t>(payload);
-        h.payload_total = payload;
+    using portico::transport::FrameHeader;
+    auto frame = [](auto mutate, size_t payload) {
+        portico::wire::Header p{};
+        p.kind = portico::wire::Kind::Put;
+        FrameHeader first{};
+        first.t.protocol = portico::transport::Protocol::Portals;
+        std::memcpy(first.protocol, &p, sizeof p);
+        FrameHeader h = portico::transport::frame_header(first, payload, 0, static_cast<uint32_t>(payload));
         mutate(h);
         std::vector<char> bytes(sizeof h + payload, 'x');
         std::memcpy(bytes.data(), &h, sizeof h);
+        return bytes;
+    };
+    auto bad_frame = [&](auto mutate, size_t payload) {
+        int fd = authenticated_connection(nid, pid, "standalone-secret");
+        const auto bytes = frame(mutate, payload);
         write_all(fd, bytes.data(), bytes.size()); // the guard may close before it has read all
         EXPECT_TRUE(closed_by_peer(fd));
         close(fd);
     };
-    bad_frame([](portico::wire::Header &h) { h.version = 9; }, 16);
-    bad_frame([](portico::wire::Header &h) { h.frame_payload = 1u << 30; }, 0);
-    bad_frame([](portico::wire::Header &h) { h.payload_total = 1; }, 16);
-    EXPECT_EQ("OK", guard.line());
+    bad_frame([](FrameHeader &h) { h.t.version = 9; }, 16);
+    bad_frame([](FrameHeader &h) { h.t.frame_payload = 1u << 30; }, 0);
+    bad_frame([](FrameHeader &h) { h.t.payload_total = 1; }, 16);
+    { // Good frames, bad messages: dropped and counted by the engine, on a link that stays up.
+        int fd = authenticated_connection(nid, pid, "standalone-secret");
+        auto unknown_kind = frame([](FrameHeader &h) { h.protocol[0] = std::byte{5}; }, 16);
+        auto unknown_protocol = frame([](FrameHeader &h) { h.t.protocol = portico::transport::Protocol{9}; }, 16);
+        ASSERT_TRUE(write_all(fd, unknown_kind.data(), unknown_kind.size()));
+        ASSERT_TRUE(write_all(fd, unknown_protocol.data(), unknown_protocol.size()));
+        EXPECT_EQ("OK", guard.line()); // it counted both, and did not close the connection
+        pollfd q{fd, POLLIN, 0};
+        EXPECT_EQ(0, poll(&q, 1, 0)) << "revents " << q.revents;
+        close(fd);
+    }
     guard.send("BYE");
     EXPECT_EQ(0, guard.wait_exit());
 }

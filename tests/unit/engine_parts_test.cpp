@@ -6,6 +6,7 @@
 
 #include "common/guarded_copy.hpp"
 #include "engine/handles.hpp"
+#include "transport/transport.hpp"
 #include "wire/protocol.hpp"
 
 using namespace portico;
@@ -48,20 +49,38 @@ TEST(GuardedCopy, FaultBecomesFalseNotACrash) {
     munmap(hole, static_cast<size_t>(page));
 }
 
-TEST(WireHeader, InsaneHeadersAreRejected) {
+TEST(FrameHeader, InsaneFrameHeadersAreRejected) {
+    transport::FrameHeader first{};
+    first.t.protocol = transport::Protocol::Portals;
+    transport::FrameHeader h = transport::frame_header(first, 16, 0, 16);
+    EXPECT_EQ(transport::kFrameFirst, h.t.flags);
+    EXPECT_TRUE(transport::frame_is_sane(h, 16));
+    EXPECT_FALSE(transport::frame_is_sane(h, 15)); // claims more payload than the frame holds
+    h.t.payload_total = 8;
+    EXPECT_FALSE(transport::frame_is_sane(h, 16)); // a frame larger than its message
+    h.t.payload_total = 16;
+    h.t.version = 99;
+    EXPECT_FALSE(transport::frame_is_sane(h, 16));
+    h.t.version = transport::kFrameVersion;
+    h.t.flags |= 0x40; // no such flag
+    EXPECT_FALSE(transport::frame_is_sane(h, 16));
+    // A continuation frame carries no total and the protocol's header area is zero.
+    const transport::FrameHeader next = transport::frame_header(h, 100, 1, 50);
+    EXPECT_EQ(0, next.t.flags);
+    EXPECT_EQ(transport::Protocol::Portals, next.t.protocol);
+    EXPECT_TRUE(transport::frame_is_sane(next, 50));
+    EXPECT_EQ(std::byte{0}, next.protocol[0]);
+}
+
+TEST(WireHeader, OnlyKnownKindsAreSane) {
     wire::Header h{};
-    h.version = wire::kVersion;
-    h.kind = wire::Kind::Put;
-    h.frame_payload = 16;
-    h.payload_total = 16;
-    EXPECT_TRUE(wire::header_is_sane(h, 16));
-    EXPECT_FALSE(wire::header_is_sane(h, 15)); // claims more payload than the frame holds
-    h.payload_total = 8;
-    EXPECT_FALSE(wire::header_is_sane(h, 16)); // a frame larger than its message
-    h.payload_total = 16;
-    h.version = 99;
-    EXPECT_FALSE(wire::header_is_sane(h, 16));
-    h.version = wire::kVersion;
-    h.kind = static_cast<wire::Kind>(42);
-    EXPECT_FALSE(wire::header_is_sane(h, 16));
+    for (auto k : {wire::Kind::Put, wire::Kind::Get, wire::Kind::Ack, wire::Kind::Reply, wire::Kind::Atomic,
+                   wire::Kind::FetchAtomic}) {
+        h.kind = k;
+        EXPECT_TRUE(wire::header_is_sane(h));
+    }
+    for (int k : {0, 5, 8, 255}) {
+        h.kind = static_cast<wire::Kind>(k);
+        EXPECT_FALSE(wire::header_is_sane(h)) << k;
+    }
 }

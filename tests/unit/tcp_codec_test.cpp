@@ -121,20 +121,22 @@ TEST(Handshake, GarbageIsRejectedWithAReason) {
 }
 
 // A stream of frames as the TCP transport writes them.
-std::vector<std::byte> frame(wire::Kind kind, size_t payload, uint8_t fill, uint64_t total = UINT64_MAX) {
-    wire::Header h;
+// first: a message's first frame (else a continuation frame).
+std::vector<std::byte> frame(bool first, size_t payload, uint8_t fill, uint64_t total = UINT64_MAX) {
+    FrameHeader h;
     std::memset(&h, 0, sizeof h);
-    h.version = wire::kVersion;
-    h.kind = kind;
-    h.frame_payload = static_cast<uint32_t>(payload);
-    h.payload_total = total == UINT64_MAX ? payload : total;
+    h.t.version = kFrameVersion;
+    h.t.protocol = Protocol::Portals;
+    h.t.flags = first ? kFrameFirst : 0;
+    h.t.frame_payload = static_cast<uint32_t>(payload);
+    h.t.payload_total = first ? (total == UINT64_MAX ? payload : total) : 0;
     std::vector<std::byte> out(sizeof h + payload, std::byte{fill});
     std::memcpy(out.data(), &h, sizeof h);
     return out;
 }
 
 struct Decoded {
-    std::vector<std::pair<wire::Kind, std::vector<std::byte>>> frames;
+    std::vector<std::pair<bool, std::vector<std::byte>>> frames; // (first, payload)
     bool malformed = false;
     std::string why;
 };
@@ -152,7 +154,7 @@ Decoded decode(const std::vector<std::byte> &stream, size_t max_payload, std::mt
         std::memcpy(dst, stream.data() + pos, n);
         d.produced(n);
         pos += n;
-        wire::Header h;
+        FrameHeader h;
         const std::byte *p = nullptr;
         const char *why = nullptr;
         for (;;) {
@@ -163,7 +165,7 @@ Decoded decode(const std::vector<std::byte> &stream, size_t max_payload, std::mt
                 out.why = why;
                 break;
             }
-            out.frames.emplace_back(h.kind, std::vector<std::byte>(p, p + h.frame_payload));
+            out.frames.emplace_back(h.t.flags & kFrameFirst, std::vector<std::byte>(p, p + h.t.frame_payload));
             d.consume();
         }
     }
@@ -171,15 +173,11 @@ Decoded decode(const std::vector<std::byte> &stream, size_t max_payload, std::mt
 }
 
 TEST(FrameDecoder, AnySplitOfTheStreamGivesTheSameFrames) {
-    const size_t max_payload = 64 * 1024 - sizeof(wire::Header);
+    const size_t max_payload = 64 * 1024 - sizeof(FrameHeader);
     std::vector<std::byte> stream;
     std::vector<size_t> sizes{0, 1, 8, 95, 96, 4096, max_payload, 12345, max_payload - 1, 0, 7};
     for (size_t i = 0; i < sizes.size(); ++i) {
-        auto f = frame(i % 2 ? wire::Kind::Put : wire::Kind::Get, sizes[i], static_cast<uint8_t>(i + 1));
-        if (i % 2 == 0) {
-            // Get frames carry no payload by protocol, but the decoder does not judge kinds; use Data.
-            f = frame(wire::Kind::Data, sizes[i], static_cast<uint8_t>(i + 1));
-        }
+        auto f = frame(i % 2 == 1, sizes[i], static_cast<uint8_t>(i + 1));
         stream.insert(stream.end(), f.begin(), f.end());
     }
     for (unsigned seed = 1; seed <= 50; ++seed) {
@@ -188,6 +186,7 @@ TEST(FrameDecoder, AnySplitOfTheStreamGivesTheSameFrames) {
         ASSERT_FALSE(d.malformed) << d.why;
         ASSERT_EQ(sizes.size(), d.frames.size()) << "seed " << seed;
         for (size_t i = 0; i < sizes.size(); ++i) {
+            ASSERT_EQ(i % 2 == 1, d.frames[i].first);
             ASSERT_EQ(sizes[i], d.frames[i].second.size());
             for (std::byte b : d.frames[i].second) ASSERT_EQ(std::byte(i + 1), b);
         }
@@ -196,28 +195,28 @@ TEST(FrameDecoder, AnySplitOfTheStreamGivesTheSameFrames) {
 
 TEST(FrameDecoder, OversizedFrameIsMalformedBeforeItsPayloadArrives) {
     std::mt19937 cut(3);
-    auto f = frame(wire::Kind::Data, 5000, 1);
-    auto stream = std::vector<std::byte>(f.begin(), f.begin() + sizeof(wire::Header)); // header only
+    auto f = frame(false, 5000, 1);
+    auto stream = std::vector<std::byte>(f.begin(), f.begin() + sizeof(FrameHeader)); // header only
     Decoded d = decode(stream, 4096, cut);
     EXPECT_TRUE(d.malformed);
     EXPECT_TRUE(d.frames.empty());
 }
 
-TEST(FrameDecoder, BadVersionKindOrTotalIsMalformed) {
+TEST(FrameDecoder, BadVersionFlagsOrTotalIsMalformed) {
     std::mt19937 cut(4);
-    auto bad_version = frame(wire::Kind::Put, 10, 1);
+    auto bad_version = frame(true, 10, 1);
     bad_version[0] = std::byte{77};
     EXPECT_TRUE(decode(bad_version, 4096, cut).malformed);
-    auto bad_kind = frame(wire::Kind::Put, 10, 1);
-    bad_kind[1] = std::byte{0};
-    EXPECT_TRUE(decode(bad_kind, 4096, cut).malformed);
-    auto bad_total = frame(wire::Kind::Put, 10, 1, 5); // more in this frame than in the message
+    auto bad_flags = frame(true, 10, 1);
+    bad_flags[offsetof(TransportHeader, flags)] |= std::byte{0x80}; // no such flag
+    EXPECT_TRUE(decode(bad_flags, 4096, cut).malformed);
+    auto bad_total = frame(true, 10, 1, 5); // more in this frame than in the message
     EXPECT_TRUE(decode(bad_total, 4096, cut).malformed);
 }
 
 TEST(FrameDecoder, TruncatedFrameIsNeverHandedOut) {
     std::mt19937 cut(5);
-    auto f = frame(wire::Kind::Put, 1000, 9);
+    auto f = frame(true, 1000, 9);
     f.resize(f.size() - 1);
     Decoded d = decode(f, 4096, cut);
     EXPECT_FALSE(d.malformed);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,8 +28,10 @@ constexpr uint32_t kLoopback = 0x7f000001; // 127.0.0.1: every TCP endpoint here
 
 struct Recorder final : Receiver {
     std::vector<std::string> seen; // "frame <cookie>", "end", "end, last"
-    void on_frame(Link &, const wire::Header &h, const std::byte *) override {
-        seen.push_back("frame " + std::to_string(h.cookie));
+    void on_frame(Link &, const FrameHeader &h, const std::byte *) override {
+        uint64_t cookie;
+        std::memcpy(&cookie, h.protocol, sizeof cookie);
+        seen.push_back("frame " + std::to_string(cookie));
     }
     void on_link_failed(Link &, bool last) override { seen.push_back(last ? "end, last" : "end"); }
     void on_send_complete(uint64_t, bool, bool) override {}
@@ -49,10 +52,11 @@ std::unique_ptr<Transport> open_free(const std::function<std::unique_ptr<Transpo
     return nullptr;
 }
 
-wire::Header message(uint64_t cookie) {
-    wire::Header h{};
-    h.kind = wire::Kind::Put;
-    h.cookie = cookie;
+// A message whose protocol header starts with `cookie`.
+FrameHeader message(uint64_t cookie) {
+    FrameHeader h{};
+    h.t.protocol = Protocol::Portals;
+    std::memcpy(h.protocol, &cookie, sizeof cookie);
     return h;
 }
 

@@ -78,7 +78,7 @@ public:
     PeerId self() const override { return self_; }
     const char *name() const override { return name_; }
     size_t max_frame_payload() const override { return 1000; }
-    SendStatus send(PeerId to, portico::wire::Header, const Gather &, uint64_t, bool, bool, bool) override {
+    SendStatus send(PeerId to, const FrameHeader &, const Gather &, uint64_t, bool, bool, bool) override {
         sent_to.push_back(to);
         return SendStatus::Sent;
     }
@@ -111,7 +111,8 @@ std::unique_ptr<Transport> open_fake(const char *name, const OpenRequest &req) {
 
 const TransportInfo kNear{"test-near", 1000, "reaches nid 1 only", [](PeerId, PeerId p) { return p.nid == 1; },
                           [](const OpenRequest &r) -> std::unique_ptr<Transport> {
-                              if (g_near_taken.count(r.pid)) throw std::system_error(EADDRINUSE, std::generic_category());
+                              if (g_near_taken.count(r.pid))
+                                  throw std::system_error(EADDRINUSE, std::generic_category());
                               return open_fake("test-near", r);
                           }};
 const TransportInfo kFar{"test-far", -1000, "reaches every peer", [](PeerId, PeerId) { return true; },

@@ -20,7 +20,7 @@ std::unique_ptr<Transport> open_shm(const OpenRequest &req) {
 } // namespace
 
 extern const TransportInfo shm_transport_info{
-    "shm", 100, "shared memory with the processes of this machine (rings in memfd segments, single copy)",
-    same_machine, open_shm};
+    "shm", 100, "shared memory with the processes of this machine (rings in memfd segments, single copy)", same_machine,
+    open_shm};
 
 } // namespace portico::transport

@@ -26,7 +26,7 @@ namespace {
 
 constexpr uint32_t kHelloMagic = 0x50544c34; // "PTL4"
 constexpr uint32_t kSegmentVersion = 1;
-constexpr size_t kHeaderBytes = sizeof(wire::Header);
+constexpr size_t kHeaderBytes = sizeof(FrameHeader);
 
 struct Hello {
     uint32_t magic;
@@ -121,7 +121,7 @@ struct Cursor {
 };
 
 struct OutMessage {
-    wire::Header h;
+    FrameHeader h;
     std::vector<iovec> iov;
     std::vector<std::byte> owned;
     Cursor cur;
@@ -434,11 +434,11 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
             complete = false;
             break;
         }
-        wire::Header h = wire::frame_header(m.h, c.total, c.header_sent ? 1 : 0, static_cast<uint32_t>(chunk));
+        FrameHeader h = frame_header(m.h, c.total, c.header_sent ? 1 : 0, static_cast<uint32_t>(chunk));
         bool ok = gather_copy(p + kHeaderBytes, c.iov, c.iovcnt, c.sent, chunk);
         if (!ok) {
             if (!c.header_sent) return false; // nothing sent yet: the caller reports the fault
-            h.flags |= wire::kFlagSourceFault;
+            h.t.flags |= kFrameSourceFault;
             c.fault = true;
         }
         std::memcpy(p, &h, kHeaderBytes);
@@ -465,11 +465,10 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
     return complete;
 }
 
-SendStatus ShmTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
+SendStatus ShmTransport::send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
                               bool defer_wakeup, bool) {
     ShmLink *l = link_for(to);
     if (!l) return SendStatus::Unreachable;
-    h.version = wire::kVersion;
     std::unique_lock g(l->tx_mutex);
     if (l->dead) return SendStatus::Unreachable;
     OutMessage direct;
@@ -628,14 +627,14 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
             }
             break;
         }
-        wire::Header h;
+        FrameHeader h;
         if (bytes < kHeaderBytes) {
             malformed_.fetch_add(1);
             fail_link(l, r);
             break;
         }
         std::memcpy(&h, body, kHeaderBytes); // copy first: the peer can still write the ring
-        if (!wire::header_is_sane(h, bytes - kHeaderBytes)) {
+        if (!frame_is_sane(h, bytes - kHeaderBytes)) {
             malformed_.fetch_add(1);
             log_error("shm: malformed frame from %08x/%u; closing the link", l.peer.nid, l.peer.pid);
             fail_link(l, r);

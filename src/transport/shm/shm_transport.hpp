@@ -48,7 +48,7 @@ public:
     PeerId self() const override { return self_; }
     const char *name() const override { return "shm"; }
     size_t max_frame_payload() const override { return max_frame_payload_; }
-    SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
+    SendStatus send(PeerId to, const FrameHeader &first, const Gather &payload, uint64_t token, bool copy_payload,
                     bool defer_wakeup = false, bool may_hold = false) override;
     int poll(Receiver &r) override;
     void arm_sleep() override;

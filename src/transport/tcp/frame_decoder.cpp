@@ -6,7 +6,7 @@
 namespace portico::transport::tcp {
 
 namespace {
-constexpr size_t kHeaderBytes = sizeof(wire::Header);
+constexpr size_t kHeaderBytes = sizeof(FrameHeader);
 }
 
 FrameDecoder::FrameDecoder(size_t max_frame_payload)
@@ -27,25 +27,25 @@ std::byte *FrameDecoder::space() {
     return buf_.get() + end_;
 }
 
-FrameDecoder::Result FrameDecoder::next(wire::Header *h, const std::byte **payload, const char **why) {
+FrameDecoder::Result FrameDecoder::next(FrameHeader *h, const std::byte **payload, const char **why) {
     const size_t avail = end_ - begin_;
     if (avail < kHeaderBytes) return Result::NeedMore;
     std::memcpy(h, buf_.get() + begin_, kHeaderBytes);
-    if (h->version != wire::kVersion) {
+    if (h->t.version != kFrameVersion) {
         *why = "unknown protocol version";
         return Result::Malformed;
     }
-    if (h->frame_payload > max_frame_payload_) {
+    if (h->t.frame_payload > max_frame_payload_) {
         *why = "frame longer than the connection allows";
         return Result::Malformed;
     }
-    if (!wire::header_is_sane(*h, max_frame_payload_)) {
+    if (!frame_is_sane(*h, max_frame_payload_)) {
         *why = "inconsistent header";
         return Result::Malformed;
     }
-    if (avail < kHeaderBytes + h->frame_payload) return Result::NeedMore;
+    if (avail < kHeaderBytes + h->t.frame_payload) return Result::NeedMore;
     *payload = buf_.get() + begin_ + kHeaderBytes;
-    current_ = kHeaderBytes + h->frame_payload;
+    current_ = kHeaderBytes + h->t.frame_payload;
     return Result::Frame;
 }
 

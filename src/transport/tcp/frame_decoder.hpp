@@ -1,4 +1,4 @@
-// Cuts the byte stream of a TCP connection into wire frames.
+// Cuts the byte stream of a TCP connection into frames (transport.hpp: FrameHeader).
 //
 // The decoder owns the receive buffer: the caller recv()s straight into space() and announces the
 // bytes with produced(). A frame is handed out in place (no copy) once all of it has arrived, so
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "wire/protocol.hpp"
+#include "transport/transport.hpp"
 
 namespace portico::transport::tcp {
 
@@ -29,7 +29,7 @@ public:
     enum class Result { Frame, NeedMore, Malformed };
     // The next complete frame: *h and *payload (h->frame_payload bytes, valid until consume()).
     // Malformed sets *why to a static description.
-    Result next(wire::Header *h, const std::byte **payload, const char **why);
+    Result next(FrameHeader *h, const std::byte **payload, const char **why);
     // Done with the frame next() returned.
     void consume();
 

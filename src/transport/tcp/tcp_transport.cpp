@@ -22,7 +22,7 @@ namespace portico::transport::tcp {
 
 namespace {
 
-constexpr size_t kHeaderBytes = sizeof(wire::Header);
+constexpr size_t kHeaderBytes = sizeof(FrameHeader);
 constexpr int kMaxIov = 64;
 constexpr int kMaxFramesPerWrite = 16;
 constexpr size_t kMaxBytesPerWrite = 1 << 20;
@@ -63,7 +63,7 @@ void tune_socket(int fd, const TcpConfig &cfg) {
 // A message on its way out: a stream of frames (header + at most max_frame_payload bytes each),
 // cut from the payload on the fly so that a partial write can resume at any byte.
 struct TcpOutMessage {
-    wire::Header h;
+    FrameHeader h;
     uint64_t total = 0;         // payload bytes of the whole message
     const iovec *iov = nullptr; // payload bytes [base, total)
     int iovcnt = 0;
@@ -183,7 +183,7 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload, RawByt
     const uint64_t stream_bytes = frames * kHeaderBytes + m.total;
     while (m.stream_pos < stream_bytes) {
         iovec iov[kMaxIov];
-        wire::Header headers[kMaxFramesPerWrite];
+        FrameHeader headers[kMaxFramesPerWrite];
         int n = 0, nh = 0;
         size_t bytes = 0;
         const size_t raw_bytes = raw.left();
@@ -205,9 +205,9 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload, RawByt
                 }
                 m.checked = f + 1;
             }
-            wire::Header &h = headers[nh++];
-            h = wire::frame_header(m.h, m.total, f, static_cast<uint32_t>(len));
-            if (f >= m.fault_from) h.flags |= wire::kFlagSourceFault;
+            FrameHeader &h = headers[nh++];
+            h = frame_header(m.h, m.total, f, static_cast<uint32_t>(len));
+            if (f >= m.fault_from) h.t.flags |= kFrameSourceFault;
             if (in_frame < kHeaderBytes) {
                 iov[n++] = {reinterpret_cast<std::byte *>(&h) + in_frame, kHeaderBytes - in_frame};
                 bytes += kHeaderBytes - in_frame;
@@ -404,8 +404,8 @@ void TcpTransport::want_write(TcpLink &l, bool on) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, l.fd, &ev);
 }
 
-SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload, bool,
-                              bool may_hold) {
+SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
+                              bool, bool may_hold) {
     if (cfg_.secret.empty()) {
         if (!warned_no_secret_.exchange(true))
             log_error("tcp: no job secret, so no TCP peer can be reached (start the job with portico-run, or "
@@ -414,7 +414,6 @@ SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, 
     }
     TcpLink *l = link_for(to);
     if (!l) return SendStatus::Unreachable;
-    h.version = wire::kVersion;
     TcpOutMessage m;
     m.h = h;
     m.total = payload.length;
@@ -426,7 +425,7 @@ SendStatus TcpTransport::send(PeerId to, wire::Header h, const Gather &payload, 
     if (may_hold && payload.length == 0 && l->state == LinkState::Up && l->backlog.empty()) {
         // An ack: it waits for the next write on this link (the application's next put to that
         // peer, in a ping-pong) or the next poll, whichever comes first: one system call less.
-        const wire::Header fh = wire::frame_header(h, 0, 0, 0);
+        const FrameHeader fh = frame_header(h, 0, 0, 0);
         const bool first = l->held.empty();
         const auto *b = reinterpret_cast<const std::byte *>(&fh);
         l->held.insert(l->held.end(), b, b + kHeaderBytes);
@@ -660,7 +659,7 @@ int TcpTransport::on_readable(TcpLink &l, Receiver &r) {
             return frames + 1;
         }
         d.produced(static_cast<size_t>(n));
-        wire::Header h;
+        FrameHeader h;
         const std::byte *payload = nullptr;
         const char *why = nullptr;
         for (;;) {

@@ -26,7 +26,7 @@ struct TcpConfig {
     uint32_t port_base = 16384;
     std::string secret; // empty: every connection is refused
     size_t max_links = 4096;
-    size_t max_frame_payload = 64 * 1024 - sizeof(wire::Header);
+    size_t max_frame_payload = 64 * 1024 - sizeof(FrameHeader);
     int connect_timeout_ms = 30000;   // connect plus handshake
     size_t max_pending_accepts = 256; // connections that have not authenticated yet
     int keepalive_idle_s = 10;        // a silent broken connection is found within idle + 3 * 5 s
@@ -47,7 +47,7 @@ public:
     PeerId self() const override { return self_; }
     const char *name() const override { return "tcp"; }
     size_t max_frame_payload() const override { return cfg_.max_frame_payload; }
-    SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t token, bool copy_payload,
+    SendStatus send(PeerId to, const FrameHeader &first, const Gather &payload, uint64_t token, bool copy_payload,
                     bool defer_wakeup = false, bool may_hold = false) override;
     int poll(Receiver &r) override;
     void arm_sleep() override;
