@@ -430,50 +430,37 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
 }
 
 void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &a) {
-    RxState &rx = rx_of(ep, link);
-    const wire::Header &h = a.h;
-    // Atomics travel like puts (data in, ack back); a fetching atomic also answers like a get.
-    const bool is_put = h.kind == wire::Kind::Put || h.kind == wire::Kind::Atomic;
-    const bool is_atomic = h.kind == wire::Kind::Atomic || h.kind == wire::Kind::FetchAtomic;
-    const bool replies = h.kind == wire::Kind::Get || h.kind == wire::Kind::FetchAtomic;
-    NI *ni = ep.nis[h.ni_kind & 3];
+    Landing at;
+    const ptl_ni_fail_t fail = match_request(ep, a.h, &at);
+    if (fail != PTL_NI_OK) {
+        reject_request(ep, link, a, fail);
+        return;
+    }
+    claim_entry(a.h, &at);
+    switch (a.h.kind) {
+    case wire::Kind::Atomic:
+    case wire::Kind::FetchAtomic: target_atomic(ep, a, at.ni, *at.pt, at.e, at.offset, at.mlength, at.spent); break;
+    case wire::Kind::Put: start_put(ep, link, a, at); break;
+    default: answer_get(ep, link, a.h, at); break;
+    }
+}
 
-    // Every path below consumes the whole message, delivering it or discarding its payload.
-    auto discard = [&] {
-        rx = RxState{};
-        rx.h = h;
-        rx.total = a.total;
-        rx.active = true;
-        target_data(ep, rx, a.payload, a.frame_bytes, false);
-    };
-    // Tells the initiator about a failure. OC acks count processing, not delivery (§3.15.1).
-    auto refuse = [&](ptl_ni_fail_t fail) {
-        if (replies)
-            send_response(ep, h, wire::Kind::Reply, fail, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
-        else
-            answer_put(ep, h, true, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset,
-                       PTL_PRIORITY_LIST);
-    };
+ptl_ni_fail_t Engine::match_request(Endpoint &ep, const wire::Header &h, Landing *at) {
+    NI *ni = at->ni = ep.nis[h.ni_kind & 3];
     // Dropped at the target (no PT, no match, unexpected-header list full): the initiator's ACK or
     // REPLY says PTL_NI_DROPPED (§3.13.3), so that no get waits for ever (README decision 11).
     auto drop = [&] {
         if (ni) ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
-        refuse(PTL_NI_DROPPED);
-        discard();
+        return PTL_NI_DROPPED;
     };
-
     if (!ni) {
         log_debug("message for an NI kind %u that is not open; dropped", h.ni_kind);
-        drop();
-        return;
+        return drop();
     }
-    if (h.pt_index >= ni->pts.size() || !ni->pts[h.pt_index].allocated) {
-        drop();
-        return;
-    }
-    PT &pt = ni->pts[h.pt_index];
+    if (h.pt_index >= ni->pts.size() || !ni->pts[h.pt_index].allocated) return drop();
+    PT &pt = *(at->pt = &ni->pts[h.pt_index]);
     auto flow_control = [&](Entry *culprit) {
-        // Disable the PT, tell the target application (reserved slot), fail the message.
+        // Disable the PT and tell the target application (reserved slot).
         pt.enabled = false;
         if (pt.eq && !(culprit && (culprit->d.options & PTL_LE_EVENT_FLOWCTRL_DISABLE))) {
             ptl_event_t ev{};
@@ -483,14 +470,11 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &
             push_event(pt.eq, ev);
         }
         ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
-        refuse(PTL_NI_PT_DISABLED);
-        discard();
+        return PTL_NI_PT_DISABLED;
     };
     if (!pt.enabled) {
         ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
-        refuse(PTL_NI_PT_DISABLED);
-        discard();
-        return;
+        return PTL_NI_PT_DISABLED;
     }
 
     const ptl_process_t initiator = initiator_of(*ni, h);
@@ -501,19 +485,11 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &
                 e = cand;
                 break;
             }
-    if (!e) {
-        if (pt.options & PTL_PT_FLOWCTRL)
-            flow_control(nullptr);
-        else
-            drop();
-        return;
-    }
+    if (!e) return (pt.options & PTL_PT_FLOWCTRL) ? flow_control(nullptr) : drop();
     // A matched entry that refuses the message ends the search (§3.12): no fall-through.
     if (e->d.uid != PTL_UID_ANY && e->d.uid != h.uid) {
         ni->sr[PTL_SR_PERMISSION_VIOLATIONS].fetch_add(1);
-        refuse(PTL_NI_PERM_VIOLATION);
-        discard();
-        return;
+        return PTL_NI_PERM_VIOLATION;
     }
     // Put and Atomic need OP_PUT, Get needs OP_GET, a fetching atomic needs both (§3.12.1).
     const unsigned needed = h.kind == wire::Kind::Get           ? PTL_LE_OP_GET
@@ -521,89 +497,96 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &
                                                                 : PTL_LE_OP_PUT;
     if ((e->d.options & needed) != needed) {
         ni->sr[PTL_SR_OPERATION_VIOLATIONS].fetch_add(1);
-        refuse(PTL_NI_OP_VIOLATION);
-        discard();
-        return;
+        return PTL_NI_OP_VIOLATION;
     }
     const bool keeps_header = e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE);
-    if (keeps_header && unexpected_headers(*ni) >= static_cast<size_t>(ni->limits.max_unexpected_headers)) {
-        if (pt.options & PTL_PT_FLOWCTRL)
-            flow_control(e);
-        else
-            drop();
-        return;
-    }
+    if (keeps_header && unexpected_headers(*ni) >= static_cast<size_t>(ni->limits.max_unexpected_headers))
+        return (pt.options & PTL_PT_FLOWCTRL) ? flow_control(e) : drop();
     const bool full_event = pt.eq && !(e->d.options & (PTL_LE_EVENT_COMM_DISABLE | PTL_LE_EVENT_SUCCESS_DISABLE));
-    if ((pt.options & PTL_PT_FLOWCTRL) && full_event && !pt.eq->has_room()) {
-        flow_control(e);
-        return;
-    }
+    if ((pt.options & PTL_PT_FLOWCTRL) && full_event && !pt.eq->has_room()) return flow_control(e);
+    at->e = e;
+    return PTL_NI_OK;
+}
 
-    // Deliver.
+void Engine::reject_request(Endpoint &ep, transport::Link &link, const Arrival &a, ptl_ni_fail_t fail) {
+    const wire::Header &h = a.h;
+    // Tell the initiator. OC acks count processing, not delivery (§3.15.1).
+    if (h.kind == wire::Kind::Get || h.kind == wire::Kind::FetchAtomic)
+        send_response(ep, h, wire::Kind::Reply, fail, 0, h.remote_offset, PTL_PRIORITY_LIST, {});
+    else
+        answer_put(ep, h, true, h.ack_req == PTL_OC_ACK_REQ ? PTL_NI_OK : fail, 0, h.remote_offset, PTL_PRIORITY_LIST);
+    // And consume the whole message: its payload, here and in the frames still to come, is discarded.
+    RxState &rx = rx_of(ep, link);
+    rx = RxState{};
+    rx.h = h;
+    rx.total = a.total;
+    rx.active = true;
+    target_data(ep, rx, a.payload, a.frame_bytes, false);
+}
+
+void Engine::claim_entry(const wire::Header &h, Landing *at) {
+    Entry *e = at->e;
     const bool local = e->d.options & PTL_ME_MANAGE_LOCAL;
-    const ptl_size_t offset = local ? e->local_offset : h.remote_offset;
-    const ptl_size_t mlength = offset >= e->length ? 0 : std::min<ptl_size_t>(h.length, e->length - offset);
-    if (local) e->local_offset += mlength;
+    at->offset = local ? e->local_offset : h.remote_offset;
+    at->mlength = at->offset >= e->length ? 0 : std::min<ptl_size_t>(h.length, e->length - at->offset);
+    if (local) e->local_offset += at->mlength;
     // Unlink conditions are decided now, so no later message matches a spent entry; the
     // AUTO_UNLINK event follows the operation's own event.
-    const bool spent =
+    at->spent =
         (e->d.options & PTL_LE_USE_ONCE) ||
         (local && e->d.min_free && (e->local_offset > e->length || e->length - e->local_offset < e->d.min_free));
-    if (spent && e->linked) {
-        pt.lists[e->list].erase(e->pos);
+    if (at->spent && e->linked) {
+        at->pt->lists[e->list].erase(e->pos);
         e->linked = false;
     }
+}
 
-    if (is_atomic) {
-        target_atomic(ep, a, ni, pt, e, offset, mlength, spent);
-        return;
-    }
-    if (is_put) {
+void Engine::start_put(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at) {
+    RxState &rx = rx_of(ep, link);
+    rx = RxState{};
+    rx.active = true;
+    rx.h = a.h;
+    rx.total = a.total;
+    rx.ni = at.ni;
+    rx.entry = at.e;
+    rx.offset = at.offset;
+    rx.mlength = at.mlength;
+    ++at.e->busy;
+    ++at.pt->streams;
+    if (a.h.flags & wire::kFlagRendezvous) {
+        // Single copy: read the initiator's buffer straight into the entry.
+        iov_scratch_.clear();
+        gather(region_of(*at.e), at.offset, at.mlength, iov_scratch_);
+        if (at.mlength &&
+            link.read_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), a.h.rdv_addr, at.mlength))
+            rx.fail = PTL_NI_SEGV;
+        rx.received = rx.total; // no payload frames follow
+        rx.active = false;
+        finish_put(ep, rx);
         rx = RxState{};
-        rx.active = true;
-        rx.h = h;
-        rx.total = a.total;
-        rx.ni = ni;
-        rx.entry = e;
-        rx.offset = offset;
-        rx.mlength = mlength;
-        ++e->busy;
-        ++pt.streams;
-        if (h.flags & wire::kFlagRendezvous) {
-            // Single copy: read the initiator's buffer straight into the entry.
-            iov_scratch_.clear();
-            gather(region_of(*e), offset, mlength, iov_scratch_);
-            if (mlength &&
-                link.read_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength))
-                rx.fail = PTL_NI_SEGV;
-            rx.received = rx.total; // no payload frames follow
-            rx.active = false;
-            finish_put(ep, rx);
-            rx = RxState{};
-            return;
-        }
-        target_data(ep, rx, a.payload, a.frame_bytes, a.fault);
         return;
     }
+    target_data(ep, rx, a.payload, a.frame_bytes, a.fault);
+}
 
-    // Get: the reply carries the entry's bytes, or they go straight into the initiator's MD.
-    const Region r = region_of(*e);
+void Engine::answer_get(Endpoint &ep, transport::Link &link, const wire::Header &h, const Landing &at) {
+    // The reply carries the entry's bytes, or they go straight into the initiator's MD.
     iov_scratch_.clear();
-    gather(r, offset, mlength, iov_scratch_);
+    gather(region_of(*at.e), at.offset, at.mlength, iov_scratch_);
     ptl_ni_fail_t fail;
     if (h.flags & wire::kFlagRendezvous) {
-        fail =
-            mlength && link.write_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr, mlength)
-                ? PTL_NI_SEGV
-                : PTL_NI_OK;
-        send_response(ep, h, wire::Kind::Reply, fail, fail == PTL_NI_OK ? mlength : 0, offset, e->list, {},
+        fail = at.mlength && link.write_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr,
+                                             at.mlength)
+                   ? PTL_NI_SEGV
+                   : PTL_NI_OK;
+        send_response(ep, h, wire::Kind::Reply, fail, fail == PTL_NI_OK ? at.mlength : 0, at.offset, at.e->list, {},
                       wire::kFlagDataPlaced);
     } else {
-        fail = send_response(ep, h, wire::Kind::Reply, PTL_NI_OK, mlength, offset, e->list,
-                             {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), mlength});
+        fail = send_response(ep, h, wire::Kind::Reply, PTL_NI_OK, at.mlength, at.offset, at.e->list,
+                             {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), at.mlength});
     }
-    complete_target(pt, e, h, offset, mlength, fail);
-    if (spent) unlink_if_spent(e);
+    complete_target(*at.pt, at.e, h, at.offset, at.mlength, fail);
+    if (at.spent) unlink_if_spent(at.e);
 }
 
 void Engine::complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t offset, ptl_size_t mlength,

@@ -177,6 +177,16 @@ struct Arrival {
     bool fault;     // the sender could not read (part of) this frame's payload
 };
 
+// Where a request landed at the target: its entry and the part of it the request uses.
+struct Landing {
+    NI *ni = nullptr;
+    PT *pt = nullptr;
+    Entry *e = nullptr;
+    ptl_size_t offset = 0;
+    ptl_size_t mlength = 0;
+    bool spent = false; // the entry unlinks once this request is done with it
+};
+
 // Portals' header as the protocol header of a message's first frame (transport/transport.hpp).
 inline transport::FrameHeader portals_frame(const wire::Header &h) {
     transport::FrameHeader f{};
@@ -393,6 +403,8 @@ private:
     // ni.cpp
     NI *ni_of(ptl_handle_ni_t h) const { return nis_.lookup(ObjType::NI, h); }
     std::unique_ptr<transport::Transport> open_transport(ptl_pid_t pid);
+    // The process's endpoint, opened at its first NI (caller holds the lock); a PTL_ code.
+    int open_endpoint_locked(ptl_pid_t pid, Endpoint **out);
     // The job service's secret and rank map (bootstrap/job.hpp); engine.cpp.
     std::string job_secret();
     int fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self);
@@ -469,7 +481,13 @@ private:
     void md_event(MD *md, ptl_event_kind_t type, void *user_ptr, ptl_ni_fail_t fail, ptl_size_t mlength,
                   ptl_size_t remote_offset, ptl_list_t list);
     void md_release_ref(MD *md);
+    // A request at the target: matched (or refused, and consumed), its entry claimed, then applied.
     void target_request(Endpoint &ep, transport::Link &link, const Arrival &a);
+    ptl_ni_fail_t match_request(Endpoint &ep, const wire::Header &h, Landing *at);
+    void reject_request(Endpoint &ep, transport::Link &link, const Arrival &a, ptl_ni_fail_t fail);
+    void claim_entry(const wire::Header &h, Landing *at);
+    void start_put(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at);
+    void answer_get(Endpoint &ep, transport::Link &link, const wire::Header &h, const Landing &at);
     void target_data(Endpoint &ep, RxState &rx, const std::byte *payload, size_t n, bool fault);
     void finish_put(Endpoint &ep, RxState &rx);
     // Sends an Ack or Reply; returns PTL_NI_SEGV if the payload could not be read (sent without it).

@@ -32,56 +32,24 @@ std::unique_ptr<transport::Transport> Engine::open_transport(ptl_pid_t pid) {
     return transport::open_endpoint(req);
 }
 
-int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, const ptl_ni_limits_t *desired,
-                    ptl_ni_limits_t *actual, ptl_handle_ni_t *out) {
+namespace {
+
+// The NI kind (wire::kNi*) the options name, or -1 if the arguments are invalid.
+int ni_kind_of(ptl_interface_t iface, unsigned options, ptl_pid_t pid) {
     const unsigned match = options & (PTL_NI_MATCHING | PTL_NI_NO_MATCHING);
     const unsigned addr = options & (PTL_NI_LOGICAL | PTL_NI_PHYSICAL);
-    if (!out || (options & ~(PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL)) ||
+    if ((options & ~(PTL_NI_MATCHING | PTL_NI_NO_MATCHING | PTL_NI_LOGICAL | PTL_NI_PHYSICAL)) ||
         (match != PTL_NI_MATCHING && match != PTL_NI_NO_MATCHING) ||
         (addr != PTL_NI_LOGICAL && addr != PTL_NI_PHYSICAL))
-        return PTL_ARG_INVALID;
-    if (iface != PTL_IFACE_DEFAULT && iface != 0) return PTL_ARG_INVALID;
-    if (pid != PTL_PID_ANY && pid >= PTL_PID_MAX) return PTL_ARG_INVALID;
-    const int kind =
-        (match == PTL_NI_MATCHING ? wire::kNiMatching : 0) | (addr == PTL_NI_LOGICAL ? wire::kNiLogical : 0);
+        return -1;
+    if (iface != PTL_IFACE_DEFAULT && iface != 0) return -1;
+    if (pid != PTL_PID_ANY && pid >= PTL_PID_MAX) return -1;
+    return (match == PTL_NI_MATCHING ? wire::kNiMatching : 0) | (addr == PTL_NI_LOGICAL ? wire::kNiLogical : 0);
+}
 
-    std::unique_lock g(mutex_);
-    Endpoint *ep = endpoints_.empty() ? nullptr : endpoints_.front().get();
-    if (ep && ep->nis[kind]) {
-        NI *ni = ep->nis[kind];
-        ++ni->refs; // repeated PtlNIInit: same handle and limits, pid ignored
-        if (actual) *actual = ni->limits;
-        *out = ni->handle;
-        return PTL_OK;
-    }
-    if (ep && pid != PTL_PID_ANY && pid != ep->transport->self().pid) return PTL_PID_IN_USE;
-    // Guarded copies start with the first NI; until then the application's SIGSEGV/SIGBUS
-    // dispositions stay untouched.
-    install_fault_guard();
-    bool new_endpoint = false;
-    if (!ep) {
-        auto e = std::make_unique<Endpoint>();
-        try {
-            e->transport = open_transport(pid);
-        } catch (const std::system_error &err) {
-            if (err.code().value() == EADDRINUSE) return PTL_PID_IN_USE;
-            log_error("cannot open the network interface: %s", err.what());
-            return err.code().value() == EINVAL ? PTL_ARG_INVALID : PTL_NO_SPACE;
-        } catch (const std::exception &err) {
-            log_error("cannot open the network interface: %s", err.what());
-            return PTL_ARG_INVALID;
-        }
-        e->receiver = std::make_unique<EndpointReceiver>(*this, *e);
-        ep = e.get();
-        endpoints_.push_back(std::move(e));
-        new_endpoint = true;
-    }
-
-    auto ni = std::make_unique<NI>();
-    ni->ep = ep;
-    ni->options = options;
-    ni->kind = kind;
-    ni->refs = 1;
+// The limits of a new NI: the defaults, lowered by the application's wishes, and the atomic sizes
+// bounded by what one frame of the transport holds.
+ptl_ni_limits_t ni_limits(const ptl_ni_limits_t *desired, size_t max_frame_payload) {
     ptl_ni_limits_t lim = default_limits();
     if (desired) {
         take_smaller(lim.max_entries, desired->max_entries);
@@ -104,11 +72,45 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
         take_smaller<ptl_size_t>(lim.max_war_ordered_size, desired->max_war_ordered_size, 8);
     }
     // One atomic (plus its operand, at most 32 bytes) must fit in one frame of the transport.
-    const ptl_size_t frame_atomic = (ep->transport->max_frame_payload() - 32) & ~ptl_size_t{31};
+    const ptl_size_t frame_atomic = (max_frame_payload - 32) & ~ptl_size_t{31};
     lim.max_atomic_size = std::max<ptl_size_t>(32, std::min(lim.max_atomic_size, frame_atomic));
     lim.max_fetch_atomic_size = std::max<ptl_size_t>(32, std::min(lim.max_fetch_atomic_size, frame_atomic));
-    ni->limits = lim;
-    ni->pts.resize(static_cast<size_t>(lim.max_pt_index) + 1);
+    return lim;
+}
+
+} // namespace
+
+int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, const ptl_ni_limits_t *desired,
+                    ptl_ni_limits_t *actual, ptl_handle_ni_t *out) {
+    const int kind = ni_kind_of(iface, options, pid);
+    if (!out || kind < 0) return PTL_ARG_INVALID;
+
+    std::unique_lock g(mutex_);
+    Endpoint *ep = endpoints_.empty() ? nullptr : endpoints_.front().get();
+    if (ep && ep->nis[kind]) {
+        NI *ni = ep->nis[kind];
+        ++ni->refs; // repeated PtlNIInit: same handle and limits, pid ignored
+        if (actual) *actual = ni->limits;
+        *out = ni->handle;
+        return PTL_OK;
+    }
+    if (ep && pid != PTL_PID_ANY && pid != ep->transport->self().pid) return PTL_PID_IN_USE;
+    // Guarded copies start with the first NI; until then the application's SIGSEGV/SIGBUS
+    // dispositions stay untouched.
+    install_fault_guard();
+    const bool new_endpoint = !ep;
+    if (new_endpoint) {
+        const int rc = open_endpoint_locked(pid, &ep);
+        if (rc != PTL_OK) return rc;
+    }
+
+    auto ni = std::make_unique<NI>();
+    ni->ep = ep;
+    ni->options = options;
+    ni->kind = kind;
+    ni->refs = 1;
+    ni->limits = ni_limits(desired, ep->transport->max_frame_payload());
+    ni->pts.resize(static_cast<size_t>(ni->limits.max_pt_index) + 1);
 
     if (ni->logical()) {
         ptl_process_t self{};
@@ -130,6 +132,24 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
     if (actual) *actual = raw->limits;
     *out = raw->handle;
     if (new_endpoint) start_progress(*ep);
+    return PTL_OK;
+}
+
+int Engine::open_endpoint_locked(ptl_pid_t pid, Endpoint **out) {
+    auto e = std::make_unique<Endpoint>();
+    try {
+        e->transport = open_transport(pid);
+    } catch (const std::system_error &err) {
+        if (err.code().value() == EADDRINUSE) return PTL_PID_IN_USE;
+        log_error("cannot open the network interface: %s", err.what());
+        return err.code().value() == EINVAL ? PTL_ARG_INVALID : PTL_NO_SPACE;
+    } catch (const std::exception &err) {
+        log_error("cannot open the network interface: %s", err.what());
+        return PTL_ARG_INVALID;
+    }
+    e->receiver = std::make_unique<EndpointReceiver>(*this, *e);
+    *out = e.get();
+    endpoints_.push_back(std::move(e));
     return PTL_OK;
 }
 

@@ -216,66 +216,92 @@ void ShmTransport::add_link(std::unique_ptr<ShmLink> l, bool use_for_send) {
     nlinks_.store(n + 1, std::memory_order_release);
 }
 
-ShmLink *ShmTransport::connect_to(PeerId to) {
-    if (nlinks_.load() >= cfg_.max_links) {
-        log_error("shm: link table full (%zu links); raise PORTICO_SHM_MAX_LINKS", cfg_.max_links);
-        return nullptr;
-    }
+namespace {
+
+// A connection to the endpoint `to`, if it exists and belongs to our user (never hand our memory
+// to another user's process); -1 otherwise. *os_pid: the process behind it.
+int connect_same_user(PeerId to, pid_t *os_pid) {
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0) return nullptr;
+    if (s < 0) return -1;
     sockaddr_un addr;
     socklen_t len = abstract_address(to, &addr);
     if (::connect(s, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
         log_debug("shm: no endpoint %08x/%u: %s", to.nid, to.pid, std::strerror(errno));
         ::close(s);
-        return nullptr;
+        return -1;
     }
     ucred cr{};
     socklen_t crl = sizeof cr;
     if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != getuid()) {
-        // Never hand our memory to another user's process.
         log_error("shm: endpoint %08x/%u belongs to another user; refusing", to.nid, to.pid);
         ::close(s);
-        return nullptr;
+        return -1;
     }
-    const size_t bytes = segment_bytes(cfg_.ring_bytes);
-    int mfd = memfd_create("portico-link", MFD_CLOEXEC);
-    if (mfd < 0 || ftruncate(mfd, static_cast<off_t>(bytes)) != 0) {
-        if (mfd >= 0) ::close(mfd);
-        ::close(s);
-        return nullptr;
-    }
-    void *seg = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+    *os_pid = cr.pid;
+    return s;
+}
+
+// A new link segment in a memfd (*mfd, to pass to the peer): its header and two empty rings.
+// nullptr if the memory cannot be had.
+void *create_segment(size_t ring_bytes, bool single_copy, int *mfd) {
+    const size_t bytes = segment_bytes(ring_bytes);
+    *mfd = memfd_create("portico-link", MFD_CLOEXEC);
+    if (*mfd < 0) return nullptr;
+    void *seg = ftruncate(*mfd, static_cast<off_t>(bytes)) == 0
+                    ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, *mfd, 0)
+                    : MAP_FAILED;
     if (seg == MAP_FAILED) {
-        ::close(mfd);
-        ::close(s);
+        ::close(*mfd);
         return nullptr;
     }
     auto *sh = new (seg) SegmentHeader{};
     sh->magic = kHelloMagic;
     sh->version = kSegmentVersion;
-    sh->ring_bytes = cfg_.ring_bytes;
-    sh->probe_addr[0].store(cfg_.single_copy ? reinterpret_cast<uint64_t>(&g_probe_word) : 0);
+    sh->ring_bytes = ring_bytes;
+    sh->probe_addr[0].store(single_copy ? reinterpret_cast<uint64_t>(&g_probe_word) : 0);
     for (int i = 0; i < 2; ++i) {
-        auto *ctl = new (ring_at(seg, cfg_.ring_bytes, i).control()) RingControl;
+        auto *ctl = new (ring_at(seg, ring_bytes, i).control()) RingControl;
         ctl->tail.store(0);
         ctl->head.store(0);
         // Until the consumer has seen the link it may sleep without knowing it: the first frame wakes it.
         ctl->consumer_sleeping.store(1);
         ctl->producer_waiting.store(0);
     }
+    return seg;
+}
 
+// Our hello, with the segment's descriptor attached (SCM_RIGHTS).
+bool send_hello(int s, const Hello &hello, int mfd) {
     HelloMessage m;
-    m.hello = Hello{kHelloMagic, kSegmentVersion, self_.nid, self_.pid, cfg_.ring_bytes};
+    m.hello = hello;
     cmsghdr *c = CMSG_FIRSTHDR(&m.msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &mfd, sizeof(int));
-    ssize_t sent = ::sendmsg(s, &m.msg, MSG_NOSIGNAL);
-    ::close(mfd);
-    if (sent != static_cast<ssize_t>(sizeof m.hello)) {
-        munmap(seg, bytes);
+    return ::sendmsg(s, &m.msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof m.hello);
+}
+
+} // namespace
+
+ShmLink *ShmTransport::connect_to(PeerId to) {
+    if (nlinks_.load() >= cfg_.max_links) {
+        log_error("shm: link table full (%zu links); raise PORTICO_SHM_MAX_LINKS", cfg_.max_links);
+        return nullptr;
+    }
+    pid_t os_pid = 0;
+    const int s = connect_same_user(to, &os_pid);
+    if (s < 0) return nullptr;
+    int mfd = -1;
+    void *seg = create_segment(cfg_.ring_bytes, cfg_.single_copy, &mfd);
+    if (!seg) {
+        ::close(s);
+        return nullptr;
+    }
+    const bool sent = send_hello(s, Hello{kHelloMagic, kSegmentVersion, self_.nid, self_.pid, cfg_.ring_bytes}, mfd);
+    ::close(mfd); // the peer has its own copy, or never will
+    if (!sent) {
+        munmap(seg, segment_bytes(cfg_.ring_bytes));
         ::close(s);
         return nullptr;
     }
@@ -285,8 +311,8 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
     l->peer = to;
     l->sock = s;
     l->seg = seg;
-    l->seg_bytes = bytes;
-    l->os_pid = cr.pid;
+    l->seg_bytes = segment_bytes(cfg_.ring_bytes);
+    l->os_pid = os_pid;
     l->tx = ring_at(seg, cfg_.ring_bytes, 0);
     l->rx = ring_at(seg, cfg_.ring_bytes, 1);
     l->side = 0;
