@@ -593,6 +593,44 @@ TEST_F(EngineLoopback, FlowControlDisablesThePtUntilEnabled) {
     EXPECT_EQ(0, std::memcmp(buf.data(), src.data(), 16));
 }
 
+TEST_F(EngineLoopback, AFullEventQueueTriggersFlowControl) {
+    // An EQ of 3 on a flow-controlled PT: three events fit; the message that would need a fourth
+    // disables the PT, and its PT_DISABLED still finds room (§2.8: the implementation keeps it).
+    ptl_handle_eq_t small = 0;
+    ASSERT_EQ(PTL_OK, b_->eq_alloc(b_.ni, 3, &small));
+    ptl_pt_index_t pt = 0;
+    ASSERT_EQ(PTL_OK, b_->pt_alloc(b_.ni, PTL_PT_FLOWCTRL, small, PTL_PT_ANY, &pt));
+    std::vector<unsigned char> buf(64, 0);
+    int tag = 0;
+    ptl_handle_me_t h = 0;
+    ASSERT_EQ(PTL_OK, b_->append(b_.ni, pt,
+                                 me_desc(buf.data(), buf.size(), 0, kAnyBits,
+                                         PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE),
+                                 true, PTL_PRIORITY_LIST, &tag, &h));
+    auto src = pattern(8, 5);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(PTL_NI_OK, put_acked(a_, md, 0, 8, b_, pt, 0, 0, nullptr).ni_fail_type);
+    EXPECT_EQ(PTL_NI_PT_DISABLED, put_acked(a_, md, 0, 8, b_, pt, 0, 0, nullptr).ni_fail_type);
+    for (int i = 0; i < 3; ++i) {
+        const ptl_event_t ev = next(b_, small);
+        EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+        EXPECT_EQ(&tag, ev.user_ptr);
+    }
+    ptl_event_t ev{};
+    EXPECT_EQ(PTL_OK, b_->eq_get(small, &ev)) << "no event was dropped";
+    EXPECT_EQ(PTL_EVENT_PT_DISABLED, ev.type);
+    EXPECT_EQ(PTL_NI_PT_DISABLED, ev.ni_fail_type);
+    EXPECT_EQ(pt, ev.pt_index);
+    EXPECT_EQ(std::vector<unsigned char>(40, 0), std::vector<unsigned char>(buf.begin() + 24, buf.end()));
+
+    // Room again, and enabled: the next message is delivered after the first three.
+    ASSERT_EQ(PTL_OK, b_->pt_enable(b_.ni, pt));
+    const ptl_event_t ack = put_acked(a_, md, 0, 8, b_, pt, 0, 0, nullptr);
+    EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+    EXPECT_EQ(24u, ack.remote_offset);
+    EXPECT_EQ(PTL_EVENT_PUT, next(b_, small).type);
+}
+
 // ---- triggered operations -----------------------------------------------------------------------
 
 TEST_F(EngineLoopback, TriggeredPutsFireAtTheirThresholdInThresholdOrder) {
