@@ -9,7 +9,8 @@
 // (every send is complete when send() returns), so on_send_complete is never called.
 //
 // Use: register_loopback(), then setenv("PORTICO_TRANSPORT", "loopback", 1) before the first
-// Engine::ni_init (or ctest's ENVIRONMENT property).
+// Engine::ni_init (or ctest's ENVIRONMENT property). Select it alone: it sleeps on a condition
+// variable and has no wait_fd(), so a router over it and another transport would not wake for it.
 #pragma once
 
 #include <cstddef>
