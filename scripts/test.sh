@@ -24,10 +24,10 @@ run_suite() { # build-dir cmake-args... -- ctest-args...
 }
 
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo --
-# Sanitizers: every test under ASan+UBSan; TSan for the engine (conformance, unit, stress).
+# Sanitizers: every test under ASan+UBSan; TSan for the engine (conformance, unit, stress, engine.* in one process).
 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=address -DPORTICO_BENCH=OFF -- -E "hydra_compat"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
-  run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=thread -DPORTICO_BENCH=OFF -- -R "conformance|completion|unit|standalone"
+  run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=thread -DPORTICO_BENCH=OFF -- -R "conformance|completion|unit|standalone|^engine\\."
 # libFuzzer (clang) on the TCP handshake and frame decoder, for a bounded time. Only the fuzz
 # target is built with clang.
 echo "=== build-fuzz: configure (clang)"

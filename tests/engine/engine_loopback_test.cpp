@@ -1,0 +1,842 @@
+// The engine in one process: two or three Engine objects (each its own endpoint, so its own
+// peer) talk through the in-memory loopback transport. Each test asserts the values the
+// Portals 4.3 spec requires of events (type, ni_fail_type, mlength, rlength, remote_offset,
+// match_bits, initiator, user_ptr, hdr_data, ptl_list, pt_index), counts and return codes.
+//
+// Nothing here sleeps or times anything: a test waits for the events it expects (PtlEQPoll with a
+// long timeout that only a broken engine reaches), and what must not have happened is checked
+// after something that is ordered after it (the ACK that follows the target's event, or a
+// trigger that fires synchronously inside PtlCTInc).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "loopback_transport.hpp"
+
+namespace {
+
+using portico::engine::Engine;
+namespace lb = portico::loopback;
+
+// Milliseconds an expected event may take before the test fails instead of hanging. A correct
+// engine delivers in microseconds; this bounds a broken one.
+constexpr ptl_time_t kPatience = 20000;
+constexpr ptl_match_bits_t kAnyBits = ~ptl_match_bits_t{0};
+
+ptl_process_t any_process() {
+    ptl_process_t p{};
+    p.phys.nid = PTL_NID_ANY;
+    p.phys.pid = PTL_PID_ANY;
+    return p;
+}
+
+// One process's worth of Portals: an engine, a matching physical NI and an event queue.
+struct Peer {
+    std::unique_ptr<Engine> e;
+    ptl_handle_ni_t ni = 0;
+    ptl_process_t id{};
+    ptl_handle_eq_t eq = 0;
+
+    Engine *operator->() const { return e.get(); }
+};
+
+ptl_me_t me_desc(void *buf, ptl_size_t len, ptl_match_bits_t bits, ptl_match_bits_t ignore = 0,
+                 unsigned options = PTL_ME_OP_PUT | PTL_ME_OP_GET) {
+    ptl_me_t me{};
+    me.start = buf;
+    me.length = len;
+    me.ct_handle = PTL_CT_NONE;
+    me.uid = PTL_UID_ANY;
+    me.options = options;
+    me.match_id = any_process();
+    me.match_bits = bits;
+    me.ignore_bits = ignore;
+    return me;
+}
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+    std::vector<unsigned char> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(seed + i * 7 + i / 251);
+    return v;
+}
+
+class EngineLoopback : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        lb::register_loopback();
+        setenv("PORTICO_TRANSPORT", "loopback", 1); // before the first ni_init reads it
+    }
+
+    void SetUp() override {
+        open(a_);
+        open(b_);
+    }
+    void TearDown() override {
+        for (Peer *p : {&c_, &b_, &a_})
+            if (p->e) p->e->fini();
+    }
+
+    static void open(Peer &p) {
+        p.e = std::make_unique<Engine>();
+        ASSERT_EQ(PTL_OK, p->init());
+        ASSERT_EQ(PTL_OK, p->ni_init(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, nullptr,
+                                     nullptr, &p.ni));
+        ASSERT_EQ(PTL_OK, p->get_phys_id(p.ni, &p.id));
+        ASSERT_EQ(PTL_OK, p->eq_alloc(p.ni, 1024, &p.eq));
+    }
+
+    static ptl_pt_index_t pt_alloc(Peer &p, unsigned options = 0) {
+        ptl_pt_index_t pt = 0;
+        EXPECT_EQ(PTL_OK, p->pt_alloc(p.ni, options, p.eq, PTL_PT_ANY, &pt));
+        return pt;
+    }
+
+    // The next event on eq (the peer's own by default); a failure, not a hang, if none comes.
+    static ptl_event_t next(Peer &p, ptl_handle_eq_t eq = 0) {
+        const ptl_handle_eq_t q = eq ? eq : p.eq;
+        ptl_event_t ev{};
+        unsigned which = 0;
+        const int rc = p->eq_poll(&q, 1, kPatience, &ev, &which);
+        EXPECT_EQ(PTL_OK, rc) << "no event came";
+        if (rc != PTL_OK) ev.type = PTL_EVENT_ERROR;
+        return ev;
+    }
+    static void expect_empty(Peer &p, ptl_handle_eq_t eq = 0) {
+        ptl_event_t ev{};
+        EXPECT_EQ(PTL_EQ_EMPTY, p->eq_get(eq ? eq : p.eq, &ev)) << "unexpected event of type " << ev.type;
+    }
+
+    // Appends a match list entry and takes its LINK event.
+    static ptl_handle_me_t append(Peer &p, ptl_pt_index_t pt, const ptl_me_t &me, void *user_ptr,
+                                  ptl_list_t list = PTL_PRIORITY_LIST) {
+        ptl_handle_me_t h = 0;
+        EXPECT_EQ(PTL_OK, p->append(p.ni, pt, me, true, list, user_ptr, &h));
+        const ptl_event_t ev = next(p);
+        EXPECT_EQ(PTL_EVENT_LINK, ev.type);
+        EXPECT_EQ(user_ptr, ev.user_ptr);
+        EXPECT_EQ(pt, ev.pt_index);
+        EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+        return h;
+    }
+
+    static ptl_handle_md_t bind(Peer &p, void *buf, ptl_size_t len, ptl_handle_ct_t ct = PTL_CT_NONE,
+                                unsigned options = 0, ptl_handle_eq_t eq = 0) {
+        ptl_md_t md{};
+        md.start = buf;
+        md.length = len;
+        md.options = options;
+        md.eq_handle = eq ? eq : p.eq;
+        md.ct_handle = ct;
+        ptl_handle_md_t h = 0;
+        EXPECT_EQ(PTL_OK, p->md_bind(p.ni, &md, &h));
+        return h;
+    }
+
+    static ptl_handle_ct_t ct_alloc(Peer &p) {
+        ptl_handle_ct_t ct = 0;
+        EXPECT_EQ(PTL_OK, p->ct_alloc(p.ni, &ct));
+        return ct;
+    }
+    static ptl_ct_event_t ct_get(Peer &p, ptl_handle_ct_t ct) {
+        ptl_ct_event_t v{};
+        EXPECT_EQ(PTL_OK, p->ct_get(ct, &v));
+        return v;
+    }
+    static ptl_ct_event_t ct_wait(Peer &p, ptl_handle_ct_t ct, ptl_size_t test) {
+        ptl_ct_event_t v{};
+        unsigned which = 0;
+        EXPECT_EQ(PTL_OK, p->ct_poll(&ct, &test, 1, kPatience, &v, &which)) << "the count never reached " << test;
+        return v;
+    }
+
+    static ptl_sr_value_t status(Peer &p, ptl_sr_index_t reg) {
+        ptl_sr_value_t v = -1;
+        EXPECT_EQ(PTL_OK, p->ni_status(p.ni, reg, &v));
+        return v;
+    }
+
+    static void expect_from(const ptl_event_t &ev, const Peer &initiator) {
+        EXPECT_EQ(initiator.id.phys.nid, ev.initiator.phys.nid);
+        EXPECT_EQ(initiator.id.phys.pid, ev.initiator.phys.pid);
+    }
+
+    // A put with an ack from `from`'s md; takes the SEND event, returns the ACK event.
+    static ptl_event_t put_acked(Peer &from, ptl_handle_md_t md, ptl_size_t off, ptl_size_t len, const Peer &to,
+                                 ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t roff, void *user_ptr,
+                                 ptl_hdr_data_t hdr = 0) {
+        EXPECT_EQ(PTL_OK, from->put(md, off, len, PTL_ACK_REQ, to.id, pt, bits, roff, user_ptr, hdr));
+        ptl_event_t ev = next(from);
+        EXPECT_EQ(PTL_EVENT_SEND, ev.type);
+        EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+        EXPECT_EQ(user_ptr, ev.user_ptr);
+        EXPECT_EQ(len, ev.mlength);
+        ev = next(from);
+        EXPECT_EQ(PTL_EVENT_ACK, ev.type);
+        EXPECT_EQ(user_ptr, ev.user_ptr);
+        return ev;
+    }
+
+    Peer a_, b_, c_;
+};
+
+// ---- matching ----------------------------------------------------------------------------------
+
+TEST_F(EngineLoopback, MatchAndIgnoreBitsSelectTheEntry) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> wide(64, 0), exact(64, 0);
+    int wide_tag = 0, exact_tag = 0;
+    // Matches 0x12xx (the low byte is ignored), and exactly 0x5.
+    append(b_, pt, me_desc(wide.data(), wide.size(), 0x1200, 0x00FF), &wide_tag);
+    append(b_, pt, me_desc(exact.data(), exact.size(), 0x5), &exact_tag);
+    auto src = pattern(64, 3);
+    int put_tag = 0;
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+
+    ptl_event_t ack = put_acked(a_, md, 0, 20, b_, pt, 0x12AB, 8, &put_tag, 0xABCDEF);
+    EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+    EXPECT_EQ(20u, ack.mlength);
+    EXPECT_EQ(8u, ack.remote_offset);
+    EXPECT_EQ(PTL_PRIORITY_LIST, ack.ptl_list);
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+    EXPECT_EQ(&wide_tag, ev.user_ptr);
+    EXPECT_EQ(0x12ABu, ev.match_bits);
+    EXPECT_EQ(20u, ev.rlength);
+    EXPECT_EQ(20u, ev.mlength);
+    EXPECT_EQ(8u, ev.remote_offset);
+    EXPECT_EQ(0xABCDEFu, ev.hdr_data);
+    EXPECT_EQ(pt, ev.pt_index);
+    EXPECT_EQ(PTL_PRIORITY_LIST, ev.ptl_list);
+    EXPECT_EQ(wide.data() + 8, ev.start);
+    expect_from(ev, a_);
+    ptl_uid_t uid = 0;
+    ASSERT_EQ(PTL_OK, a_->get_uid(a_.ni, &uid));
+    EXPECT_EQ(uid, ev.uid);
+    EXPECT_EQ(0, std::memcmp(wide.data() + 8, src.data(), 20));
+
+    ack = put_acked(a_, md, 0, 4, b_, pt, 0x5, 0, &put_tag, 1);
+    EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&exact_tag, ev.user_ptr);
+    EXPECT_EQ(0x5u, ev.match_bits);
+
+    // A bit outside the ignore mask differs: nothing matches, the message is dropped (§3.13.3).
+    ack = put_acked(a_, md, 0, 4, b_, pt, 0x13AB, 0, &put_tag);
+    EXPECT_EQ(PTL_NI_DROPPED, ack.ni_fail_type);
+    EXPECT_EQ(0u, ack.mlength);
+    EXPECT_EQ(1, status(b_, PTL_SR_DROP_COUNT));
+    expect_empty(b_);
+}
+
+TEST_F(EngineLoopback, MatchIdSelectsTheInitiator) {
+    open(c_);
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> only_c(16), anyone(16);
+    int only_c_tag = 0, anyone_tag = 0;
+    ptl_me_t me = me_desc(only_c.data(), only_c.size(), 7);
+    me.match_id = c_.id; // this initiator only
+    append(b_, pt, me, &only_c_tag);
+    me = me_desc(anyone.data(), anyone.size(), 7);
+    me.match_id.phys.nid = PTL_NID_ANY;
+    me.match_id.phys.pid = PTL_PID_ANY;
+    append(b_, pt, me, &anyone_tag);
+    auto src = pattern(16, 1);
+
+    const ptl_handle_md_t md_a = bind(a_, src.data(), src.size());
+    EXPECT_EQ(PTL_NI_OK, put_acked(a_, md_a, 0, 16, b_, pt, 7, 0, nullptr).ni_fail_type);
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&anyone_tag, ev.user_ptr); // A is not C: the first entry does not match
+    expect_from(ev, a_);
+
+    const ptl_handle_md_t md_c = bind(c_, src.data(), src.size());
+    EXPECT_EQ(PTL_NI_OK, put_acked(c_, md_c, 0, 16, b_, pt, 7, 0, nullptr).ni_fail_type);
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&only_c_tag, ev.user_ptr);
+    expect_from(ev, c_);
+}
+
+TEST_F(EngineLoopback, PriorityListIsSearchedBeforeOverflow) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> over(64), prio(64);
+    int over_tag = 0, prio_tag = 0;
+    // The overflow entry is appended first; the priority list still wins.
+    append(b_, pt, me_desc(over.data(), over.size(), 0, kAnyBits), &over_tag, PTL_OVERFLOW_LIST);
+    const ptl_handle_me_t prio_me = append(b_, pt, me_desc(prio.data(), prio.size(), 0, kAnyBits), &prio_tag);
+    auto src = pattern(8, 9);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+
+    ptl_event_t ack = put_acked(a_, md, 0, 8, b_, pt, 1, 0, nullptr);
+    EXPECT_EQ(PTL_PRIORITY_LIST, ack.ptl_list);
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&prio_tag, ev.user_ptr);
+    EXPECT_EQ(PTL_PRIORITY_LIST, ev.ptl_list);
+
+    ASSERT_EQ(PTL_OK, b_->unlink(prio_me, true));
+    ack = put_acked(a_, md, 0, 8, b_, pt, 2, 0, nullptr);
+    EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+    EXPECT_EQ(PTL_OVERFLOW_LIST, ack.ptl_list);
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&over_tag, ev.user_ptr);
+    EXPECT_EQ(PTL_OVERFLOW_LIST, ev.ptl_list);
+    EXPECT_EQ(0, std::memcmp(over.data(), src.data(), 8));
+}
+
+TEST_F(EngineLoopback, UseOnceEntryUnlinksAfterItsMessage) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> buf(32);
+    int tag = 0;
+    append(b_, pt, me_desc(buf.data(), buf.size(), 3, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE), &tag);
+    auto src = pattern(32, 5);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+
+    EXPECT_EQ(PTL_NI_OK, put_acked(a_, md, 0, 32, b_, pt, 3, 0, nullptr).ni_fail_type);
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(32u, ev.mlength);
+    // AUTO_UNLINK comes after the entry's last PUT event (§3.13.1).
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_AUTO_UNLINK, ev.type);
+    EXPECT_EQ(&tag, ev.user_ptr);
+    EXPECT_EQ(pt, ev.pt_index);
+    EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+
+    // The entry is gone: the same message now finds nothing.
+    EXPECT_EQ(PTL_NI_DROPPED, put_acked(a_, md, 0, 32, b_, pt, 3, 0, nullptr).ni_fail_type);
+    EXPECT_EQ(1, status(b_, PTL_SR_DROP_COUNT));
+    expect_empty(b_);
+}
+
+TEST_F(EngineLoopback, ManageLocalPacksMessagesAndMinFreeUnlinks) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> buf(100, 0);
+    int tag = 0;
+    ptl_me_t me = me_desc(buf.data(), buf.size(), 1, 0, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL);
+    me.min_free = 40;
+    append(b_, pt, me, &tag);
+    auto src = pattern(90, 11);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+
+    // The initiator's offset (999) is ignored: the entry's local offset goes 0, 30, 60. After the
+    // third message 10 bytes are left, fewer than min_free: the entry unlinks.
+    for (ptl_size_t k = 0; k < 3; ++k) {
+        const ptl_event_t ack = put_acked(a_, md, 30 * k, 30, b_, pt, 1, 999, nullptr);
+        EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+        EXPECT_EQ(30u, ack.mlength);
+        EXPECT_EQ(30 * k, ack.remote_offset) << "the offset used at the target";
+        const ptl_event_t ev = next(b_);
+        EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+        EXPECT_EQ(30u, ev.mlength);
+        EXPECT_EQ(999u, ev.remote_offset) << "at the target: the offset requested";
+        EXPECT_EQ(buf.data() + 30 * k, ev.start);
+    }
+    const ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_AUTO_UNLINK, ev.type);
+    EXPECT_EQ(&tag, ev.user_ptr);
+    EXPECT_EQ(0, std::memcmp(buf.data(), src.data(), 90));
+    EXPECT_EQ(PTL_NI_DROPPED, put_acked(a_, md, 0, 30, b_, pt, 1, 0, nullptr).ni_fail_type);
+}
+
+TEST_F(EngineLoopback, NoTruncateEntriesRefuseLongMessagesOthersTruncate) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> strict(16, 0), loose(16, 0);
+    int strict_tag = 0, loose_tag = 0;
+    append(b_, pt, me_desc(strict.data(), strict.size(), 4, 0, PTL_ME_OP_PUT | PTL_ME_NO_TRUNCATE), &strict_tag);
+    auto src = pattern(32, 2);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+
+    // 32 bytes do not fit a NO_TRUNCATE entry of 16: it does not match, nothing else does.
+    ptl_event_t ack = put_acked(a_, md, 0, 32, b_, pt, 4, 0, nullptr);
+    EXPECT_EQ(PTL_NI_DROPPED, ack.ni_fail_type);
+    EXPECT_EQ(1, status(b_, PTL_SR_DROP_COUNT));
+    expect_empty(b_);
+    EXPECT_EQ(std::vector<unsigned char>(16, 0), strict);
+
+    // A truncating entry behind it takes the first 16 bytes.
+    append(b_, pt, me_desc(loose.data(), loose.size(), 4, 0, PTL_ME_OP_PUT), &loose_tag);
+    ack = put_acked(a_, md, 0, 32, b_, pt, 4, 0, nullptr);
+    EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+    EXPECT_EQ(16u, ack.mlength);
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&loose_tag, ev.user_ptr);
+    EXPECT_EQ(32u, ev.rlength);
+    EXPECT_EQ(16u, ev.mlength);
+    EXPECT_EQ(0, std::memcmp(loose.data(), src.data(), 16));
+
+    // A message that fits goes to the first entry.
+    ack = put_acked(a_, md, 0, 16, b_, pt, 4, 0, nullptr);
+    EXPECT_EQ(16u, ack.mlength);
+    ev = next(b_);
+    EXPECT_EQ(&strict_tag, ev.user_ptr);
+    EXPECT_EQ(16u, ev.mlength);
+    EXPECT_EQ(0, std::memcmp(strict.data(), src.data(), 16));
+}
+
+TEST_F(EngineLoopback, WithoutAMatchingEntryPutsAndGetsAreDropped) {
+    const ptl_pt_index_t pt = pt_alloc(b_); // no entry at all, no flow control
+    std::vector<unsigned char> buf(8, 0xEE);
+    const ptl_handle_md_t md = bind(a_, buf.data(), buf.size());
+    int tag = 0;
+    const ptl_event_t ack = put_acked(a_, md, 0, 8, b_, pt, 0, 0, &tag);
+    EXPECT_EQ(PTL_NI_DROPPED, ack.ni_fail_type);
+    EXPECT_EQ(0u, ack.mlength);
+
+    ASSERT_EQ(PTL_OK, a_->get(md, 0, 8, b_.id, pt, 0, 0, &tag));
+    const ptl_event_t reply = next(a_);
+    EXPECT_EQ(PTL_EVENT_REPLY, reply.type);
+    EXPECT_EQ(PTL_NI_DROPPED, reply.ni_fail_type);
+    EXPECT_EQ(&tag, reply.user_ptr);
+    EXPECT_EQ(std::vector<unsigned char>(8, 0xEE), buf);
+
+    // A PT index that was never allocated drops as well.
+    EXPECT_EQ(PTL_NI_DROPPED, put_acked(a_, md, 0, 8, b_, pt + 1, 0, 0, &tag).ni_fail_type);
+    EXPECT_EQ(3, status(b_, PTL_SR_DROP_COUNT));
+    expect_empty(b_);
+}
+
+TEST_F(EngineLoopback, MessagesLongerThanOneFrameArriveWhole) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    constexpr size_t kLong = 3 * lb::kFramePayload + 123; // a header frame and three Data frames
+    std::vector<unsigned char> buf(kLong, 0), small(kLong / 2, 0);
+    int tag = 0, small_tag = 0;
+    append(b_, pt, me_desc(buf.data(), buf.size(), 1), &tag);
+    append(b_, pt, me_desc(small.data(), small.size(), 2), &small_tag);
+    auto src = pattern(kLong, 17);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+
+    const uint64_t data_before = lb::data_frames_sent();
+    ptl_event_t ack = put_acked(a_, md, 0, kLong, b_, pt, 1, 0, nullptr);
+    EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+    EXPECT_EQ(kLong, ack.mlength);
+    EXPECT_EQ(data_before + 3, lb::data_frames_sent()); // the ack is one frame
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(kLong, ev.mlength);
+    EXPECT_EQ(src, buf);
+
+    // Truncated over several frames: the rest of the payload is consumed, not taken for a message.
+    ack = put_acked(a_, md, 0, kLong, b_, pt, 2, 0, nullptr);
+    EXPECT_EQ(kLong / 2, ack.mlength);
+    ev = next(b_);
+    EXPECT_EQ(&small_tag, ev.user_ptr);
+    EXPECT_EQ(kLong, ev.rlength);
+    EXPECT_EQ(kLong / 2, ev.mlength);
+    EXPECT_EQ(0, std::memcmp(small.data(), src.data(), kLong / 2));
+
+    // A get whose reply spans several frames.
+    std::vector<unsigned char> back(kLong, 0);
+    const ptl_handle_md_t back_md = bind(a_, back.data(), back.size());
+    int get_tag = 0;
+    ASSERT_EQ(PTL_OK, a_->get(back_md, 0, kLong, b_.id, pt, 1, 0, &get_tag));
+    ev = next(a_);
+    EXPECT_EQ(PTL_EVENT_REPLY, ev.type);
+    EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+    EXPECT_EQ(&get_tag, ev.user_ptr);
+    EXPECT_EQ(kLong, ev.mlength);
+    EXPECT_EQ(src, back);
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_GET, ev.type);
+    EXPECT_EQ(kLong, ev.mlength);
+    EXPECT_EQ(&tag, ev.user_ptr);
+}
+
+// ---- overflow list and unexpected headers -------------------------------------------------------
+
+TEST_F(EngineLoopback, SearchFindsTheUnexpectedHeaderAndAPriorityAppendConsumesIt) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> over(256, 0);
+    int over_tag = 0;
+    append(b_, pt, me_desc(over.data(), over.size(), 0, kAnyBits, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL), &over_tag,
+           PTL_OVERFLOW_LIST);
+    auto src = pattern(10, 21);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+    EXPECT_EQ(PTL_OVERFLOW_LIST, put_acked(a_, md, 0, 10, b_, pt, 7, 0, nullptr, 0x99).ptl_list);
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(PTL_OVERFLOW_LIST, ev.ptl_list);
+    EXPECT_EQ(&over_tag, ev.user_ptr);
+
+    // PTL_SEARCH_ONLY reports the header and leaves it.
+    int search_tag = 0;
+    const ptl_me_t probe = me_desc(nullptr, 0, 7, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE);
+    for (int round = 0; round < 2; ++round) {
+        ASSERT_EQ(PTL_OK, b_->search(b_.ni, pt, probe, true, PTL_SEARCH_ONLY, &search_tag));
+        ev = next(b_);
+        EXPECT_EQ(PTL_EVENT_SEARCH, ev.type);
+        EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+        EXPECT_EQ(&search_tag, ev.user_ptr);
+        EXPECT_EQ(7u, ev.match_bits);
+        EXPECT_EQ(10u, ev.rlength);
+        EXPECT_EQ(10u, ev.mlength);
+        EXPECT_EQ(0x99u, ev.hdr_data);
+        EXPECT_EQ(over.data(), ev.start);
+        expect_from(ev, a_);
+        expect_empty(b_); // use-once: one match, no closing NO_MATCH
+    }
+    ASSERT_EQ(PTL_OK,
+              b_->search(b_.ni, pt, me_desc(nullptr, 0, 8, 0, PTL_ME_USE_ONCE), true, PTL_SEARCH_ONLY, &search_tag));
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_SEARCH, ev.type);
+    EXPECT_EQ(PTL_NI_NO_MATCH, ev.ni_fail_type);
+    EXPECT_EQ(&search_tag, ev.user_ptr);
+
+    // A use-once priority append takes the header: PUT_OVERFLOW, then AUTO_UNLINK and no LINK.
+    std::vector<unsigned char> prio(10, 0);
+    int prio_tag = 0;
+    ptl_handle_me_t h = 0;
+    ASSERT_EQ(PTL_OK, b_->append(b_.ni, pt, me_desc(prio.data(), prio.size(), 7, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE),
+                                 true, PTL_PRIORITY_LIST, &prio_tag, &h));
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT_OVERFLOW, ev.type);
+    EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+    EXPECT_EQ(&prio_tag, ev.user_ptr);
+    EXPECT_EQ(7u, ev.match_bits);
+    EXPECT_EQ(10u, ev.rlength);
+    EXPECT_EQ(10u, ev.mlength);
+    EXPECT_EQ(0x99u, ev.hdr_data);
+    EXPECT_EQ(over.data(), ev.start) << "the data stays where the overflow entry took it";
+    expect_from(ev, a_);
+    EXPECT_EQ(0, std::memcmp(over.data(), src.data(), 10));
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_AUTO_UNLINK, ev.type);
+    EXPECT_EQ(&prio_tag, ev.user_ptr);
+    expect_empty(b_);
+
+    // Nothing is left to find.
+    ASSERT_EQ(PTL_OK, b_->search(b_.ni, pt, probe, true, PTL_SEARCH_ONLY, &search_tag));
+    EXPECT_EQ(PTL_NI_NO_MATCH, next(b_).ni_fail_type);
+}
+
+TEST_F(EngineLoopback, SearchDeleteTakesEveryMatchingHeader) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> over(256, 0);
+    append(b_, pt, me_desc(over.data(), over.size(), 0, kAnyBits, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL), nullptr,
+           PTL_OVERFLOW_LIST);
+    auto src = pattern(24, 4);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+    put_acked(a_, md, 0, 8, b_, pt, 9, 0, nullptr, 1);
+    put_acked(a_, md, 8, 8, b_, pt, 5, 0, nullptr, 2);
+    put_acked(a_, md, 16, 8, b_, pt, 9, 0, nullptr, 3);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(PTL_EVENT_PUT, next(b_).type);
+
+    // A persistent search: one overflow event per match in arrival order, then NO_MATCH.
+    int tag = 0;
+    ASSERT_EQ(PTL_OK, b_->search(b_.ni, pt, me_desc(nullptr, 0, 9, 0, PTL_ME_OP_PUT), true, PTL_SEARCH_DELETE, &tag));
+    for (ptl_hdr_data_t want : {1, 3}) {
+        const ptl_event_t ev = next(b_);
+        EXPECT_EQ(PTL_EVENT_PUT_OVERFLOW, ev.type);
+        EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+        EXPECT_EQ(want, ev.hdr_data);
+        EXPECT_EQ(&tag, ev.user_ptr);
+        EXPECT_EQ(8u, ev.mlength);
+    }
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_SEARCH, ev.type);
+    EXPECT_EQ(PTL_NI_NO_MATCH, ev.ni_fail_type);
+
+    // They are gone: a priority append for 9 links without an overflow event; 5 is still there.
+    std::vector<unsigned char> prio(8);
+    append(b_, pt, me_desc(prio.data(), prio.size(), 9, 0, PTL_ME_OP_PUT), &tag);
+    expect_empty(b_);
+    ptl_handle_me_t h = 0;
+    ASSERT_EQ(PTL_OK, b_->append(b_.ni, pt, me_desc(prio.data(), prio.size(), 5, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE),
+                                 true, PTL_PRIORITY_LIST, &tag, &h));
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT_OVERFLOW, ev.type);
+    EXPECT_EQ(2u, ev.hdr_data);
+    EXPECT_EQ(PTL_EVENT_AUTO_UNLINK, next(b_).type);
+}
+
+// ---- flow control -------------------------------------------------------------------------------
+
+TEST_F(EngineLoopback, FlowControlDisablesThePtUntilEnabled) {
+    const ptl_pt_index_t pt = pt_alloc(b_, PTL_PT_FLOWCTRL);
+    auto src = pattern(16, 8);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+
+    // No entry: flow control, not a silent drop.
+    ptl_event_t ack = put_acked(a_, md, 0, 16, b_, pt, 1, 0, nullptr);
+    EXPECT_EQ(PTL_NI_PT_DISABLED, ack.ni_fail_type);
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PT_DISABLED, ev.type);
+    EXPECT_EQ(PTL_NI_PT_DISABLED, ev.ni_fail_type);
+    EXPECT_EQ(pt, ev.pt_index);
+
+    // Local operations go on while it is disabled; messages do not, even with an entry there.
+    std::vector<unsigned char> buf(16, 0);
+    int tag = 0;
+    append(b_, pt, me_desc(buf.data(), buf.size(), 1, 0, PTL_ME_OP_PUT), &tag);
+    ack = put_acked(a_, md, 0, 16, b_, pt, 1, 0, nullptr);
+    EXPECT_EQ(PTL_NI_PT_DISABLED, ack.ni_fail_type);
+    expect_empty(b_); // one PT_DISABLED per disabling, none per refused message
+    EXPECT_EQ(std::vector<unsigned char>(16, 0), buf);
+
+    ASSERT_EQ(PTL_OK, b_->pt_enable(b_.ni, pt));
+    ack = put_acked(a_, md, 0, 16, b_, pt, 1, 0, nullptr);
+    EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+    EXPECT_EQ(16u, ack.mlength);
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&tag, ev.user_ptr);
+    EXPECT_EQ(0, std::memcmp(buf.data(), src.data(), 16));
+}
+
+TEST_F(EngineLoopback, AFullEventQueueTriggersFlowControl) {
+    // An EQ of 3 on a flow-controlled PT: three events fit; the message that would need a fourth
+    // disables the PT, and its PT_DISABLED still finds room (§2.8: the implementation keeps it).
+    ptl_handle_eq_t small = 0;
+    ASSERT_EQ(PTL_OK, b_->eq_alloc(b_.ni, 3, &small));
+    ptl_pt_index_t pt = 0;
+    ASSERT_EQ(PTL_OK, b_->pt_alloc(b_.ni, PTL_PT_FLOWCTRL, small, PTL_PT_ANY, &pt));
+    std::vector<unsigned char> buf(64, 0);
+    int tag = 0;
+    ptl_handle_me_t h = 0;
+    ASSERT_EQ(PTL_OK, b_->append(b_.ni, pt,
+                                 me_desc(buf.data(), buf.size(), 0, kAnyBits,
+                                         PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE),
+                                 true, PTL_PRIORITY_LIST, &tag, &h));
+    auto src = pattern(8, 5);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(PTL_NI_OK, put_acked(a_, md, 0, 8, b_, pt, 0, 0, nullptr).ni_fail_type);
+    EXPECT_EQ(PTL_NI_PT_DISABLED, put_acked(a_, md, 0, 8, b_, pt, 0, 0, nullptr).ni_fail_type);
+    for (int i = 0; i < 3; ++i) {
+        const ptl_event_t ev = next(b_, small);
+        EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+        EXPECT_EQ(&tag, ev.user_ptr);
+    }
+    ptl_event_t ev{};
+    EXPECT_EQ(PTL_OK, b_->eq_get(small, &ev)) << "no event was dropped";
+    EXPECT_EQ(PTL_EVENT_PT_DISABLED, ev.type);
+    EXPECT_EQ(PTL_NI_PT_DISABLED, ev.ni_fail_type);
+    EXPECT_EQ(pt, ev.pt_index);
+    EXPECT_EQ(std::vector<unsigned char>(40, 0), std::vector<unsigned char>(buf.begin() + 24, buf.end()));
+
+    // Room again, and enabled: the next message is delivered after the first three.
+    ASSERT_EQ(PTL_OK, b_->pt_enable(b_.ni, pt));
+    const ptl_event_t ack = put_acked(a_, md, 0, 8, b_, pt, 0, 0, nullptr);
+    EXPECT_EQ(PTL_NI_OK, ack.ni_fail_type);
+    EXPECT_EQ(24u, ack.remote_offset);
+    EXPECT_EQ(PTL_EVENT_PUT, next(b_, small).type);
+}
+
+// ---- triggered operations -----------------------------------------------------------------------
+
+TEST_F(EngineLoopback, TriggeredPutsFireAtTheirThresholdInThresholdOrder) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> buf(64);
+    append(b_, pt, me_desc(buf.data(), buf.size(), 0, kAnyBits, PTL_ME_OP_PUT), nullptr);
+    auto src = pattern(8, 1);
+    // `sent` counts the puts that have started: a fired put is sent inside the PtlCTInc that
+    // fires it, so the count says exactly what fired, with no waiting.
+    const ptl_handle_ct_t sent = ct_alloc(a_);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size(), sent, PTL_MD_EVENT_SEND_DISABLE | PTL_MD_EVENT_CT_SEND);
+    const ptl_handle_ct_t ct = ct_alloc(a_);
+    int t1 = 0, t2 = 0, t2b = 0, t3 = 0;
+    // Posted out of order; equal thresholds fire in posting order (§3.16).
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_ACK_REQ, b_.id, pt, 0, 0, &t3, 3, ct, 3));
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_ACK_REQ, b_.id, pt, 0, 0, &t2, 2, ct, 2));
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_ACK_REQ, b_.id, pt, 0, 0, &t1, 1, ct, 1));
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_ACK_REQ, b_.id, pt, 0, 0, &t2b, 22, ct, 2));
+    EXPECT_EQ(0u, ct_get(a_, sent).success); // nothing before its threshold
+    const ptl_ct_event_t one{1, 0};
+
+    ASSERT_EQ(PTL_OK, a_->ct_inc(ct, one)); // 1: only the first
+    EXPECT_EQ(1u, ct_get(a_, sent).success);
+    ptl_event_t ev = next(a_);
+    EXPECT_EQ(PTL_EVENT_ACK, ev.type);
+    EXPECT_EQ(&t1, ev.user_ptr);
+    EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+    EXPECT_EQ(1u, next(b_).hdr_data);
+
+    ASSERT_EQ(PTL_OK, a_->ct_inc(ct, one)); // 2: both of threshold 2, in posting order
+    EXPECT_EQ(3u, ct_get(a_, sent).success);
+    EXPECT_EQ(&t2, next(a_).user_ptr);
+    EXPECT_EQ(&t2b, next(a_).user_ptr);
+    EXPECT_EQ(2u, next(b_).hdr_data);
+    EXPECT_EQ(22u, next(b_).hdr_data);
+
+    ASSERT_EQ(PTL_OK, a_->ct_inc(ct, one));
+    EXPECT_EQ(4u, ct_get(a_, sent).success);
+    EXPECT_EQ(&t3, next(a_).user_ptr);
+    EXPECT_EQ(3u, next(b_).hdr_data);
+
+    // A threshold already reached fires at once, when posted.
+    int now = 0;
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_ACK_REQ, b_.id, pt, 0, 0, &now, 4, ct, 1));
+    EXPECT_EQ(5u, ct_get(a_, sent).success);
+    EXPECT_EQ(&now, next(a_).user_ptr);
+    EXPECT_EQ(4u, next(b_).hdr_data);
+    const ptl_ct_event_t v = ct_get(a_, ct);
+    EXPECT_EQ(3u, v.success);
+    EXPECT_EQ(0u, v.failure);
+    expect_empty(a_);
+    expect_empty(b_);
+}
+
+TEST_F(EngineLoopback, TriggeredCtIncAndCtSetChainOperations) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> buf(64);
+    append(b_, pt, me_desc(buf.data(), buf.size(), 0, kAnyBits, PTL_ME_OP_PUT), nullptr);
+    auto src = pattern(8, 1);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size(), PTL_CT_NONE, PTL_MD_EVENT_SEND_DISABLE);
+    const ptl_handle_ct_t ct_a = ct_alloc(a_), ct_b = ct_alloc(a_), ct_c = ct_alloc(a_);
+    // The spec's example (§3.16.6): a put and an increment of B on A's threshold, a second put on
+    // B's: the second put comes after the first. Then B also sets C, which fires a third put.
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_NO_ACK_REQ, b_.id, pt, 0, 0, nullptr, 1, ct_a, 1));
+    ASSERT_EQ(PTL_OK, a_->trigger_ct(ct_b, ptl_ct_event_t{1, 0}, false, ct_a, 1));
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_NO_ACK_REQ, b_.id, pt, 0, 0, nullptr, 2, ct_b, 1));
+    ASSERT_EQ(PTL_OK, a_->trigger_ct(ct_c, ptl_ct_event_t{5, 0}, true, ct_b, 1));
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_NO_ACK_REQ, b_.id, pt, 0, 0, nullptr, 3, ct_c, 5));
+    EXPECT_EQ(0u, ct_get(a_, ct_b).success);
+
+    ASSERT_EQ(PTL_OK, a_->ct_inc(ct_a, ptl_ct_event_t{1, 0}));
+    EXPECT_EQ(1u, ct_get(a_, ct_a).success);
+    EXPECT_EQ(1u, ct_get(a_, ct_b).success);
+    const ptl_ct_event_t c = ct_get(a_, ct_c);
+    EXPECT_EQ(5u, c.success);
+    EXPECT_EQ(0u, c.failure);
+    for (ptl_hdr_data_t want : {1, 2, 3}) {
+        const ptl_event_t ev = next(b_);
+        EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+        EXPECT_EQ(want, ev.hdr_data);
+    }
+    expect_empty(b_);
+}
+
+TEST_F(EngineLoopback, AnIncomingMessageFiresATriggerWithoutTheApplication) {
+    // B: an entry that counts into ct, and a put back to A triggered by that count. B's
+    // application makes no call after posting: its engine answers on its own.
+    const ptl_pt_index_t pt_b = pt_alloc(b_), pt_a = pt_alloc(a_);
+    const ptl_handle_ct_t ct = ct_alloc(b_);
+    std::vector<unsigned char> in_b(8), in_a(8);
+    ptl_me_t me = me_desc(in_b.data(), in_b.size(), 0, kAnyBits, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM);
+    me.ct_handle = ct;
+    append(b_, pt_b, me, nullptr);
+    auto answer = pattern(8, 77);
+    const ptl_handle_md_t md_b = bind(b_, answer.data(), answer.size(), PTL_CT_NONE, PTL_MD_EVENT_SEND_DISABLE);
+    ASSERT_EQ(PTL_OK, b_->trigger_put(md_b, 0, 8, PTL_NO_ACK_REQ, a_.id, pt_a, 0, 0, nullptr, 0x77, ct, 1));
+    int tag = 0;
+    append(a_, pt_a, me_desc(in_a.data(), in_a.size(), 0, kAnyBits, PTL_ME_OP_PUT), &tag);
+
+    auto ping = pattern(8, 1);
+    const ptl_handle_md_t md_a = bind(a_, ping.data(), ping.size(), PTL_CT_NONE, PTL_MD_EVENT_SEND_DISABLE);
+    ASSERT_EQ(PTL_OK, a_->put(md_a, 0, 8, PTL_NO_ACK_REQ, b_.id, pt_b, 0, 0, nullptr, 0));
+    const ptl_event_t ev = next(a_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&tag, ev.user_ptr);
+    EXPECT_EQ(0x77u, ev.hdr_data);
+    expect_from(ev, b_);
+    EXPECT_EQ(answer, in_a);
+}
+
+TEST_F(EngineLoopback, CancelTriggeredDropsPendingOperations) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> buf(8);
+    const ptl_handle_ct_t target_ct = ct_alloc(b_);
+    ptl_me_t me = me_desc(buf.data(), buf.size(), 0, kAnyBits, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM);
+    me.ct_handle = target_ct;
+    append(b_, pt, me, nullptr);
+    auto src = pattern(8, 1);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+    const ptl_handle_ct_t ct = ct_alloc(a_), other = ct_alloc(a_);
+    ASSERT_EQ(PTL_OK, a_->trigger_put(md, 0, 8, PTL_ACK_REQ, b_.id, pt, 0, 0, nullptr, 1, ct, 1));
+    ASSERT_EQ(PTL_OK, a_->trigger_ct(other, ptl_ct_event_t{1, 0}, false, ct, 1));
+    ASSERT_EQ(PTL_OK, a_->ct_set(ct, ptl_ct_event_t{0, 2})); // failures never trigger
+    ASSERT_EQ(PTL_OK, a_->ct_cancel_triggered(ct));
+
+    ASSERT_EQ(PTL_OK, a_->ct_inc(ct, ptl_ct_event_t{1, 0}));
+    expect_empty(a_); // no SEND, no ACK: the put never started
+    EXPECT_EQ(0u, ct_get(a_, other).success);
+    const ptl_ct_event_t v = ct_get(a_, ct); // the rest of the counter's state is unchanged
+    EXPECT_EQ(1u, v.success);
+    EXPECT_EQ(2u, v.failure);
+    EXPECT_EQ(PTL_OK, a_->md_release(md)); // nothing holds the MD any more
+
+    // The link still works: an ordinary put arrives, and the target counter counts only it.
+    const ptl_handle_md_t md2 = bind(a_, src.data(), src.size());
+    EXPECT_EQ(PTL_NI_OK, put_acked(a_, md2, 0, 8, b_, pt, 0, 0, nullptr).ni_fail_type);
+    EXPECT_EQ(1u, ct_wait(b_, target_ct, 1).success);
+}
+
+// ---- atomics ------------------------------------------------------------------------------------
+
+TEST_F(EngineLoopback, AtomicSumFetchAndCompareSwap) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    int64_t target[2] = {10, 20};
+    int tag = 0;
+    append(b_, pt, me_desc(target, sizeof target, 6, 0, PTL_ME_OP_PUT | PTL_ME_OP_GET), &tag);
+    int64_t operand[2] = {5, 7};
+    int64_t fetched[2] = {0, 0};
+    const ptl_handle_md_t put_md = bind(a_, operand, sizeof operand);
+    const ptl_handle_md_t get_md = bind(a_, fetched, sizeof fetched);
+    int op_tag = 0;
+
+    ASSERT_EQ(PTL_OK, a_->atomic(put_md, 0, 16, PTL_ACK_REQ, b_.id, pt, 6, 0, &op_tag, 0x42, PTL_SUM, PTL_INT64_T));
+    EXPECT_EQ(PTL_EVENT_SEND, next(a_).type);
+    ptl_event_t ev = next(a_);
+    EXPECT_EQ(PTL_EVENT_ACK, ev.type);
+    EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+    EXPECT_EQ(16u, ev.mlength);
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_ATOMIC, ev.type);
+    EXPECT_EQ(PTL_SUM, ev.atomic_operation);
+    EXPECT_EQ(PTL_INT64_T, ev.atomic_type);
+    EXPECT_EQ(16u, ev.mlength);
+    EXPECT_EQ(0x42u, ev.hdr_data);
+    EXPECT_EQ(&tag, ev.user_ptr);
+    expect_from(ev, a_);
+    EXPECT_EQ(15, target[0]);
+    EXPECT_EQ(27, target[1]);
+
+    // Fetch-and-add: the reply carries the values from before.
+    operand[0] = operand[1] = 1;
+    ASSERT_EQ(PTL_OK, a_->fetch_atomic(get_md, 0, put_md, 0, 16, b_.id, pt, 6, 0, &op_tag, 0, nullptr, PTL_SUM,
+                                       PTL_INT64_T, false));
+    EXPECT_EQ(PTL_EVENT_SEND, next(a_).type);
+    ev = next(a_);
+    EXPECT_EQ(PTL_EVENT_REPLY, ev.type);
+    EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+    EXPECT_EQ(16u, ev.mlength);
+    EXPECT_EQ(&op_tag, ev.user_ptr);
+    EXPECT_EQ(15, fetched[0]);
+    EXPECT_EQ(27, fetched[1]);
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_FETCH_ATOMIC, ev.type);
+    EXPECT_EQ(PTL_SUM, ev.atomic_operation);
+    EXPECT_EQ(16, target[0]);
+    EXPECT_EQ(28, target[1]);
+
+    // Compare-and-swap: equal to the operand, the new value goes in; otherwise nothing changes.
+    // Either way the old value comes back.
+    int64_t swap_in = 100;
+    const ptl_handle_md_t swap_md = bind(a_, &swap_in, sizeof swap_in);
+    const int64_t compare = 16;
+    for (const int64_t before : {int64_t{16}, int64_t{100}}) {
+        ASSERT_EQ(PTL_OK, a_->fetch_atomic(get_md, 0, swap_md, 0, 8, b_.id, pt, 6, 0, &op_tag, 0, &compare, PTL_CSWAP,
+                                           PTL_INT64_T, true));
+        EXPECT_EQ(PTL_EVENT_SEND, next(a_).type);
+        ev = next(a_);
+        EXPECT_EQ(PTL_EVENT_REPLY, ev.type);
+        EXPECT_EQ(8u, ev.mlength);
+        EXPECT_EQ(before, fetched[0]);
+        ev = next(b_);
+        EXPECT_EQ(PTL_EVENT_FETCH_ATOMIC, ev.type);
+        EXPECT_EQ(PTL_CSWAP, ev.atomic_operation);
+        EXPECT_EQ(100, target[0]); // the first swap wrote it, the second (100 != 16) left it
+        EXPECT_EQ(28, target[1]);
+    }
+}
+
+} // namespace
