@@ -408,7 +408,7 @@ TEST_F(EngineLoopback, WithoutAMatchingEntryPutsAndGetsAreDropped) {
 
 TEST_F(EngineLoopback, MessagesLongerThanOneFrameArriveWhole) {
     const ptl_pt_index_t pt = pt_alloc(b_);
-    constexpr size_t kLong = 3 * lb::kFramePayload + 123; // a header frame and three Data frames
+    constexpr size_t kLong = 3 * lb::kFramePayload + 123; // a first frame and three continuation frames
     std::vector<unsigned char> buf(kLong, 0), small(kLong / 2, 0);
     int tag = 0, small_tag = 0;
     append(b_, pt, me_desc(buf.data(), buf.size(), 1), &tag);

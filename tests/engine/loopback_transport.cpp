@@ -40,9 +40,9 @@ std::atomic<uint64_t> g_data_frames{0};
 
 // ---- framing ------------------------------------------------------------------------------------
 
-// One frame as it travels: today's wire header and the frame's payload bytes.
+// One frame as it travels: its frame header and its payload bytes.
 struct Frame {
-    wire::Header h{};
+    transport::FrameHeader h{};
     std::vector<std::byte> payload;
 };
 
@@ -64,22 +64,22 @@ bool gather_copy(std::byte *dst, const Gather &g, size_t from, size_t n) {
     return ok;
 }
 
-// Cuts a message into its header frame and Data frames of at most max_payload bytes each, copying
-// the payload. Returns false if the first frame's payload cannot be read (nothing may be sent);
-// a later frame that cannot be read goes with zeros and kFlagSourceFault, and sets *fault.
-bool cut_message(wire::Header h, const Gather &payload, size_t max_payload, std::vector<Frame> *out, bool *fault) {
-    h.version = wire::kVersion;
+// Cuts a message into its first frame and continuation frames of at most max_payload bytes each,
+// copying the payload. Returns false if the first frame's payload cannot be read (nothing may be
+// sent); a later frame that cannot be read goes with zeros and kFrameSourceFault, and sets *fault.
+bool cut_message(const transport::FrameHeader &h, const Gather &payload, size_t max_payload, std::vector<Frame> *out,
+                 bool *fault) {
     const size_t total = payload.length;
     size_t sent = 0;
     for (uint64_t index = 0; index == 0 || sent < total; ++index) {
         const size_t chunk = std::min(max_payload, total - sent);
         Frame f;
-        f.h = wire::frame_header(h, total, index, static_cast<uint32_t>(chunk));
+        f.h = transport::frame_header(h, total, index, static_cast<uint32_t>(chunk));
         f.payload.resize(chunk);
         if (!gather_copy(f.payload.data(), payload, sent, chunk)) {
             if (index == 0) return false;
             std::fill(f.payload.begin(), f.payload.end(), std::byte{0});
-            f.h.flags |= wire::kFlagSourceFault;
+            f.h.t.flags |= transport::kFrameSourceFault;
             *fault = true;
         }
         out->push_back(std::move(f));
@@ -192,7 +192,8 @@ public:
     const char *name() const override { return "loopback"; }
     size_t max_frame_payload() const override { return kFramePayload; }
 
-    SendStatus send(PeerId to, wire::Header h, const Gather &payload, uint64_t, bool, bool, bool) override {
+    SendStatus send(PeerId to, const transport::FrameHeader &h, const Gather &payload, uint64_t, bool, bool,
+                    bool) override {
         std::shared_ptr<Inbox> in = fabric().find(to);
         if (!in) return SendStatus::Unreachable;
         std::vector<Frame> frames;

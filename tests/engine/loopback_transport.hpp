@@ -3,7 +3,7 @@
 // objects are two peers without fork, sockets or shared memory.
 //
 // It behaves as the real transports do where the engine can tell: a message longer than one frame
-// goes as its header frame followed by Data frames (never interleaved with another message to the
+// goes as its first frame followed by continuation frames (never interleaved with another message to the
 // same peer), frames arrive in order, an unknown or closed peer is Unreachable, and a peer that
 // closes its endpoint fails its link after everything it sent has been delivered. It never queues
 // (every send is complete when send() returns), so on_send_complete is never called.
@@ -22,14 +22,14 @@ struct TransportInfo;
 
 namespace portico::loopback {
 
-// The payload one frame carries: small, so that tests exercise Data frames with modest messages.
+// The payload one frame carries: small, so that tests exercise continuation frames with modest messages.
 inline constexpr size_t kFramePayload = 4096;
 
 // The registration ("loopback"); register_loopback() adds it to the registry (idempotent).
 const transport::TransportInfo &transport_info();
 void register_loopback();
 
-// Frames handed to an inbox since the process started: every frame, and the Data frames among
+// Frames handed to an inbox since the process started: every frame, and the continuation frames among
 // them (so that a test can check that a message really went as several frames).
 uint64_t frames_sent();
 uint64_t data_frames_sent();
