@@ -19,8 +19,6 @@
 
 #include "internal.hpp"
 
-extern char **environ;
-
 namespace gasnetp {
 
 State *g = nullptr;
@@ -59,12 +57,22 @@ void fatal(const char *fmt, ...) {
     gasnett_fatalerror("GASNet: %s", msg);
 }
 
+namespace {
+void print_report(const char *msg) {
+    if (g && g->inited)
+        std::fprintf(stderr, "GASNet (node %u): %s\n", g->mynode, msg);
+    else
+        std::fprintf(stderr, "GASNet: %s\n", msg);
+}
+} // namespace
+
+// At most 20 explanations per process (docs/GASNET.md), then one line saying so.
 void report(const char *fmt, ...) {
     static std::atomic<int> count{0};
     const int n = count.fetch_add(1);
     if (n > 20) return;
     if (n == 20) {
-        report("(further error explanations suppressed)");
+        print_report("(further error explanations suppressed)");
         return;
     }
     char msg[512];
@@ -72,7 +80,7 @@ void report(const char *fmt, ...) {
     va_start(ap, fmt);
     std::vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    report("%s", msg);
+    print_report(msg);
 }
 
 void check_ptl(int rc, const char *what) {
@@ -322,7 +330,7 @@ int choose_wait_mode() {
         mode = GASNET_WAIT_SPIN;
     else if (m && !strcasecmp(m, "BLOCK"))
         mode = GASNET_WAIT_BLOCK;
-    else if (m && *m && strcasecmp(m, "SPINBLOCK"))
+    else if (m && *m && strcasecmp(m, "SPINBLOCK") != 0)
         report("GASNET_WAIT_MODE='%s' ignored (SPIN, BLOCK or SPINBLOCK)", m);
     uint64_t local = env_u64("PORTICO_LOCAL_SIZE", 0);
     if (!local) local = env_u64("MPI_LOCALNRANKS", 1);
