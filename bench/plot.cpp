@@ -322,9 +322,10 @@ void write_svg(const std::string &file, const std::vector<Result> &results) {
       << std::max(1, rows) * kPanelH << "\" viewBox=\"0 0 " << cols * kPanelW << " " << std::max(1, rows) * kPanelH
       << "\">\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
     if (keys.empty()) o << "<text x=\"20\" y=\"40\" font-family=\"sans-serif\">no results</text>\n";
-    for (size_t i = 0; i < keys.size(); ++i)
-        panel(o, static_cast<double>(i % static_cast<size_t>(cols)) * kPanelW,
-              static_cast<double>(i / static_cast<size_t>(cols)) * kPanelH, groups[keys[i]]);
+    for (size_t i = 0; i < keys.size(); ++i) {
+        const size_t col = i % static_cast<size_t>(cols), row = i / static_cast<size_t>(cols);
+        panel(o, static_cast<double>(col) * kPanelW, static_cast<double>(row) * kPanelH, groups[keys[i]]);
+    }
     o << "</svg>\n";
     std::ofstream out(file, std::ios::trunc);
     if (!out) throw Error("cannot write " + file + ": " + std::strerror(errno));

@@ -41,8 +41,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 namespace portico::run {
 namespace {
 
@@ -939,11 +937,8 @@ std::vector<int> Job::live_ranks() const {
 }
 
 int Job::exit_code() const {
-    switch (end_) {
-    case End::None: return first_failure_;
-    case End::RankFailed: return end_code_; // first_failure_ too
-    default: return end_code_;
-    }
+    // A rank that failed first ended the job with its own code (end_code_ == first_failure_).
+    return end_ == End::None ? first_failure_ : end_code_;
 }
 
 } // namespace
