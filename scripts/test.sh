@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the formatting (scripts/format.sh --check) and runs clang-tidy (scripts/tidy.sh, about 3
+# Checks the formatting (scripts/format.sh --check) and runs clang-tidy (scripts/tidy.sh, 2-4
 # minutes on 2 CPUs; PORTICO_SKIP_TIDY=1 skips it), then builds Portico and runs every test: the
 # normal build, then again under ASan+UBSan, then the engine's multi-threaded tests under TSan,
 # then the libFuzzer target on what a TCP peer can send
