@@ -141,10 +141,16 @@ double x_of(const Result &r) { return r.size > 0 ? static_cast<double>(r.size) :
 
 constexpr double kPanelW = 620, kPanelH = 400, kLeft = 70, kRight = 20, kTop = 48, kBottom = 92;
 
-void panel(std::ostringstream &o, double ox, double oy, const std::vector<const Result *> &rs) {
-    const Result &first = *rs.front();
-    const bool by_procs = first.size == 0;
-    // Ranges.
+// A panel's plotting area and its log-log scales: x in powers of two, y in decades.
+struct Axes {
+    double lx0, lx1, ly0, ly1; // log2 of the x range, log10 of the y range
+    double px0, py0, pw, ph;   // the plotting area
+    double X(double x) const { return px0 + (std::log2(x) - lx0) / (lx1 - lx0) * pw; }
+    double Y(double y) const { return py0 + ph - (std::log10(y) - ly0) / (ly1 - ly0) * ph; }
+};
+
+// The ranges cover every value drawn (medians, min..max, baselines), rounded out to whole powers.
+Axes axes_for(const std::vector<const Result *> &rs, double ox, double oy) {
     double xlo = INFINITY, xhi = 0, ylo = INFINITY, yhi = 0;
     auto see_y = [&](double v) {
         if (std::isfinite(v) && v > 0) {
@@ -163,15 +169,19 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
     }
     if (!(xlo > 0)) xlo = xhi = 1;
     if (!(ylo > 0)) ylo = yhi = 1;
-    const double lx0 = std::floor(std::log2(xlo)) - (xlo == xhi ? 1 : 0),
-                 lx1 = std::ceil(std::log2(xhi)) + (xlo == xhi ? 1 : 0);
-    const double ly0 = std::floor(std::log10(ylo)), ly1 = std::max(ly0 + 1, std::ceil(std::log10(yhi)));
-    const double pw = kPanelW - kLeft - kRight, ph = kPanelH - kTop - kBottom;
-    const double px0 = ox + kLeft, py0 = oy + kTop;
-    auto X = [&](double x) { return px0 + (std::log2(x) - lx0) / (lx1 - lx0) * pw; };
-    auto Y = [&](double y) { return py0 + ph - (std::log10(y) - ly0) / (ly1 - ly0) * ph; };
+    Axes a{};
+    a.lx0 = std::floor(std::log2(xlo)) - (xlo == xhi ? 1 : 0);
+    a.lx1 = std::ceil(std::log2(xhi)) + (xlo == xhi ? 1 : 0);
+    a.ly0 = std::floor(std::log10(ylo));
+    a.ly1 = std::max(a.ly0 + 1, std::ceil(std::log10(yhi)));
+    a.pw = kPanelW - kLeft - kRight;
+    a.ph = kPanelH - kTop - kBottom;
+    a.px0 = ox + kLeft;
+    a.py0 = oy + kTop;
+    return a;
+}
 
-    o << "<g font-family=\"sans-serif\" font-size=\"11\">\n";
+void draw_titles(std::ostringstream &o, double ox, double oy, const Axes &a, const Result &first, bool by_procs) {
     o << "<text x=\"" << ox + kPanelW / 2 << "\" y=\"" << oy + 18
       << "\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
       << esc(first.test + " (" + first.transport + (by_procs ? "" : ", " + std::to_string(first.procs) + " processes") +
@@ -179,26 +189,34 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
       << "</text>\n";
     o << "<text x=\"" << ox + kPanelW / 2 << "\" y=\"" << oy + 34 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << esc(first.unit + ", " + first.better + " is better; medians, bars = min..max over repetitions") << "</text>\n";
-    o << "<rect x=\"" << px0 << "\" y=\"" << py0 << "\" width=\"" << pw << "\" height=\"" << ph
+    o << "<rect x=\"" << a.px0 << "\" y=\"" << a.py0 << "\" width=\"" << a.pw << "\" height=\"" << a.ph
       << "\" fill=\"none\" stroke=\"#000\"/>\n";
-    // y grid: decades, and 2 and 5 when the axis spans few decades.
-    const int decades = static_cast<int>(ly1 - ly0);
-    for (int d = static_cast<int>(ly0); d <= static_cast<int>(ly1); ++d) {
+}
+
+// y grid: decades, and 2 and 5 when the axis spans few decades.
+void draw_y_grid(std::ostringstream &o, const Axes &a) {
+    const int decades = static_cast<int>(a.ly1 - a.ly0);
+    for (int d = static_cast<int>(a.ly0); d <= static_cast<int>(a.ly1); ++d) {
         for (double m : {1.0, 2.0, 5.0}) {
             if (m != 1.0 && decades > 3) continue;
             const double v = m * std::pow(10.0, d);
-            if (std::log10(v) > ly1 + 1e-9) continue;
-            const double y = Y(v);
-            o << "<line x1=\"" << px0 << "\" x2=\"" << px0 + pw << "\" y1=\"" << y << "\" y2=\"" << y
+            if (std::log10(v) > a.ly1 + 1e-9) continue;
+            const double y = a.Y(v);
+            o << "<line x1=\"" << a.px0 << "\" x2=\"" << a.px0 + a.pw << "\" y1=\"" << y << "\" y2=\"" << y
               << "\" stroke=\"#ddd\"/>\n";
-            o << "<text x=\"" << px0 - 5 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << esc(value_label(v))
+            o << "<text x=\"" << a.px0 - 5 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << esc(value_label(v))
               << "</text>\n";
         }
     }
-    // x grid: powers of two; labels at the measured x values, skipping any too close to the last.
-    for (int e = static_cast<int>(lx0); e <= static_cast<int>(lx1); ++e) {
-        const double x = X(std::ldexp(1.0, e));
-        o << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << py0 << "\" y2=\"" << py0 + ph
+}
+
+// x grid: powers of two; labels at the measured x values, skipping any too close to the last.
+// Then both axis titles.
+void draw_x_grid(std::ostringstream &o, double ox, const Axes &a, const std::vector<const Result *> &rs,
+                 bool by_procs) {
+    for (int e = static_cast<int>(a.lx0); e <= static_cast<int>(a.lx1); ++e) {
+        const double x = a.X(std::ldexp(1.0, e));
+        o << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << a.py0 << "\" y2=\"" << a.py0 + a.ph
           << "\" stroke=\"#eee\"/>\n";
     }
     std::vector<double> xs;
@@ -206,17 +224,21 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
     std::sort(xs.begin(), xs.end());
     double last_label = -1e9;
     for (double v : xs) {
-        const double x = X(v);
+        const double x = a.X(v);
         if (x - last_label < 26) continue;
         last_label = x;
-        o << "<text x=\"" << x << "\" y=\"" << py0 + ph + 15 << "\" text-anchor=\"middle\">"
+        o << "<text x=\"" << x << "\" y=\"" << a.py0 + a.ph + 15 << "\" text-anchor=\"middle\">"
           << esc(by_procs ? fmt("%.0f", v) : size_label(v)) << "</text>\n";
     }
-    o << "<text x=\"" << px0 + pw / 2 << "\" y=\"" << py0 + ph + 32 << "\" text-anchor=\"middle\">"
+    o << "<text x=\"" << a.px0 + a.pw / 2 << "\" y=\"" << a.py0 + a.ph + 32 << "\" text-anchor=\"middle\">"
       << (by_procs ? "processes" : "message size (bytes)") << "</text>\n";
-    o << "<text transform=\"translate(" << ox + 16 << "," << py0 + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-      << esc(first.unit) << "</text>\n";
+    o << "<text transform=\"translate(" << ox + 16 << "," << a.py0 + a.ph / 2
+      << ") rotate(-90)\" text-anchor=\"middle\">" << esc(rs.front()->unit) << "</text>\n";
+}
 
+// Portico's medians and the baselines' (when measured), each with its legend line below the panel.
+void draw_curves(std::ostringstream &o, double oy, const Axes &a, const std::vector<const Result *> &rs) {
+    const Result &first = *rs.front();
     struct Curve {
         std::string name, color, dash;
         double (*get)(const Result &);
@@ -237,7 +259,7 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
         for (const Result *r : rs) {
             const double v = c.get(*r);
             if (!c.has(*r) || !(v > 0) || !std::isfinite(v)) continue;
-            pts += fmt("%.1f", X(x_of(*r))) + "," + fmt("%.1f", Y(v)) + " ";
+            pts += fmt("%.1f", a.X(x_of(*r))) + "," + fmt("%.1f", a.Y(v)) + " ";
             ++n;
         }
         if (n == 0) continue;
@@ -247,21 +269,38 @@ void panel(std::ostringstream &o, double ox, double oy, const std::vector<const 
         for (const Result *r : rs) {
             const double v = c.get(*r);
             if (!c.has(*r) || !(v > 0) || !std::isfinite(v)) continue;
-            o << "<circle cx=\"" << X(x_of(*r)) << "\" cy=\"" << Y(v) << "\" r=\"3\" fill=\"" << c.color << "\"/>\n";
+            o << "<circle cx=\"" << a.X(x_of(*r)) << "\" cy=\"" << a.Y(v) << "\" r=\"3\" fill=\"" << c.color
+              << "\"/>\n";
         }
-        const double ly = oy + kPanelH - kBottom + 50 + 14 * legend, lx = px0 + 10;
+        const double ly = oy + kPanelH - kBottom + 50 + 14 * legend, lx = a.px0 + 10;
         o << "<line x1=\"" << lx << "\" x2=\"" << lx + 30 << "\" y1=\"" << ly - 4 << "\" y2=\"" << ly - 4
           << "\" stroke=\"" << c.color << "\" stroke-width=\"2\"" << dash << "/>\n";
         o << "<text x=\"" << lx + 38 << "\" y=\"" << ly << "\">" << esc(c.name) << "</text>\n";
         ++legend;
     }
-    // min..max bars of the measured value.
+}
+
+// min..max bars of the measured value.
+void draw_bars(std::ostringstream &o, const Axes &a, const std::vector<const Result *> &rs) {
     for (const Result *r : rs) {
         if (!(r->value.min > 0) || !(r->value.max > 0)) continue;
-        const double x = X(x_of(*r));
-        o << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << Y(r->value.min) << "\" y2=\"" << Y(r->value.max)
+        const double x = a.X(x_of(*r));
+        o << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << a.Y(r->value.min) << "\" y2=\"" << a.Y(r->value.max)
           << "\" stroke=\"#1f5fbf\" stroke-width=\"1\"/>\n";
     }
+}
+
+// One group of results (a test on one transport) drawn at (ox, oy).
+void panel(std::ostringstream &o, double ox, double oy, const std::vector<const Result *> &rs) {
+    const Result &first = *rs.front();
+    const bool by_procs = first.size == 0;
+    const Axes a = axes_for(rs, ox, oy);
+    o << "<g font-family=\"sans-serif\" font-size=\"11\">\n";
+    draw_titles(o, ox, oy, a, first, by_procs);
+    draw_y_grid(o, a);
+    draw_x_grid(o, ox, a, rs, by_procs);
+    draw_curves(o, oy, a, rs);
+    draw_bars(o, a, rs);
     o << "</g>\n";
 }
 
@@ -322,9 +361,10 @@ void write_svg(const std::string &file, const std::vector<Result> &results) {
       << std::max(1, rows) * kPanelH << "\" viewBox=\"0 0 " << cols * kPanelW << " " << std::max(1, rows) * kPanelH
       << "\">\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
     if (keys.empty()) o << "<text x=\"20\" y=\"40\" font-family=\"sans-serif\">no results</text>\n";
-    for (size_t i = 0; i < keys.size(); ++i)
-        panel(o, static_cast<double>(i % static_cast<size_t>(cols)) * kPanelW,
-              static_cast<double>(i / static_cast<size_t>(cols)) * kPanelH, groups[keys[i]]);
+    for (size_t i = 0; i < keys.size(); ++i) {
+        const size_t col = i % static_cast<size_t>(cols), row = i / static_cast<size_t>(cols);
+        panel(o, static_cast<double>(col) * kPanelW, static_cast<double>(row) * kPanelH, groups[keys[i]]);
+    }
     o << "</svg>\n";
     std::ofstream out(file, std::ios::trunc);
     if (!out) throw Error("cannot write " + file + ": " + std::strerror(errno));

@@ -43,7 +43,9 @@ double PutRing::run(size_t size, uint64_t rounds, Watchdog &dog) {
     while (get(sends_done_) < get(sent_) || get(acks_) < get(sent_))
         take(ck::wait_event(eq_.get(), "put"), size, false);
     phase_.store("between repetitions", std::memory_order_relaxed);
-    return rank_ == 0 && rounds ? static_cast<double>(t1 - t0) / 1000.0 / static_cast<double>(rounds * n_) : 0;
+    return rank_ == 0 && rounds
+               ? static_cast<double>(t1 - t0) / 1000.0 / (static_cast<double>(rounds) * static_cast<double>(n_))
+               : 0;
 }
 
 std::string PutRing::describe() const {

@@ -9,8 +9,9 @@ packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           libpmix-dev openmpi-bin
           # clang + its runtime: the libFuzzer target; iproute2: network namespaces (multihost tests)
           clang libclang-rt-dev iproute2
-          # clang-format: CI fails on unformatted code (scripts/format.sh --check)
-          clang-format)
+          # clang-format, clang-tidy: CI fails on unformatted code (scripts/format.sh --check) and
+          # on clang-tidy findings (scripts/tidy.sh)
+          clang-format clang-tidy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

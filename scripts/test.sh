@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks the formatting (scripts/format.sh --check), then builds Portico and runs every test: the
+# Checks the formatting (scripts/format.sh --check) and runs clang-tidy (scripts/tidy.sh, 2-4
+# minutes on 2 CPUs; PORTICO_SKIP_TIDY=1 skips it), then builds Portico and runs every test: the
 # normal build, then again under ASan+UBSan, then the engine's multi-threaded tests under TSan,
 # then the libFuzzer target on what a TCP peer can send
 # (PORTICO_FUZZ_SECONDS, default 60). Any failure fails the script. The multihost.* tests need
@@ -8,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/format.sh --check
+[ "${PORTICO_SKIP_TIDY:-0}" = 1 ] || scripts/tidy.sh
 jobs=$(nproc)
 
 run_suite() { # build-dir cmake-args... -- ctest-args...

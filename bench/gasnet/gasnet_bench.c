@@ -131,7 +131,6 @@ static double flag_pingpong(long iters) {
 }
 
 /* ---- the measured operations (rank 0; rank 1 serves) ------------------------------------------- */
-static volatile int serve_stop = 0;
 
 static double am_rt(int kind, size_t size, long iters, void *buf) {
     if (me != 0) return 0;

@@ -25,7 +25,8 @@ constexpr char kHexDigits[] = "0123456789abcdef";
 std::string encode(const std::string &bytes) {
     std::string out = "x";
     out.reserve(1 + 2 * bytes.size());
-    for (unsigned char c : bytes) {
+    for (const char ch : bytes) {
+        const auto c = static_cast<unsigned char>(ch);
         out.push_back(kHexDigits[c >> 4]);
         out.push_back(kHexDigits[c & 0xf]);
     }

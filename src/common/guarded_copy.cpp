@@ -45,7 +45,7 @@ void chain(int sig, siginfo_t *info, void *ctx) {
     sigset_t mask = old.sa_mask, saved;
     if (!(old.sa_flags & SA_NODEFER)) sigaddset(&mask, sig);
     const struct sigaction handler = old;
-    if (old.sa_flags & SA_RESETHAND) {
+    if (old.sa_flags & static_cast<int>(SA_RESETHAND)) { // an unsigned constant, 0x80000000
         old.sa_flags &= ~SA_SIGINFO;
         old.sa_handler = SIG_DFL;
     }

@@ -46,36 +46,36 @@ using gasnetp::kShort;
 
 #define GASNETP_DEFINE_AM(M)                                                                                           \
     GASNETP_EXPORT int gasnet_AMRequestShort##M(gasnet_node_t dest, gasnet_handler_t handler GASNETP_P##M) {           \
-        const gasnet_handlerarg_t args[M + 1] = {GASNETP_A##M};                                                        \
+        const gasnet_handlerarg_t args[(M) + 1] = {GASNETP_A##M};                                                      \
         return am_request(kShort, dest, handler, nullptr, 0, nullptr, M, args, false);                                 \
     }                                                                                                                  \
     GASNETP_EXPORT int gasnet_AMRequestMedium##M(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,      \
                                                  size_t nbytes GASNETP_P##M) {                                         \
-        const gasnet_handlerarg_t args[M + 1] = {GASNETP_A##M};                                                        \
+        const gasnet_handlerarg_t args[(M) + 1] = {GASNETP_A##M};                                                      \
         return am_request(kMedium, dest, handler, source_addr, nbytes, nullptr, M, args, false);                       \
     }                                                                                                                  \
     GASNETP_EXPORT int gasnet_AMRequestLong##M(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,        \
                                                size_t nbytes, void *dest_addr GASNETP_P##M) {                          \
-        const gasnet_handlerarg_t args[M + 1] = {GASNETP_A##M};                                                        \
+        const gasnet_handlerarg_t args[(M) + 1] = {GASNETP_A##M};                                                      \
         return am_request(kLong, dest, handler, source_addr, nbytes, dest_addr, M, args, false);                       \
     }                                                                                                                  \
     GASNETP_EXPORT int gasnet_AMRequestLongAsync##M(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,   \
                                                     size_t nbytes, void *dest_addr GASNETP_P##M) {                     \
-        const gasnet_handlerarg_t args[M + 1] = {GASNETP_A##M};                                                        \
+        const gasnet_handlerarg_t args[(M) + 1] = {GASNETP_A##M};                                                      \
         return am_request(kLong, dest, handler, source_addr, nbytes, dest_addr, M, args, true);                        \
     }                                                                                                                  \
     GASNETP_EXPORT int gasnet_AMReplyShort##M(gasnet_token_t token, gasnet_handler_t handler GASNETP_P##M) {           \
-        const gasnet_handlerarg_t args[M + 1] = {GASNETP_A##M};                                                        \
+        const gasnet_handlerarg_t args[(M) + 1] = {GASNETP_A##M};                                                      \
         return am_reply(kShort, token, handler, nullptr, 0, nullptr, M, args);                                         \
     }                                                                                                                  \
     GASNETP_EXPORT int gasnet_AMReplyMedium##M(gasnet_token_t token, gasnet_handler_t handler, void *source_addr,      \
                                                size_t nbytes GASNETP_P##M) {                                           \
-        const gasnet_handlerarg_t args[M + 1] = {GASNETP_A##M};                                                        \
+        const gasnet_handlerarg_t args[(M) + 1] = {GASNETP_A##M};                                                      \
         return am_reply(kMedium, token, handler, source_addr, nbytes, nullptr, M, args);                               \
     }                                                                                                                  \
     GASNETP_EXPORT int gasnet_AMReplyLong##M(gasnet_token_t token, gasnet_handler_t handler, void *source_addr,        \
                                              size_t nbytes, void *dest_addr GASNETP_P##M) {                            \
-        const gasnet_handlerarg_t args[M + 1] = {GASNETP_A##M};                                                        \
+        const gasnet_handlerarg_t args[(M) + 1] = {GASNETP_A##M};                                                      \
         return am_reply(kLong, token, handler, source_addr, nbytes, dest_addr, M, args);                               \
     }
 

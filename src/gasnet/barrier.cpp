@@ -45,8 +45,9 @@ void send_round(int r) {
     s.id = bar->id;
     s.flags = (bar->named ? kNamed : 0) | (bar->mismatch ? GASNET_BARRIERFLAG_MISMATCH : 0);
     const gasnet_node_t to = gasnet_node_t((uint64_t(g->mynode) + (uint64_t(1) << r)) % g->nodes);
-    put_copy(to, g->pt_ctrl, kMbBarrier, (uint64_t(par) * g->barrier_rounds + uint64_t(r)) * sizeof(BarrierSlot), &s,
-             sizeof s, PTL_NO_ACK_REQ, nullptr, 0);
+    put_copy(to, g->pt_ctrl, kMbBarrier,
+             (uint64_t(par) * uint64_t(g->barrier_rounds) + uint64_t(r)) * sizeof(BarrierSlot), &s, sizeof s,
+             PTL_NO_ACK_REQ, nullptr, 0);
 }
 
 // Sends and combines rounds as far as the arrivals allow. Caller holds bar->mu.
@@ -64,7 +65,7 @@ void advance() {
         }
         if (!(bar->arrived[par] & (1u << r))) break;
         bar->arrived[par] &= ~(1u << r);
-        const BarrierSlot &s = g->barrier_slots[size_t(par) * g->barrier_rounds + size_t(r)];
+        const BarrierSlot &s = g->barrier_slots[size_t(par) * size_t(g->barrier_rounds) + size_t(r)];
         if (s.seq != bar->phase)
             fatal("barrier protocol error (round %d of barrier %u got barrier %u)", r, bar->phase, s.seq);
         combine(s.flags & kNamed, s.id, s.flags & GASNET_BARRIERFLAG_MISMATCH);

@@ -19,8 +19,6 @@
 
 #include "internal.hpp"
 
-extern char **environ;
-
 namespace gasnetp {
 
 State *g = nullptr;
@@ -59,12 +57,22 @@ void fatal(const char *fmt, ...) {
     gasnett_fatalerror("GASNet: %s", msg);
 }
 
+namespace {
+void print_report(const char *msg) {
+    if (g && g->inited)
+        std::fprintf(stderr, "GASNet (node %u): %s\n", g->mynode, msg);
+    else
+        std::fprintf(stderr, "GASNet: %s\n", msg);
+}
+} // namespace
+
+// At most 20 explanations per process (docs/GASNET.md), then one line saying so.
 void report(const char *fmt, ...) {
     static std::atomic<int> count{0};
     const int n = count.fetch_add(1);
     if (n > 20) return;
     if (n == 20) {
-        report("(further error explanations suppressed)");
+        print_report("(further error explanations suppressed)");
         return;
     }
     char msg[512];
@@ -72,7 +80,7 @@ void report(const char *fmt, ...) {
     va_start(ap, fmt);
     std::vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    report("%s", msg);
+    print_report(msg);
 }
 
 void check_ptl(int rc, const char *what) {
@@ -322,7 +330,7 @@ int choose_wait_mode() {
         mode = GASNET_WAIT_SPIN;
     else if (m && !strcasecmp(m, "BLOCK"))
         mode = GASNET_WAIT_BLOCK;
-    else if (m && *m && strcasecmp(m, "SPINBLOCK"))
+    else if (m && *m && strcasecmp(m, "SPINBLOCK") != 0)
         report("GASNET_WAIT_MODE='%s' ignored (SPIN, BLOCK or SPINBLOCK)", m);
     uint64_t local = env_u64("PORTICO_LOCAL_SIZE", 0);
     if (!local) local = env_u64("MPI_LOCALNRANKS", 1);
@@ -333,17 +341,9 @@ int choose_wait_mode() {
     return mode;
 }
 
-int do_init(int threadmode, int segmode) {
-    if (g && g->inited) {
-        report("gasnet_init() called twice");
-        return GASNET_ERR_NOT_INIT; // as the reference implementation answers a second init
-    }
-    g = new State;
-    g->thread_mode = threadmode;
-    g->seg_mode = segmode;
-    g->init_thread = pthread_self();
-    g->wait_mode = choose_wait_mode();
-    if (PtlInit() != PTL_OK) return GASNET_ERR_RESOURCE;
+// Opens the logical NI and learns this node's rank and the job's size. Without a launcher the
+// NI has no map: the job is this process alone.
+int open_ni() {
     const int nrc =
         PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &g->limits, &g->ni);
     if (nrc != PTL_OK) {
@@ -352,7 +352,6 @@ int do_init(int threadmode, int segmode) {
     }
     ptl_size_t nmap = 0;
     if (PtlGetMap(g->ni, 0, nullptr, &nmap) == PTL_IGNORED) {
-        // No launcher: a job of one process.
         ptl_process_t self;
         check_ptl(PtlGetPhysId(g->ni, &self), "PtlGetPhysId");
         check_ptl(PtlSetMap(g->ni, 1, &self), "PtlSetMap");
@@ -366,10 +365,12 @@ int do_init(int threadmode, int segmode) {
         report("%u nodes, more than GASNET_MAXNODES (%d)", g->nodes, GASNET_MAXNODES);
         return GASNET_ERR_RESOURCE;
     }
-    g->vol_max = g->limits.max_volatile_size;
-    g->exit_timeout_s = gasnett_getenv_dbl_withdefault("GASNET_EXITTIMEOUT", 2.0);
+    return GASNET_OK;
+}
 
-    // Events and portal table entries (the AM entries get their buffers at attach).
+// Event queues, portal table entries and MDs. The AM entries get their buffers at attach, when
+// the client's handlers are known; the indices are fixed because every node must use the same.
+void alloc_queues_and_entries() {
     g->eq_ops_size = std::clamp<uint64_t>(env_u64("GASNET_OPS_EQ_SIZE", 16384), 64, 1u << 24);
     check_ptl(PtlEQAlloc(g->ni, g->eq_ops_size, &g->eq_ops), "PtlEQAlloc");
     check_ptl(PtlEQAlloc(g->ni, uint64_t(g->nodes) + 16, &g->eq_exit), "PtlEQAlloc");
@@ -393,7 +394,11 @@ int do_init(int threadmode, int segmode) {
     g->md_bulk = bind_md(PTL_MD_EVENT_SEND_DISABLE, g->eq_ops, PTL_CT_NONE);
     check_ptl(PtlCTAlloc(g->ni, &g->ct_exit), "PtlCTAlloc");
     g->md_exit = bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE | PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, g->ct_exit);
+}
 
+// The entries that exist from init on. They are all posted before the first exchange, which is
+// what lets a node send to any of them once that exchange is over.
+void post_init_entries() {
     // The exit entry: one 8-byte code slot per node.
     g->exit_codes = new int64_t[g->nodes]();
     append_me(g->pt_exit,
@@ -411,8 +416,8 @@ int do_init(int threadmode, int segmode) {
               "PtlMEAppend (tick)");
 
     // Rank 0's environment, for gasnet_getenv.
-    std::vector<char> blob;
     if (g->mynode == 0) {
+        std::vector<char> blob;
         for (char **e = environ; e && *e; ++e) blob.insert(blob.end(), *e, *e + std::strlen(*e) + 1);
         blob.push_back('\0');
         g->env_blob = blob;
@@ -423,20 +428,23 @@ int do_init(int threadmode, int segmode) {
                               kMbEnv),
                   "PtlMEAppend (environment)");
     }
-    g->inited = true; // from here on fatal() names the node and waits can complete operations
+}
 
-    // Exchange 1: where every node runs and the size of rank 0's environment. It is also the
-    // barrier after which every node's exit entry exists.
+// Exchange 1: where every node runs (g->hosts: the lowest node on the same nid) and the size of
+// rank 0's environment, which the others then fetch. It is also the barrier after which every
+// node's exit entry exists.
+void exchange_hosts_and_environment() {
     struct Rec1 {
         uint32_t nid;
         uint32_t pad;
         uint64_t env_bytes;
-    } r1{}, *all1 = new Rec1[g->nodes];
+    } r1{};
+    std::vector<Rec1> all1(g->nodes);
     ptl_process_t phys;
     check_ptl(PtlGetPhysId(g->ni, &phys), "PtlGetPhysId");
     r1.nid = phys.phys.nid;
     r1.env_bytes = g->env_blob.size();
-    exchange(&r1, sizeof r1, all1);
+    exchange(&r1, sizeof r1, all1.data());
     g->hosts.resize(g->nodes);
     for (gasnet_node_t n = 0; n < g->nodes; ++n) {
         g->hosts[n] = n;
@@ -456,15 +464,20 @@ int do_init(int threadmode, int segmode) {
                   "PtlGet (environment)");
         wait_until(Ctx::Restricted, [&] { return c.pending.load(std::memory_order_acquire) == 0; });
     }
-    delete[] all1;
+}
 
-    // Exchange 2: the largest segment each node could have.
+// Exchange 2: the largest segment each node could have; the job's is the smallest of them.
+void exchange_segment_limits() {
     g->max_local = compute_max_local();
     std::vector<uint64_t> all2(g->nodes);
     const uint64_t ml = g->max_local;
     exchange(&ml, sizeof ml, all2.data());
     g->max_global = uintptr_t(*std::min_element(all2.begin(), all2.end()));
+}
 
+// From here on another node's exit ends this one too, and this node's end (gasnet_exit, or
+// main returning) reaches the others.
+void start_exit_watcher() {
     watcher_stop = false;
     const unsigned period = unsigned(std::clamp<uint64_t>(env_u64("GASNET_EXIT_POLL_MS", 10), 1, 1000));
     exit_watcher = new std::thread(exit_watcher_main, period);
@@ -473,6 +486,28 @@ int do_init(int threadmode, int segmode) {
 #else
     std::atexit(atexit_hook);
 #endif
+}
+
+int do_init(int threadmode, int segmode) {
+    if (g && g->inited) {
+        report("gasnet_init() called twice");
+        return GASNET_ERR_NOT_INIT; // as the reference implementation answers a second init
+    }
+    g = new State;
+    g->thread_mode = threadmode;
+    g->seg_mode = segmode;
+    g->init_thread = pthread_self();
+    g->wait_mode = choose_wait_mode();
+    if (PtlInit() != PTL_OK) return GASNET_ERR_RESOURCE;
+    if (const int rc = open_ni(); rc != GASNET_OK) return rc;
+    g->vol_max = g->limits.max_volatile_size;
+    g->exit_timeout_s = gasnett_getenv_dbl_withdefault("GASNET_EXITTIMEOUT", 2.0);
+    alloc_queues_and_entries();
+    post_init_entries();
+    g->inited = true; // from here on fatal() names the node and waits can complete operations
+    exchange_hosts_and_environment();
+    exchange_segment_limits();
+    start_exit_watcher();
     return GASNET_OK;
 }
 
@@ -516,6 +551,38 @@ int assign_handlers(gasnet_handlerentry_t *table, int n) {
     return GASNET_OK;
 }
 
+// The segment: the whole address space (EVERYTHING), or segsize bytes mapped here that GASNet
+// never touches (pages are allocated on first touch, local or remote). A failure is this node's
+// status in the attach exchange, so that every node fails together.
+int map_segment(uintptr_t segsize, uintptr_t minheapoffset) {
+    if (g->seg_mode == 2) {
+        g->seg_base = nullptr;
+        g->seg_size = ~uintptr_t{0};
+        return GASNET_OK;
+    }
+    if (segsize == 0) return GASNET_OK;
+    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    void *p = mmap(nullptr, segsize, prot, flags, -1, 0);
+    const uintptr_t heap_end = reinterpret_cast<uintptr_t>(sbrk(0));
+    if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) < heap_end + minheapoffset &&
+        reinterpret_cast<uintptr_t>(p) + segsize > heap_end) {
+        // Leave minheapoffset bytes for the heap to grow into, if the address space allows.
+        const uintptr_t want = (heap_end + minheapoffset + GASNET_PAGESIZE - 1) & ~uintptr_t(GASNET_PAGESIZE - 1);
+        void *q = mmap(reinterpret_cast<void *>(want), segsize, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
+        if (q != MAP_FAILED) {
+            munmap(p, segsize);
+            p = q;
+        }
+    }
+    if (p == MAP_FAILED) {
+        report("gasnet_attach: cannot map a segment of %zu bytes: %s", size_t(segsize), std::strerror(errno));
+        return GASNET_ERR_RESOURCE;
+    }
+    g->seg_base = p;
+    g->seg_size = segsize;
+    return GASNET_OK;
+}
+
 int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, uintptr_t minheapoffset) {
     if (!g || !g->inited) return GASNET_ERR_NOT_INIT;
     if (g->attach_done) {
@@ -537,33 +604,7 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
     if (hrc != GASNET_OK) return hrc;
     g->attach_done = true;
 
-    int status = GASNET_OK;
-    if (g->seg_mode == 2) {
-        g->seg_base = nullptr;
-        g->seg_size = ~uintptr_t{0};
-    } else if (segsize > 0) {
-        // Never touched by GASNet: pages are allocated on first touch (local or remote).
-        const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-        void *p = mmap(nullptr, segsize, prot, flags, -1, 0);
-        const uintptr_t heap_end = reinterpret_cast<uintptr_t>(sbrk(0));
-        if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) < heap_end + minheapoffset &&
-            reinterpret_cast<uintptr_t>(p) + segsize > heap_end) {
-            // Leave minheapoffset bytes for the heap to grow into, if the address space allows.
-            const uintptr_t want = (heap_end + minheapoffset + GASNET_PAGESIZE - 1) & ~uintptr_t(GASNET_PAGESIZE - 1);
-            void *q = mmap(reinterpret_cast<void *>(want), segsize, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
-            if (q != MAP_FAILED) {
-                munmap(p, segsize);
-                p = q;
-            }
-        }
-        if (p == MAP_FAILED) {
-            report("gasnet_attach: cannot map a segment of %zu bytes: %s", size_t(segsize), std::strerror(errno));
-            status = GASNET_ERR_RESOURCE;
-        } else {
-            g->seg_base = p;
-            g->seg_size = segsize;
-        }
-    }
+    int status = map_segment(segsize, minheapoffset);
     if (g->seg_mode == 2 || g->seg_size > 0) post_segment_entry();
     am_setup();
 

@@ -8,6 +8,8 @@
 // products wrap, and logical ops see operands whose bitwise AND/XOR differ from the logical one.
 #include "completion_helpers.hpp"
 
+#include <initializer_list>
+
 using namespace cpltest;
 
 namespace {
@@ -171,7 +173,7 @@ TEST_F(Atomics, MaskedSwapEveryIntegerType) {
     for_each_dt([&]<ptl_datatype_t D>() {
         if constexpr (Dt<D>::cls == Cls::Int) {
             using T = typename Dt<D>::type;
-            for (uint8_t mask : {0x3C, 0x00, 0xFF, 0x81})
+            for (const uint8_t mask : std::initializer_list<uint8_t>{0x3C, 0x00, 0xFF, 0x81})
                 cases.push_back(make_case<D>(Call::Swap, PTL_MSWAP, {pat<T>(0xF0)}, {pat<T>(0xAA)}, pat<T>(mask)));
         }
     });

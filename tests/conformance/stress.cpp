@@ -27,7 +27,7 @@ uint64_t mix(uint64_t x) {
 // Size of the message from `src` to `dst` in `round`: 1 B .. 64 KiB, log-uniform-ish.
 ptl_size_t msg_size(int src, int dst, int round) {
     const uint64_t h = mix((uint64_t(src) << 40) ^ (uint64_t(dst) << 20) ^ uint64_t(round));
-    const unsigned exp = h % 17; // 2^0 .. 2^16
+    const auto exp = static_cast<unsigned>(h % 17); // 2^0 .. 2^16
     return 1 + (h >> 8) % (ptl_size_t{1} << exp);
 }
 

@@ -27,7 +27,7 @@ static int g_rank = -1;
 /* PTL_OK under a launcher, PTL_IGNORED alone. */
 static int g_ok;
 
-static unsigned char pattern(int rank, size_t i) { return (unsigned char)(rank * 31 + i * 7 + 1); }
+static unsigned char pattern(int rank, size_t i) { return (unsigned char)((size_t)rank * 31 + i * 7 + 1); }
 
 static void collectives(void) {
     int size = 0, local_rank = -1, local_size = 0;

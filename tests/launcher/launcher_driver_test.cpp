@@ -307,11 +307,11 @@ TEST(Start, NotExecutable) {
 TEST(Start, Environment) {
     // The launcher's own PMI variables (say it runs under another launcher) must not leak.
     Spec s;
-    s.args = {"-n", "2", "sh", "-c",
-              "test \"$PMI_SIZE\" = 2 && test \"$PMI_RANK\" = \"$PORTICO_LOCAL_RANK\" && "
-              "test \"$PORTICO_LOCAL_SIZE\" = 2 && test -z \"$PMI_PORT\" && test -z \"$PMI_ID\" && "
-              "test \"$PMI_FD\" != 99 && test \"$PMI_JOBID\" = \"portico_$PORTICO_JOB_ID\" && "
-              "test ${#PORTICO_JOB_ID} = 16 && test ${#PORTICO_JOB_SECRET} = 32"};
+    const std::string script = "test \"$PMI_SIZE\" = 2 && test \"$PMI_RANK\" = \"$PORTICO_LOCAL_RANK\" && "
+                               "test \"$PORTICO_LOCAL_SIZE\" = 2 && test -z \"$PMI_PORT\" && test -z \"$PMI_ID\" && "
+                               "test \"$PMI_FD\" != 99 && test \"$PMI_JOBID\" = \"portico_$PORTICO_JOB_ID\" && "
+                               "test ${#PORTICO_JOB_ID} = 16 && test ${#PORTICO_JOB_SECRET} = 32";
+    s.args = {"-n", "2", "sh", "-c", script};
     s.env = {{"PMI_FD", "99"},       {"PMI_RANK", "5"}, {"PMI_SIZE", "9"},
              {"PMI_PORT", "host:1"}, {"PMI_ID", "3"},   {"PORTICO_JOB_ID", "0000000000000000"}};
     Result r = run(s);

@@ -41,8 +41,8 @@ int g_rank = -1;
     } while (0)
 #define CHECK_EQ(a, b)                                                                                                 \
     do {                                                                                                               \
-        auto va_ = (a);                                                                                                \
-        auto vb_ = (b);                                                                                                \
+        const auto &va_ = (a);                                                                                         \
+        const auto &vb_ = (b);                                                                                         \
         if (!(va_ == vb_)) fail(__FILE__, __LINE__, std::string(#a " == " #b));                                        \
     } while (0)
 

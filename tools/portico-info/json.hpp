@@ -82,7 +82,8 @@ private:
     }
     void string(const std::string &s) {
         out_ += '"';
-        for (unsigned char c : s) {
+        for (const char ch : s) {
+            const auto c = static_cast<unsigned char>(ch);
             switch (c) {
             case '"': out_ += "\\\""; break;
             case '\\': out_ += "\\\\"; break;

@@ -388,9 +388,8 @@ void print_text(const Report &r) {
     }
 }
 
-void print_json(const Report &r) {
-    JsonWriter j;
-    j.begin_object();
+// Which Portico and Portals API this is, its transports, this process and its interfaces.
+void json_identity(JsonWriter &j, const Report &r) {
     j.kv("portico_version", PORTICO_VERSION);
     j.key("api_version");
     j.begin_object();
@@ -432,7 +431,10 @@ void print_json(const Report &r) {
     j.kv("probed_iface_1", rc_name(r.rc_iface_one));
     j.kv("note", kInterfaceNote);
     j.end_object();
+}
 
+// The NI limits of both matching kinds, with what each limit means and how it is negotiated.
+void json_limits(JsonWriter &j, const Report &r) {
     j.key("limits");
     j.begin_object();
     for (int which = 0; which < 2; ++which) {
@@ -454,7 +456,10 @@ void print_json(const Report &r) {
     j.kv("negotiation", "a desired value lowers a limit (within the ranges in notes); 0, negative or larger "
                         "values keep the default; defaults come from PORTICO_MAX_*");
     j.end_object();
+}
 
+// Features, portal table size, status registers, and the alignment and atomics notes.
+void json_features_and_registers(JsonWriter &j, const Report &r) {
     j.key("features");
     j.begin_array();
     for (const Feature &x : kFeatures) {
@@ -484,7 +489,10 @@ void print_json(const Report &r) {
 
     j.kv("alignment", kAlignmentNote);
     j.kv("atomics", kAtomicsNote);
+}
 
+// What Portico allocates, per object, with the sizes of this configuration.
+void json_memory(JsonWriter &j, const Report &r) {
     j.key("memory");
     j.begin_object();
     j.kv("shm_ring_bytes", r.ring_bytes);
@@ -499,7 +507,10 @@ void print_json(const Report &r) {
     }
     j.end_array();
     j.end_object();
+}
 
+// Every setting Portico reads (declared, with its value here) and the launcher's variables.
+void json_environment(JsonWriter &j) {
     j.key("environment");
     j.begin_array();
     for_each_setting([&j](const Setting &x) {
@@ -534,6 +545,17 @@ void print_json(const Report &r) {
         j.end_object();
     }
     j.end_array();
+}
+
+// The report as one JSON object (--json): the same content as the text form, one key per part.
+void print_json(const Report &r) {
+    JsonWriter j;
+    j.begin_object();
+    json_identity(j, r);
+    json_limits(j, r);
+    json_features_and_registers(j, r);
+    json_memory(j, r);
+    json_environment(j);
     j.end_object();
     std::printf("%s\n", j.str().c_str());
 }

@@ -41,8 +41,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 namespace portico::run {
 namespace {
 
@@ -228,6 +226,9 @@ private:
     bool setup_remote();
     void spawn_all();
     bool spawn(int rank, const std::vector<std::string> &base_env);
+    std::vector<std::string> local_env(int rank, int pmi_fd, const std::vector<std::string> &base_env) const;
+    std::vector<std::string> rank_command(int rank) const;
+    bool await_exec(int status_fd, const std::string &prog);
     std::vector<std::pair<std::string, std::string>> remote_env(int rank) const;
     [[noreturn]] void exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp);
     void event_loop();
@@ -442,6 +443,36 @@ std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const
     return env;
 }
 
+// A local rank's environment: ours without the launcher's variables (base_env), then --env, then
+// its PMI variables; PMI_FD is its end of the socket pair.
+std::vector<std::string> Job::local_env(int rank, int pmi_fd, const std::vector<std::string> &base_env) const {
+    std::vector<std::string> env = base_env;
+    const std::string n = std::to_string(opt_.nprocs), r = std::to_string(rank);
+    for (const auto &[k, v] : opt_.env) set_env(env, k, v);
+    env.push_back("PMI_FD=" + std::to_string(pmi_fd));
+    env.push_back("PMI_RANK=" + r);
+    env.push_back("PMI_SIZE=" + n);
+    env.push_back("PMI_JOBID=" + kvsname_);
+    env.push_back(std::string(settings::kJobId.name) + "=" + job_id_);
+    env.push_back(std::string(settings::kJobSecret.name) + "=" + secret_);
+    env.push_back(std::string(settings::kLocalRank.name) + "=" + r);
+    env.push_back(std::string(settings::kLocalSize.name) + "=" + n);
+    env.push_back("MPI_LOCALRANKID=" + r);
+    env.push_back("MPI_LOCALNRANKS=" + n);
+    return env;
+}
+
+// What is executed for a rank: the program itself, or for a remote rank
+// RSH host 'cd DIR 2>/dev/null; exec env VAR=value ... PROGRAM ARGS', run in our own environment
+// (minus the PMI variables): exactly what `ssh host 'command'` gets.
+std::vector<std::string> Job::rank_command(int rank) const {
+    if (!remote_) return opt_.argv;
+    std::vector<std::string> args = opt_.remote->rsh;
+    args.push_back(opt_.remote->rank_host[rank]);
+    args.push_back(remote_command(cwd_, remote_env(rank), opt_.argv));
+    return args;
+}
+
 bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     auto fail = [&](const std::string &what) {
         say("cannot start " + std::string(rank == 0 ? "the job" : "rank " + std::to_string(rank)) + ": " + what + ": " +
@@ -463,28 +494,8 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
         return fail("pipe");
     }
 
-    std::vector<std::string> env = base_env, args;
-    if (!remote_) {
-        const std::string n = std::to_string(opt_.nprocs), r = std::to_string(rank);
-        for (const auto &[k, v] : opt_.env) set_env(env, k, v);
-        env.push_back("PMI_FD=" + std::to_string(sv[1]));
-        env.push_back("PMI_RANK=" + r);
-        env.push_back("PMI_SIZE=" + n);
-        env.push_back("PMI_JOBID=" + kvsname_);
-        env.push_back(std::string(settings::kJobId.name) + "=" + job_id_);
-        env.push_back(std::string(settings::kJobSecret.name) + "=" + secret_);
-        env.push_back(std::string(settings::kLocalRank.name) + "=" + r);
-        env.push_back(std::string(settings::kLocalSize.name) + "=" + n);
-        env.push_back("MPI_LOCALRANKID=" + r);
-        env.push_back("MPI_LOCALNRANKS=" + n);
-        args = opt_.argv;
-    } else {
-        // RSH host 'cd DIR 2>/dev/null; exec env VAR=value ... PROGRAM ARGS', in our own
-        // environment (minus the PMI variables): exactly what `ssh host 'command'` gets.
-        args = opt_.remote->rsh;
-        args.push_back(opt_.remote->rank_host[rank]);
-        args.push_back(remote_command(cwd_, remote_env(rank), opt_.argv));
-    }
+    std::vector<std::string> env = remote_ ? base_env : local_env(rank, sv[1], base_env);
+    std::vector<std::string> args = rank_command(rank);
     std::vector<char *> envp, argv;
     for (std::string &s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -516,22 +527,23 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
         ::close(sv[1]);
         server_->attach(rank, sv[0]);
     }
+    return await_exec(ep[0], args[0]);
+}
 
-    // The status pipe closes on a successful exec; otherwise the child sends its errno.
+// The status pipe closes on a successful exec; otherwise the child sends its errno, and the job
+// ends before the next rank is started. Closes status_fd.
+bool Job::await_exec(int status_fd, const std::string &prog) {
     int err = 0;
     ssize_t got;
-    do got = ::read(ep[0], &err, sizeof err);
+    do got = ::read(status_fd, &err, sizeof err);
     while (got < 0 && errno == EINTR);
-    ::close(ep[0]);
-    if (got == static_cast<ssize_t>(sizeof err)) {
-        const std::string &prog = args[0];
-        std::string why = std::strerror(err);
-        if (err == ENOENT && prog.find('/') == std::string::npos) why = "command not found (searched PATH)";
-        say("cannot run " + std::string(remote_ ? "the remote shell " : "") + "'" + prog + "': " + why);
-        terminate(End::SpawnFailed, SIGTERM, err == ENOENT ? kExitNotFound : kExitCannotExec);
-        return false;
-    }
-    return true;
+    ::close(status_fd);
+    if (got != static_cast<ssize_t>(sizeof err)) return true;
+    std::string why = std::strerror(err);
+    if (err == ENOENT && prog.find('/') == std::string::npos) why = "command not found (searched PATH)";
+    say("cannot run " + std::string(remote_ ? "the remote shell " : "") + "'" + prog + "': " + why);
+    terminate(End::SpawnFailed, SIGTERM, err == ENOENT ? kExitNotFound : kExitCannotExec);
+    return false;
 }
 
 void Job::exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp) {
@@ -939,11 +951,8 @@ std::vector<int> Job::live_ranks() const {
 }
 
 int Job::exit_code() const {
-    switch (end_) {
-    case End::None: return first_failure_;
-    case End::RankFailed: return end_code_; // first_failure_ too
-    default: return end_code_;
-    }
+    // A rank that failed first ended the job with its own code (end_code_ == first_failure_).
+    return end_ == End::None ? first_failure_ : end_code_;
 }
 
 } // namespace

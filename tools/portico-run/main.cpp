@@ -155,14 +155,25 @@ double parse_timeout(std::string_view value, const char *source) {
     return *t;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-    portico::run::JobOptions opt;
+// What the command line says, before any default is applied.
+struct CommandLine {
+    portico::run::JobOptions opt; // argv and --env so far
     std::optional<double> timeout;
     std::optional<int> nprocs, ppn;
-    std::optional<std::string> hosts_arg, hostfile_arg, rsh_arg, pmi_addr_arg;
+    std::optional<std::string> hosts, hostfile, rsh, pmi_addr;
+};
 
+int parse_ppn(std::string_view value) {
+    std::optional<long> k = parse_count(value);
+    if (!k || *k < 1 || *k > kMaxRanks)
+        usage_error("invalid --ppn '" + std::string(value) + "' (expected an integer from 1 to " +
+                    std::to_string(kMaxRanks) + ")");
+    return static_cast<int>(*k);
+}
+
+// The options, then the program and its arguments. --help and --version exit here.
+CommandLine parse_command_line(int argc, char **argv) {
+    CommandLine cl;
     int i = 1;
     for (; i < argc; ++i) {
         std::string_view a = argv[i];
@@ -184,97 +195,106 @@ int main(int argc, char **argv) {
         };
         if (a == "--help" || a == "-h") {
             usage(stdout);
-            return 0;
+            std::exit(0);
         }
         if (a == "--version") {
             std::printf("portico-run (Portico) %s\n", PORTICO_VERSION);
-            return 0;
+            std::exit(0);
         }
         if (auto v = value_of("-np"); v) {
-            nprocs = parse_nprocs(*v);
+            cl.nprocs = parse_nprocs(*v);
         } else if (auto v2 = value_of("-n"); v2) {
-            nprocs = parse_nprocs(*v2);
+            cl.nprocs = parse_nprocs(*v2);
         } else if (a.size() > 2 && a.substr(0, 2) == "-n" && a != "-np" &&
                    std::isdigit(static_cast<unsigned char>(a[2]))) {
-            nprocs = parse_nprocs(a.substr(2));
+            cl.nprocs = parse_nprocs(a.substr(2));
         } else if (auto v3 = value_of("--timeout"); v3) {
-            timeout = parse_timeout(*v3, "timeout");
+            cl.timeout = parse_timeout(*v3, "timeout");
         } else if (auto v4 = value_of("--hosts"); v4) {
-            hosts_arg = std::string(*v4);
+            cl.hosts = std::string(*v4);
         } else if (auto v5 = value_of("--hostfile"); v5) {
-            hostfile_arg = std::string(*v5);
+            cl.hostfile = std::string(*v5);
         } else if (auto v6 = value_of("--ppn"); v6) {
-            std::optional<long> k = parse_count(*v6);
-            if (!k || *k < 1 || *k > kMaxRanks)
-                usage_error("invalid --ppn '" + std::string(*v6) + "' (expected an integer from 1 to " +
-                            std::to_string(kMaxRanks) + ")");
-            ppn = static_cast<int>(*k);
+            cl.ppn = parse_ppn(*v6);
         } else if (auto v7 = value_of("--rsh"); v7) {
-            rsh_arg = std::string(*v7);
+            cl.rsh = std::string(*v7);
         } else if (auto v8 = value_of("--pmi-addr"); v8) {
-            pmi_addr_arg = std::string(*v8);
+            cl.pmi_addr = std::string(*v8);
         } else if (auto v9 = value_of("--env"); v9) {
-            add_env(opt, *v9, "--env");
+            add_env(cl.opt, *v9, "--env");
         } else if (auto v10 = value_of("-x"); v10) {
-            add_env(opt, *v10, "-x");
+            add_env(cl.opt, *v10, "-x");
         } else {
             usage_error("unknown option '" + std::string(a) + "'");
         }
     }
     if (i >= argc) usage_error("no program to run");
-    for (; i < argc; ++i) opt.argv.emplace_back(argv[i]);
+    for (; i < argc; ++i) cl.opt.argv.emplace_back(argv[i]);
+    return cl;
+}
 
+// The hosts, how many ranks, the remote shell and the PMI address of a job started with --hosts
+// or --hostfile. Every mistake is a usage error, before anything starts.
+portico::run::RemoteOptions remote_options(const CommandLine &cl, portico::run::JobOptions &opt) {
+    std::vector<portico::run::HostEntry> hosts;
+    try {
+        hosts = cl.hosts ? portico::run::parse_host_list(*cl.hosts) : portico::run::read_hostfile(*cl.hostfile);
+    } catch (const portico::run::HostError &e) {
+        usage_error(e.what());
+    }
+    opt.nprocs = cl.nprocs.value_or(0);
+    if (!cl.nprocs) {
+        int n = portico::run::default_nprocs(hosts, cl.ppn.value_or(0));
+        if (n > kMaxRanks)
+            usage_error("the hosts give " + std::to_string(n) + " ranks; at most " + std::to_string(kMaxRanks) +
+                        " are supported (use -n)");
+        opt.nprocs = n;
+    }
+
+    portico::run::RemoteOptions ro;
+    std::string rsh = cl.rsh.value_or("");
+    const char *rsh_source = "--rsh";
+    if (!cl.rsh) {
+        rsh = portico::settings::kRsh.get();
+        rsh_source = portico::settings::kRsh.is_set() ? portico::settings::kRsh.name : "--rsh";
+    }
+    ro.rsh = portico::run::split_words(rsh);
+    if (ro.rsh.empty()) usage_error(std::string("empty remote shell command (") + rsh_source + ")");
+    if (cl.pmi_addr) {
+        ro.pmi_addr = *cl.pmi_addr;
+        if (ro.pmi_addr.empty()) usage_error("empty --pmi-addr");
+    } else {
+        ro.pmi_addr = portico::settings::kPmiAddr.get();
+    }
+    portico::run::Placement p = portico::run::place_ranks(hosts, opt.nprocs, cl.ppn.value_or(0));
+    ro.rank_host = std::move(p.host);
+    ro.local_rank = std::move(p.local_rank);
+    ro.local_size = std::move(p.local_size);
+    ro.hosts = std::move(p.distinct_hosts);
+    ro.process_mapping = std::move(p.process_mapping);
+    return ro;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    CommandLine cl = parse_command_line(argc, argv);
+    portico::run::JobOptions &opt = cl.opt;
+    std::optional<double> timeout = cl.timeout;
     if (!timeout) {
         if (const char *env = portico::settings::kTimeout.raw())
             timeout = parse_timeout(env, portico::settings::kTimeout.name);
     }
     opt.timeout_seconds = timeout.value_or(0);
 
-    if (hosts_arg && hostfile_arg) usage_error("use either --hosts or --hostfile, not both");
-    if (!hosts_arg && !hostfile_arg) {
-        if (ppn) usage_error("--ppn needs --hosts or --hostfile");
-        if (rsh_arg) usage_error("--rsh needs --hosts or --hostfile");
-        if (pmi_addr_arg) usage_error("--pmi-addr needs --hosts or --hostfile");
-        opt.nprocs = nprocs.value_or(1);
+    if (cl.hosts && cl.hostfile) usage_error("use either --hosts or --hostfile, not both");
+    if (!cl.hosts && !cl.hostfile) {
+        if (cl.ppn) usage_error("--ppn needs --hosts or --hostfile");
+        if (cl.rsh) usage_error("--rsh needs --hosts or --hostfile");
+        if (cl.pmi_addr) usage_error("--pmi-addr needs --hosts or --hostfile");
+        opt.nprocs = cl.nprocs.value_or(1);
         return portico::run::run_job(opt);
     }
-
-    std::vector<portico::run::HostEntry> hosts;
-    try {
-        hosts = hosts_arg ? portico::run::parse_host_list(*hosts_arg) : portico::run::read_hostfile(*hostfile_arg);
-    } catch (const portico::run::HostError &e) {
-        usage_error(e.what());
-    }
-    if (!nprocs) {
-        int n = portico::run::default_nprocs(hosts, ppn.value_or(0));
-        if (n > kMaxRanks)
-            usage_error("the hosts give " + std::to_string(n) + " ranks; at most " + std::to_string(kMaxRanks) +
-                        " are supported (use -n)");
-        nprocs = n;
-    }
-    opt.nprocs = *nprocs;
-
-    portico::run::RemoteOptions ro;
-    std::string rsh = rsh_arg.value_or("");
-    const char *rsh_source = "--rsh";
-    if (!rsh_arg) {
-        rsh = portico::settings::kRsh.get();
-        rsh_source = portico::settings::kRsh.is_set() ? portico::settings::kRsh.name : "--rsh";
-    }
-    ro.rsh = portico::run::split_words(rsh);
-    if (ro.rsh.empty()) usage_error(std::string("empty remote shell command (") + rsh_source + ")");
-    if (pmi_addr_arg) {
-        ro.pmi_addr = *pmi_addr_arg;
-        if (ro.pmi_addr.empty()) usage_error("empty --pmi-addr");
-    } else {
-        ro.pmi_addr = portico::settings::kPmiAddr.get();
-    }
-    portico::run::Placement p = portico::run::place_ranks(hosts, opt.nprocs, ppn.value_or(0));
-    ro.rank_host = std::move(p.host);
-    ro.local_rank = std::move(p.local_rank);
-    ro.local_size = std::move(p.local_size);
-    ro.hosts = std::move(p.distinct_hosts);
-    ro.process_mapping = std::move(p.process_mapping);
-    opt.remote = std::move(ro);
+    opt.remote = remote_options(cl, opt);
     return portico::run::run_job(opt);
 }

@@ -156,7 +156,7 @@ void PmiServer::handle_unidentified(int fd, short revents) {
     }
     std::string &in = it->second.in;
     std::size_t nl = in.find('\n');
-    if (nl == std::string::npos || nl > kMaxHandshakeLine) {
+    if (nl > kMaxHandshakeLine) { // also no newline at all (npos): the read stopped at the limit
         refuse(fd, "line_too_long", "first request longer than " + std::to_string(kMaxHandshakeLine) + " bytes");
         return;
     }
@@ -504,7 +504,7 @@ void PmiServer::on_abort(int rank, std::string_view line, const Tokens &t) {
     observer_.pmi_abort(rank, static_cast<int>(code), message);
 }
 
-void PmiServer::reply(int rank, std::string line) {
+void PmiServer::reply(int rank, const std::string &line) {
     Conn &c = conns_[rank];
     if (c.fd < 0 || c.write_broken) return;
     if (c.out_off == c.out.size()) {

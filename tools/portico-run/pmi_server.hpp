@@ -108,7 +108,7 @@ private:
     void reject_long_line(int rank);
     void flush(int rank);
     void close_conn(int rank);
-    void reply(int rank, std::string line); // `line` without the newline
+    void reply(int rank, const std::string &line); // `line` without the newline
     void warn(int rank, const std::string &what);
 
     void on_init(int rank, const Tokens &t);
