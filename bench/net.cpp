@@ -23,7 +23,7 @@ std::string listen_address() {
 }
 
 std::string detect_transport(Job &job) {
-    const std::string want = settings::kTransport.get();
+    std::string want = settings::kTransport.get();
     // Every rank takes part in the collective, whatever the setting, so that all agree.
     const auto nids = job.allgather(std::to_string(local_nid()));
     if (want != "auto" && want.find(',') == std::string::npos) return want; // one transport named

@@ -40,38 +40,38 @@ PORTICO_API int PtlNIFini(ptl_handle_ni_t ni) {
     REQUIRE_INIT;
     return E().ni_fini(ni);
 }
-PORTICO_API int PtlNIStatus(ptl_handle_ni_t ni, ptl_sr_index_t reg, ptl_sr_value_t *status) {
+PORTICO_API int PtlNIStatus(ptl_handle_ni_t ni, ptl_sr_index_t status_register, ptl_sr_value_t *status) {
     REQUIRE_INIT;
-    return E().ni_status(ni, reg, status);
+    return E().ni_status(ni, status_register, status);
 }
 PORTICO_API int PtlNIHandle(ptl_handle_any_t h, ptl_handle_ni_t *ni) {
     REQUIRE_INIT;
     return E().ni_handle(h, ni);
 }
-PORTICO_API int PtlSetMap(ptl_handle_ni_t ni, ptl_size_t n, const ptl_process_t *map) {
+PORTICO_API int PtlSetMap(ptl_handle_ni_t ni, ptl_size_t map_size, const ptl_process_t *map) {
     REQUIRE_INIT;
-    return E().set_map(ni, n, map);
+    return E().set_map(ni, map_size, map);
 }
-PORTICO_API int PtlGetMap(ptl_handle_ni_t ni, ptl_size_t n, ptl_process_t *map, ptl_size_t *actual) {
+PORTICO_API int PtlGetMap(ptl_handle_ni_t ni, ptl_size_t map_size, ptl_process_t *map, ptl_size_t *actual) {
     REQUIRE_INIT;
-    return E().get_map(ni, n, map, actual);
+    return E().get_map(ni, map_size, map, actual);
 }
 PORTICO_API int PtlPTAlloc(ptl_handle_ni_t ni, unsigned int options, ptl_handle_eq_t eq, ptl_pt_index_t req,
-                           ptl_pt_index_t *idx) {
+                           ptl_pt_index_t *pt_index) {
     REQUIRE_INIT;
-    return E().pt_alloc(ni, options, eq, req, idx);
+    return E().pt_alloc(ni, options, eq, req, pt_index);
 }
-PORTICO_API int PtlPTFree(ptl_handle_ni_t ni, ptl_pt_index_t idx) {
+PORTICO_API int PtlPTFree(ptl_handle_ni_t ni, ptl_pt_index_t pt_index) {
     REQUIRE_INIT;
-    return E().pt_free(ni, idx);
+    return E().pt_free(ni, pt_index);
 }
-PORTICO_API int PtlPTDisable(ptl_handle_ni_t ni, ptl_pt_index_t idx) {
+PORTICO_API int PtlPTDisable(ptl_handle_ni_t ni, ptl_pt_index_t pt_index) {
     REQUIRE_INIT;
-    return E().pt_disable(ni, idx);
+    return E().pt_disable(ni, pt_index);
 }
-PORTICO_API int PtlPTEnable(ptl_handle_ni_t ni, ptl_pt_index_t idx) {
+PORTICO_API int PtlPTEnable(ptl_handle_ni_t ni, ptl_pt_index_t pt_index) {
     REQUIRE_INIT;
-    return E().pt_enable(ni, idx);
+    return E().pt_enable(ni, pt_index);
 }
 PORTICO_API int PtlGetUid(ptl_handle_ni_t ni, ptl_uid_t *uid) {
     REQUIRE_INIT;
@@ -85,23 +85,23 @@ PORTICO_API int PtlGetPhysId(ptl_handle_ni_t ni, ptl_process_t *id) {
     REQUIRE_INIT;
     return E().get_phys_id(ni, id);
 }
-PORTICO_API int PtlMDBind(ptl_handle_ni_t ni, const ptl_md_t *md, ptl_handle_md_t *h) {
+PORTICO_API int PtlMDBind(ptl_handle_ni_t ni, const ptl_md_t *md, ptl_handle_md_t *md_handle) {
     REQUIRE_INIT;
-    return E().md_bind(ni, md, h);
+    return E().md_bind(ni, md, md_handle);
 }
-PORTICO_API int PtlMDRelease(ptl_handle_md_t h) {
+PORTICO_API int PtlMDRelease(ptl_handle_md_t md_handle) {
     REQUIRE_INIT;
-    return E().md_release(h);
+    return E().md_release(md_handle);
 }
 PORTICO_API int PtlLEAppend(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_le_t *le, ptl_list_t list, void *user_ptr,
-                            ptl_handle_le_t *h) {
+                            ptl_handle_le_t *le_handle) {
     REQUIRE_INIT;
     if (!le) return PTL_ARG_INVALID;
-    return E().append(ni, pt, as_me(le), false, list, user_ptr, h);
+    return E().append(ni, pt, as_me(le), false, list, user_ptr, le_handle);
 }
-PORTICO_API int PtlLEUnlink(ptl_handle_le_t h) {
+PORTICO_API int PtlLEUnlink(ptl_handle_le_t le_handle) {
     REQUIRE_INIT;
-    return E().unlink(h, false);
+    return E().unlink(le_handle, false);
 }
 PORTICO_API int PtlLESearch(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_le_t *le, ptl_search_op_t op,
                             void *user_ptr) {
@@ -110,14 +110,14 @@ PORTICO_API int PtlLESearch(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_le_
     return E().search(ni, pt, as_me(le), false, op, user_ptr);
 }
 PORTICO_API int PtlMEAppend(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_t *me, ptl_list_t list, void *user_ptr,
-                            ptl_handle_me_t *h) {
+                            ptl_handle_me_t *me_handle) {
     REQUIRE_INIT;
     if (!me) return PTL_ARG_INVALID;
-    return E().append(ni, pt, *me, true, list, user_ptr, h);
+    return E().append(ni, pt, *me, true, list, user_ptr, me_handle);
 }
-PORTICO_API int PtlMEUnlink(ptl_handle_me_t h) {
+PORTICO_API int PtlMEUnlink(ptl_handle_me_t me_handle) {
     REQUIRE_INIT;
-    return E().unlink(h, true);
+    return E().unlink(me_handle, true);
 }
 PORTICO_API int PtlMESearch(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_t *me, ptl_search_op_t op,
                             void *user_ptr) {
@@ -125,59 +125,59 @@ PORTICO_API int PtlMESearch(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_
     if (!me) return PTL_ARG_INVALID;
     return E().search(ni, pt, *me, true, op, user_ptr);
 }
-PORTICO_API int PtlEQAlloc(ptl_handle_ni_t ni, ptl_size_t count, ptl_handle_eq_t *h) {
+PORTICO_API int PtlEQAlloc(ptl_handle_ni_t ni, ptl_size_t count, ptl_handle_eq_t *eq_handle) {
     REQUIRE_INIT;
-    return E().eq_alloc(ni, count, h);
+    return E().eq_alloc(ni, count, eq_handle);
 }
-PORTICO_API int PtlEQFree(ptl_handle_eq_t h) {
+PORTICO_API int PtlEQFree(ptl_handle_eq_t eq_handle) {
     REQUIRE_INIT;
-    return E().eq_free(h);
+    return E().eq_free(eq_handle);
 }
-PORTICO_API int PtlEQGet(ptl_handle_eq_t h, ptl_event_t *ev) {
+PORTICO_API int PtlEQGet(ptl_handle_eq_t eq_handle, ptl_event_t *ev) {
     REQUIRE_INIT;
-    return E().eq_get(h, ev);
+    return E().eq_get(eq_handle, ev);
 }
-PORTICO_API int PtlEQWait(ptl_handle_eq_t h, ptl_event_t *ev) {
+PORTICO_API int PtlEQWait(ptl_handle_eq_t eq_handle, ptl_event_t *ev) {
     REQUIRE_INIT;
-    return E().eq_poll(&h, 1, PTL_TIME_FOREVER, ev, nullptr);
+    return E().eq_poll(&eq_handle, 1, PTL_TIME_FOREVER, ev, nullptr);
 }
-PORTICO_API int PtlEQPoll(const ptl_handle_eq_t *hs, unsigned int n, ptl_time_t timeout, ptl_event_t *ev,
+PORTICO_API int PtlEQPoll(const ptl_handle_eq_t *eq_handles, unsigned int size, ptl_time_t timeout, ptl_event_t *ev,
                           unsigned int *which) {
     REQUIRE_INIT;
-    return E().eq_poll(hs, n, timeout, ev, which);
+    return E().eq_poll(eq_handles, size, timeout, ev, which);
 }
-PORTICO_API int PtlCTAlloc(ptl_handle_ni_t ni, ptl_handle_ct_t *h) {
+PORTICO_API int PtlCTAlloc(ptl_handle_ni_t ni, ptl_handle_ct_t *ct_handle) {
     REQUIRE_INIT;
-    return E().ct_alloc(ni, h);
+    return E().ct_alloc(ni, ct_handle);
 }
-PORTICO_API int PtlCTFree(ptl_handle_ct_t h) {
+PORTICO_API int PtlCTFree(ptl_handle_ct_t ct_handle) {
     REQUIRE_INIT;
-    return E().ct_free(h);
+    return E().ct_free(ct_handle);
 }
-PORTICO_API int PtlCTCancelTriggered(ptl_handle_ct_t h) {
+PORTICO_API int PtlCTCancelTriggered(ptl_handle_ct_t ct_handle) {
     REQUIRE_INIT;
-    return E().ct_cancel_triggered(h);
+    return E().ct_cancel_triggered(ct_handle);
 }
-PORTICO_API int PtlCTGet(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
+PORTICO_API int PtlCTGet(ptl_handle_ct_t ct_handle, ptl_ct_event_t *ev) {
     REQUIRE_INIT;
-    return E().ct_get(h, ev);
+    return E().ct_get(ct_handle, ev);
 }
-PORTICO_API int PtlCTWait(ptl_handle_ct_t h, ptl_size_t test, ptl_ct_event_t *ev) {
+PORTICO_API int PtlCTWait(ptl_handle_ct_t ct_handle, ptl_size_t test, ptl_ct_event_t *ev) {
     REQUIRE_INIT;
-    return E().ct_poll(&h, &test, 1, PTL_TIME_FOREVER, ev, nullptr);
+    return E().ct_poll(&ct_handle, &test, 1, PTL_TIME_FOREVER, ev, nullptr);
 }
-PORTICO_API int PtlCTPoll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned int n, ptl_time_t timeout,
-                          ptl_ct_event_t *ev, unsigned int *which) {
+PORTICO_API int PtlCTPoll(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests, unsigned int size,
+                          ptl_time_t timeout, ptl_ct_event_t *ev, unsigned int *which) {
     REQUIRE_INIT;
-    return E().ct_poll(hs, tests, n, timeout, ev, which);
+    return E().ct_poll(ct_handles, tests, size, timeout, ev, which);
 }
-PORTICO_API int PtlCTSet(ptl_handle_ct_t h, ptl_ct_event_t v) {
+PORTICO_API int PtlCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct) {
     REQUIRE_INIT;
-    return E().ct_set(h, v);
+    return E().ct_set(ct_handle, new_ct);
 }
-PORTICO_API int PtlCTInc(ptl_handle_ct_t h, ptl_ct_event_t v) {
+PORTICO_API int PtlCTInc(ptl_handle_ct_t ct_handle, ptl_ct_event_t increment) {
     REQUIRE_INIT;
-    return E().ct_inc(h, v);
+    return E().ct_inc(ct_handle, increment);
 }
 PORTICO_API int PtlPut(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
                        ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
@@ -190,7 +190,7 @@ PORTICO_API int PtlGet(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t l
     REQUIRE_INIT;
     return E().get(md, local_offset, length, target, pt, bits, remote_offset, user_ptr);
 }
-PORTICO_API int PtlHandleIsEqual(ptl_handle_any_t a, ptl_handle_any_t b) { return a == b; }
+PORTICO_API int PtlHandleIsEqual(ptl_handle_any_t handle1, ptl_handle_any_t handle2) { return handle1 == handle2; }
 
 PORTICO_API int PtlAtomic(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
                           ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
@@ -263,10 +263,10 @@ PORTICO_API int PtlTriggeredCTInc(ptl_handle_ct_t ct, ptl_ct_event_t increment, 
     REQUIRE_INIT;
     return E().trigger_ct(ct, increment, false, trig_ct, threshold);
 }
-PORTICO_API int PtlTriggeredCTSet(ptl_handle_ct_t ct, ptl_ct_event_t value, ptl_handle_ct_t trig_ct,
+PORTICO_API int PtlTriggeredCTSet(ptl_handle_ct_t ct, ptl_ct_event_t new_ct, ptl_handle_ct_t trig_ct,
                                   ptl_size_t threshold) {
     REQUIRE_INIT;
-    return E().trigger_ct(ct, value, true, trig_ct, threshold);
+    return E().trigger_ct(ct, new_ct, true, trig_ct, threshold);
 }
 PORTICO_API int PtlStartBundle(ptl_handle_ni_t ni) {
     REQUIRE_INIT;

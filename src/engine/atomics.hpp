@@ -17,9 +17,8 @@ bool legal(ptl_op_t op, ptl_datatype_t type, Call call);
 // CSWAP and its variants and MSWAP take an operand and work on exactly one item.
 bool takes_operand(ptl_op_t op);
 
-// target[i] = op(target[i], initiator[i]) for every item of `bytes` (a multiple of the item size).
-// operand points at one item (used by the operand-taking operations).
-void apply(ptl_op_t op, ptl_datatype_t type, std::byte *target, const std::byte *initiator, const std::byte *operand,
-           size_t bytes);
+// t[i] = op(t[i], a[i]) for every item of `bytes` (a multiple of the item size): t the target's
+// items, a the initiator's; o points at one operand item (used by the operand-taking operations).
+void apply(ptl_op_t op, ptl_datatype_t type, std::byte *t, const std::byte *a, const std::byte *o, size_t bytes);
 
 } // namespace portico::engine::atomics

@@ -210,7 +210,8 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
     // Large contiguous puts go single copy where the transport can: the target reads our buffer
     // itself once it has matched, and tells us when it is done (the SEND event waits for that).
-    const bool rendezvous = !copy && !(md->desc.options & PTL_IOVEC) && tr.direct_access(peer, length);
+    const bool rendezvous =
+        length >= ni->ep->direct_from && !copy && !(md->desc.options & PTL_IOVEC) && tr.direct_access(peer, length);
     // Nothing can observe the SEND or ACK of a put from an MD without EQ or CT; such a put tracks
     // no operation unless it goes single copy or is large (a message that has to wait is then
     // copied, which costs more than tracking from kTrackFromBytes on).
@@ -283,7 +284,8 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
     const uint64_t cookie = start_op(wire::Kind::Get, md, user_ptr, local_offset, length, peer);
     ops_[static_cast<uint32_t>(cookie)].await_reply = true;
     wire::Header h = request_header(ni, wire::Kind::Get, pt, bits, remote_offset, length, cookie);
-    if (!(md->desc.options & PTL_IOVEC) && ni->ep->transport->direct_access(peer, length)) {
+    if (length >= ni->ep->direct_from && !(md->desc.options & PTL_IOVEC) &&
+        ni->ep->transport->direct_access(peer, length)) {
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
     }

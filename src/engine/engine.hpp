@@ -115,7 +115,8 @@ struct Unexpected {
     ptl_ni_fail_t fail;
 };
 
-struct PT {
+// clang-tidy 14 sees the implicit copy of lists[] as code naming __i0 (a false positive).
+struct PT { // NOLINT(bugprone-reserved-identifier)
     bool allocated = false;
     bool enabled = false;
     unsigned options = 0;
@@ -249,6 +250,7 @@ private:
 struct Endpoint {
     ptl_interface_t iface = 0;
     std::unique_ptr<transport::Transport> transport;
+    size_t direct_from = SIZE_MAX; // transport->direct_access_from(), asked once
     std::unique_ptr<EndpointReceiver> receiver;
     NI *nis[4] = {nullptr, nullptr, nullptr, nullptr};
     int open_nis = 0;
@@ -365,9 +367,9 @@ public:
                              const void *operand, ptl_op_t op, ptl_datatype_t type, bool is_swap,
                              ptl_handle_ct_t trig_ct, ptl_size_t threshold);
     int trigger_ct(ptl_handle_ct_t ct, ptl_ct_event_t value, bool set, ptl_handle_ct_t trig_ct, ptl_size_t threshold);
-    int ct_cancel_triggered(ptl_handle_ct_t ct);
-    int start_bundle(ptl_handle_ni_t ni);
-    int end_bundle(ptl_handle_ni_t ni);
+    int ct_cancel_triggered(ptl_handle_ct_t h);
+    int start_bundle(ptl_handle_ni_t h);
+    int end_bundle(ptl_handle_ni_t h);
 
     // ---- called by the transport receiver (data_movement.cpp)
     void handle_frame(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f, const std::byte *payload);
@@ -443,10 +445,10 @@ private:
     int get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
                    ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, bool bundled = false);
     // Atomic (get_md == nullptr) or FetchAtomic/Swap.
-    int atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
-                      ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target, ptl_pt_index_t pt,
-                      ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
-                      const void *operand, ptl_op_t op, ptl_datatype_t type, bool bundled = false);
+    int atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_offset, ptl_size_t length,
+                      ptl_ack_req_t ack, ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
+                      ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, const void *operand,
+                      ptl_op_t op, ptl_datatype_t type, bool bundled = false);
     // Argument checks shared by immediate and triggered calls.
     int check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, ptl_size_t local_put_offset,
                      ptl_size_t length, ptl_op_t op, ptl_datatype_t type, int call);
@@ -459,7 +461,7 @@ private:
     // The trigger counter of a data-movement trigger, if it, the MD and the target belong together.
     CT *trigger_counter(ptl_handle_ct_t trig_ct, MD *md, ptl_process_t target);
     // Posts t on ct (engine lock held); fires at once if the threshold is already reached.
-    int post_trigger(CT *ct, Trigger &&t, ptl_size_t threshold);
+    int post_trigger(CT *ct, const Trigger &t, ptl_size_t threshold);
     void fire_triggers(CT *ct);
     void execute(Trigger &t);
     // Ends a fired data-movement operation that could not start with failure events.

@@ -147,6 +147,7 @@ int Engine::open_endpoint_locked(ptl_pid_t pid, Endpoint **out) {
         log_error("cannot open the network interface: %s", err.what());
         return PTL_ARG_INVALID;
     }
+    e->direct_from = e->transport->direct_access_from();
     e->receiver = std::make_unique<EndpointReceiver>(*this, *e);
     *out = e.get();
     endpoints_.push_back(std::move(e));

@@ -74,6 +74,11 @@ public:
         Transport *t = route(to);
         return t && t->direct_access(to, length);
     }
+    size_t direct_access_from() const override {
+        size_t from = SIZE_MAX;
+        for (const Member &m : members_) from = std::min(from, m.transport->direct_access_from());
+        return from;
+    }
     void flush_wakeups() override {
         for (Member &m : members_) m.transport->flush_wakeups();
     }

@@ -160,6 +160,9 @@ public:
     // `length` bytes to `to` go as a rendezvous header, `to` reading or writing our memory itself
     // (Link::read_peer/write_peer)? The transport owns the size from which that pays.
     virtual bool direct_access(PeerId, size_t) { return false; }
+    // The smallest length direct_access may say yes to (SIZE_MAX: never), so that a caller can
+    // leave small messages, nearly all of them, without the question.
+    virtual size_t direct_access_from() const { return SIZE_MAX; }
     // Sends the wakeups that sends with defer_wakeup collected.
     virtual void flush_wakeups() {}
     // A file descriptor that becomes readable when wait() would return (for waiting on several

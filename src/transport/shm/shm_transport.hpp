@@ -48,7 +48,7 @@ public:
     PeerId self() const override { return self_; }
     const char *name() const override { return "shm"; }
     size_t max_frame_payload() const override { return max_frame_payload_; }
-    SendStatus send(PeerId to, const FrameHeader &first, const Gather &payload, uint64_t token, bool copy_payload,
+    SendStatus send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
                     bool defer_wakeup = false, bool may_hold = false) override;
     int poll(Receiver &r) override;
     void arm_sleep() override;
@@ -61,6 +61,7 @@ public:
 
     void flush_wakeups() override;
     bool direct_access(PeerId to, size_t length) override;
+    size_t direct_access_from() const override { return cfg_.single_copy ? cfg_.single_copy_bytes : SIZE_MAX; }
 
     // Pushes queued messages for a bounded time (at shutdown), so that what was sent is delivered.
     void flush(Receiver &r, int timeout_ms) override;
@@ -70,7 +71,7 @@ private:
     ShmLink *link_for(PeerId to);
     ShmLink *connect_to(PeerId to);
     void accept_one(Receiver &r);
-    bool try_hello(int fd, pid_t os_pid);
+    bool try_hello(int s, pid_t os_pid);
     void service_pending(PendingAccept *p);
     void drop_pending(PendingAccept *p);
     void expire_pending();

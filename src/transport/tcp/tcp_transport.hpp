@@ -47,7 +47,7 @@ public:
     PeerId self() const override { return self_; }
     const char *name() const override { return "tcp"; }
     size_t max_frame_payload() const override { return cfg_.max_frame_payload; }
-    SendStatus send(PeerId to, const FrameHeader &first, const Gather &payload, uint64_t token, bool copy_payload,
+    SendStatus send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
                     bool defer_wakeup = false, bool may_hold = false) override;
     int poll(Receiver &r) override;
     void arm_sleep() override;
