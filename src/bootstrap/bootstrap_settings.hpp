@@ -8,9 +8,11 @@ namespace portico::settings {
 
 inline constexpr Text kJobId{"PORTICO_JOB_ID", Layer::bootstrap, nullptr,
                              "set by portico-run: the job's id, 16 hex digits, new for every job"};
-inline constexpr Text kJobSecret{"PORTICO_JOB_SECRET", Layer::bootstrap, nullptr,
-                                 "the job's secret for authenticating TCP peers (any string, the same in every "
-                                 "process); set by portico-run; unset: the ranks agree on one through the PMI"};
+inline constexpr Text kJobSecret{
+    "PORTICO_JOB_SECRET", Layer::bootstrap, nullptr,
+    "the job's secret for authenticating TCP peers (any string, the same in every "
+    "process); set by portico-run; unset: the ranks agree on one through the PMI (a process "
+    "without a launcher draws its own)"};
 inline constexpr Number kLocalRank{"PORTICO_LOCAL_RANK",
                                    Layer::bootstrap,
                                    0,

@@ -232,7 +232,11 @@ std::string Job::secret() {
     std::lock_guard g(collective_mutex_);
     if (secret_) return *secret_;
     const std::string given = settings::kJobSecret.get();
-    if (!given.empty() || !pmi_) return *(secret_ = given);
+    if (!given.empty()) return *(secret_ = given);
+    // A process without a launcher is a job of one: nobody else needs its secret, so it draws
+    // one. Its TCP traffic to itself authenticates; other processes, which cannot know the secret,
+    // are refused, as peers that share no secret always are.
+    if (!pmi_) return *(secret_ = draw_job_secret());
     // portico-run publishes it before the job starts (remote ranks get it this way). The agreement
     // below uses another key: a rank that saw rank 0's put early must not skip the barrier.
     if (auto v = pmi_->get("portico.secret")) return *(secret_ = *v);

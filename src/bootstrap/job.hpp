@@ -64,8 +64,8 @@ public:
 
     // The secret TCP peers of this job authenticate each other with: PORTICO_JOB_SECRET, else
     // what the launcher published (portico-run does), else drawn by rank 0 and broadcast — then
-    // collective the first time. Empty for a job of one with nothing given (TCP peers that are not
-    // in a job then share the empty secret).
+    // collective the first time. A process without a launcher draws its own: it can talk to
+    // itself over TCP, and to processes started apart only if they all set PORTICO_JOB_SECRET.
     std::string secret();
 
     // Leaves the job (the launcher's finalize); idempotent. Collectives fail afterwards. Launchers

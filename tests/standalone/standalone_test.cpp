@@ -273,8 +273,10 @@ TEST(StandaloneTcp, PeerWithAnotherSecretIsRefusedAndCounted) {
     EXPECT_EQ(0, intruder.wait_exit());
 }
 
-TEST(StandaloneTcp, NoSecretMeansNoTcpPeers) {
-    Child guard({"guard", "0", "0"}, kTcp);
+// A process started without a launcher or PORTICO_JOB_SECRET draws a secret of its own: another
+// process cannot know it, so the two are not peers (the guard refuses the connection).
+TEST(StandaloneTcp, ProcessesThatShareNoSecretAreNotPeers) {
+    Child guard({"guard", "1", "0"}, kTcp);
     Child intruder({"intruder"}, {"PORTICO_TRANSPORT=tcp"});
     introduce(guard, intruder);
     ASSERT_EQ("READY", guard.line());
