@@ -16,6 +16,7 @@
 #include "bootstrap/pmi_internal.hpp"
 #include "bootstrap/pmi_wire.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -414,6 +415,40 @@ bool PmiClient::pmix_supported() {
 #endif
 }
 
+namespace detail {
+
+namespace {
+long env_long(const char *name) {
+    const char *v = std::getenv(name);
+    return v && *v ? std::strtol(v, nullptr, 10) : 0;
+}
+} // namespace
+
+std::string foreign_launcher_without_pmi() {
+    const long slurm_tasks = std::max(env_long("SLURM_STEP_NUM_TASKS"), env_long("SLURM_NTASKS"));
+    if (std::getenv("SLURM_STEP_ID") && slurm_tasks > 1)
+        return "PMI: srun started " + std::to_string(slurm_tasks) +
+               " tasks without a process-management interface, so each would be a job of one: start the "
+               "job with srun --mpi=pmix or srun --mpi=pmi2";
+    struct Sign {
+        const char *variable;
+        const char *launcher;
+    };
+    const Sign signs[] = {{"OMPI_COMM_WORLD_SIZE", "Open MPI's mpirun"},
+                          {"PMI_SIZE", "a PMI launcher"},
+                          {"MPI_LOCALNRANKS", "MPICH's mpiexec"}};
+    for (const Sign &s : signs)
+        if (env_long(s.variable) > 1)
+            return std::string("PMI: ") + s.launcher + " started this process as one of " +
+                   std::to_string(env_long(s.variable)) + " (" + s.variable +
+                   ") but gave it no process-management interface to reach the others (no PMI_FD, "
+                   "PMI_PORT or PMIx): start the job with portico-run, mpiexec, or srun --mpi=pmix or "
+                   "--mpi=pmi2";
+    return {};
+}
+
+} // namespace detail
+
 std::unique_ptr<PmiClient> PmiClient::from_environment() {
     // PMI-1 first: a PMI-1 launcher running inside a PMIx job (portico-run under srun) sets
     // PMI_FD/PMI_PORT for its own ranks, which inherit the outer job's PMIX_* variables.
@@ -428,6 +463,10 @@ std::unique_ptr<PmiClient> PmiClient::from_environment() {
                        "(cmake -DPORTICO_PMIX=ON), or start the job with portico-run or MPICH's "
                        "mpiexec");
 #endif
+    // No process-management interface. A launcher that started several copies of the program
+    // without one (srun --mpi=none) would have each believe it is a job of one: refuse instead.
+    const std::string foreign = detail::foreign_launcher_without_pmi();
+    if (!foreign.empty()) throw PmiError(foreign);
     return nullptr;
 }
 

@@ -18,6 +18,11 @@ int exit_status_for(int code);
 // PMIX_RANK; with uri_too, also a PMIX_SERVER_URI* variable).
 bool pmix_environment(bool uri_too);
 
+// When no process-management interface is there: a message naming the launcher and the fix if the
+// environment says a launcher started several copies of this program anyway (Slurm's step
+// variables, Open MPI's, MPICH's or a PMI launcher's sizes above 1); empty otherwise.
+std::string foreign_launcher_without_pmi();
+
 #ifdef PORTICO_HAVE_PMIX
 // The PMIx client (pmix_client.cpp); throws PmiError.
 std::unique_ptr<PmiClient> pmix_from_environment();
