@@ -270,8 +270,6 @@ private:
     int grace_stage_ = 0; // 1: waiting to SIGKILL, 2: SIGKILL sent, waiting to give up
     bool gave_up_ = false;
     bool hand_tty_ = false;
-    rlimit orig_nofile_{};
-    bool nofile_raised_ = false;
     std::unique_ptr<PmiServer> server_;
     End end_ = End::None;
     int end_code_ = 0;
@@ -326,16 +324,16 @@ bool Job::setup() {
         arm_timer(timeout_fd_, opt_.timeout_seconds);
     }
 
-    // One socket per rank stays open in the launcher: make room for N of them (remote: and for
-    // as many connections that have not identified themselves yet).
-    rlim_t need = static_cast<rlim_t>(opt_.nprocs) * (remote_ ? 2 : 1) + 128;
-    if (::getrlimit(RLIMIT_NOFILE, &orig_nofile_) == 0 && orig_nofile_.rlim_cur != RLIM_INFINITY &&
-        orig_nofile_.rlim_cur < need) {
-        rlimit raised = orig_nofile_;
-        raised.rlim_cur = orig_nofile_.rlim_max == RLIM_INFINITY
-                              ? need
-                              : std::min<rlim_t>(std::max(need, orig_nofile_.rlim_cur), orig_nofile_.rlim_max);
-        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) nofile_raised_ = true;
+    // One socket per rank stays open in the launcher (remote: and as many connections that have
+    // not identified themselves yet), and a rank keeps a socket per peer it talks to: as other
+    // launchers do, the launcher and its ranks run with the soft limit on open files raised to the
+    // hard one (or to what the launcher needs, when the hard limit is infinite).
+    const rlim_t need = static_cast<rlim_t>(opt_.nprocs) * (remote_ ? 2 : 1) + 128;
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+        rlimit raised = nofile;
+        raised.rlim_cur = nofile.rlim_max == RLIM_INFINITY ? std::max(need, nofile.rlim_cur) : nofile.rlim_max;
+        if (raised.rlim_cur > nofile.rlim_cur) ::setrlimit(RLIMIT_NOFILE, &raised);
     }
 
     try {
@@ -550,7 +548,6 @@ void Job::exec_child(int rank, int child_fd, int status_fd, char **argv, char **
     ::setpgid(0, pgid_ != 0 ? pgid_ : 0);
     if (rank == 0 && hand_tty_) ::tcsetpgrp(STDIN_FILENO, ::getpid()); // SIGTTOU is still blocked here
     ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
-    if (nofile_raised_) ::setrlimit(RLIMIT_NOFILE, &orig_nofile_);
     if (rank != 0) {
         int dn = ::open("/dev/null", O_RDONLY);
         if (dn >= 0 && dn != STDIN_FILENO) {
