@@ -172,6 +172,10 @@ public:
 private:
     explicit SimplePmiClient(std::shared_ptr<Channel> channel);
     std::string command(const std::string &line, const std::string &expected_cmd);
+    // The init exchange (init, get_maxes, get_my_kvsname), into the channel; channel mutex held.
+    void initialize();
+    // The longest request line every server reads whole.
+    static constexpr int kMaxRequestLine = 1024;
     void check_usable(const char *what) const; // channel mutex held
     void check_key(const std::string &key) const { detail::check_key(key, keylen_max_); }
     void check_value(const std::string &value) const { detail::check_value(value, vallen_max_); }
@@ -196,6 +200,11 @@ struct SimplePmiClient::Channel {
     std::mutex write_mutex;              // one line at a time on the socket (abort() takes only this one)
     bool finalized = false;              // (mutex)
     std::atomic<bool> finalizing{false}; // a finalize has started: the launcher may close now
+    // What the init exchange told, once per connection (mutex): a second client of the process
+    // must not send cmd=init again (Slurm's pmi2 plugin never answers a second one).
+    bool initialized = false;
+    int kvsname_max = 0, keylen_max = 0, vallen_max = 0;
+    std::string kvsname;
 
     Channel() = default;
     Channel(const Channel &) = delete;
@@ -496,7 +505,20 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
     std::unique_ptr<SimplePmiClient> c(new SimplePmiClient(ch));
     std::lock_guard<std::mutex> lk(ch->mutex);
     if (ch->finalized) throw PmiError("PMI: this process has finalized its PMI connection already");
+    if (!ch->initialized) {
+        c->initialize();
+        ch->initialized = true;
+    }
+    c->kvsname_max_ = ch->kvsname_max;
+    c->keylen_max_ = ch->keylen_max;
+    c->vallen_max_ = ch->vallen_max;
+    c->kvsname_ = ch->kvsname;
+    return c;
+}
 
+void SimplePmiClient::initialize() {
+    Channel *ch = ch_.get();
+    SimplePmiClient *c = this;
     std::string resp = c->command("cmd=init pmi_version=1 pmi_subversion=1\n", "response_to_init");
     Reply r = parse_reply(resp);
     const std::string *rc = r.find("rc");
@@ -515,10 +537,10 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
     };
     // The maxes are C buffer sizes (MPICH's PMI_KVS_Get_*_length_max), terminating NUL included:
     // hydra keeps only vallen_max-1 characters of a value.
-    c->kvsname_max_ = get_max("kvsname_max");
-    c->keylen_max_ = get_max("keylen_max") - 1;
-    c->vallen_max_ = get_max("vallen_max") - 1;
-    if (c->keylen_max_ < 1 || c->vallen_max_ < 1)
+    ch->kvsname_max = get_max("kvsname_max");
+    ch->keylen_max = get_max("keylen_max") - 1;
+    ch->vallen_max = get_max("vallen_max") - 1;
+    if (ch->keylen_max < 1 || ch->vallen_max < 1)
         throw PmiError("PMI: unusable limits in the launcher's reply '" + printable(resp) + "'");
 
     resp = c->command("cmd=get_my_kvsname\n", "my_kvsname");
@@ -526,8 +548,16 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
     const std::string *name = r.find("kvsname");
     if (name == nullptr || name->empty())
         throw PmiError("PMI: no kvsname in the launcher's reply '" + printable(resp) + "'");
-    c->kvsname_ = *name;
-    return c;
+    ch->kvsname = *name;
+    // Some servers read a request in one read of 1024 bytes (Slurm's pmi2 plugin answering PMI-1):
+    // the rest of a longer line is lost. Values are kept short enough for every put to fit; the
+    // job service splits longer ones over several keys.
+    const int room = kMaxRequestLine - static_cast<int>(std::strlen("cmd=put kvsname= key= value=\n")) -
+                     static_cast<int>(ch->kvsname.size()) - ch->keylen_max;
+    ch->vallen_max = std::min(ch->vallen_max, room);
+    if (ch->vallen_max < 64)
+        throw PmiError("PMI: the launcher's key and kvsname limits leave no room for values in a " +
+                       std::to_string(kMaxRequestLine) + "-byte request ('" + printable(resp) + "')");
 }
 
 void SimplePmiClient::Channel::write_line(const std::string &line) {

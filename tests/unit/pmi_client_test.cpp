@@ -1,0 +1,110 @@
+// The PMI-1 client against a launcher that behaves as Slurm's pmi2 plugin does when it answers
+// PMI-1: it never answers a second cmd=init on a connection, and reads each request in one read
+// of 1024 bytes (the rest of a longer line is lost). The fake launcher here closes the connection
+// on a second init (so that a client that sends one fails at once instead of waiting for ever)
+// and records the longest request line.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "bootstrap/pmi_client.hpp"
+
+namespace {
+
+using portico::bootstrap::PmiClient;
+
+class FakeLauncher {
+public:
+    FakeLauncher() {
+        int sv[2];
+        EXPECT_EQ(0, ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+        server_ = sv[0];
+        client_ = sv[1];
+        setenv("PMI_FD", std::to_string(client_).c_str(), 1);
+        setenv("PMI_RANK", "0", 1);
+        setenv("PMI_SIZE", "1", 1);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~FakeLauncher() {
+        ::shutdown(server_, SHUT_RDWR);
+        thread_.join();
+        ::close(server_);
+        unsetenv("PMI_FD");
+    }
+    int inits() const { return inits_.load(); }
+    size_t longest_request() const { return longest_.load(); }
+
+private:
+    void reply(const std::string &s) {
+        const std::string line = s + "\n";
+        ASSERT_EQ(static_cast<ssize_t>(line.size()), ::write(server_, line.data(), line.size()));
+    }
+    void serve() {
+        std::string buf;
+        char chunk[4096];
+        for (;;) {
+            const ssize_t n = ::read(server_, chunk, sizeof chunk);
+            if (n <= 0) return;
+            buf.append(chunk, static_cast<size_t>(n));
+            size_t nl;
+            while ((nl = buf.find('\n')) != std::string::npos) {
+                const std::string line = buf.substr(0, nl + 1);
+                buf.erase(0, nl + 1);
+                if (line.size() > longest_) longest_ = line.size();
+                if (line.rfind("cmd=init ", 0) == 0) {
+                    if (++inits_ > 1) { // Slurm would never answer: hang up so the test ends
+                        ::shutdown(server_, SHUT_RDWR);
+                        return;
+                    }
+                    reply("cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
+                } else if (line == "cmd=get_maxes\n") {
+                    reply("cmd=maxes kvsname_max=256 keylen_max=256 vallen_max=1024");
+                } else if (line == "cmd=get_my_kvsname\n") {
+                    reply("cmd=my_kvsname kvsname=kvs_4242_0");
+                } else if (line.rfind("cmd=put ", 0) == 0) {
+                    reply(line.size() <= 1024 ? "cmd=put_result rc=0" : "cmd=put_result rc=0 (the rest is lost)");
+                } else if (line == "cmd=barrier_in\n") {
+                    reply("cmd=barrier_out");
+                } else if (line == "cmd=finalize\n") {
+                    reply("cmd=finalize_ack");
+                } else {
+                    reply("cmd=unknown rc=-1");
+                }
+            }
+        }
+    }
+    int server_ = -1, client_ = -1;
+    std::atomic<int> inits_{0};
+    std::atomic<size_t> longest_{0};
+    std::thread thread_;
+};
+
+TEST(PmiClient, ASecondClientOfTheProcessDoesNotInitAgain) {
+    FakeLauncher launcher;
+    auto first = PmiClient::from_environment();
+    ASSERT_TRUE(first);
+    auto second = PmiClient::from_environment(); // the engine's and a program's, say
+    ASSERT_TRUE(second);
+    EXPECT_EQ(1, launcher.inits());
+    EXPECT_EQ("kvs_4242_0", second->kvsname());
+    EXPECT_EQ(first->max_value_length(), second->max_value_length());
+    second->barrier(); // the shared connection still works
+}
+
+TEST(PmiClient, EveryPutFitsInA1024ByteRequest) {
+    FakeLauncher launcher;
+    auto pmi = PmiClient::from_environment();
+    ASSERT_TRUE(pmi);
+    // keylen_max 256 leaves less than vallen_max for the value once the line is counted.
+    EXPECT_LT(pmi->max_value_length(), 1023);
+    pmi->put(std::string(255, 'k'), std::string(static_cast<size_t>(pmi->max_value_length()), 'v'));
+    EXPECT_LE(launcher.longest_request(), 1024u);
+}
+
+} // namespace
