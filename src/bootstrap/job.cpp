@@ -183,7 +183,38 @@ std::vector<std::string> Job::allgather(const std::string &mine) {
     pmi_->barrier();
     std::vector<std::string> all;
     all.reserve(static_cast<size_t>(size_));
-    for (int r = 0; r < size_; ++r) all.push_back(r == rank_ ? mine : get_value(prefix + std::to_string(r)));
+    if (std::strcmp(pmi_->protocol(), "PMI-1") != 0) {
+        // PMIx: the fence behind barrier() brought every value here; a get asks nobody.
+        for (int r = 0; r < size_; ++r) all.push_back(r == rank_ ? mine : get_value(prefix + std::to_string(r)));
+        return all;
+    }
+    // PMI-1: every get is a request to the one launcher, so N ranks reading N values each would
+    // be N² requests. Rank 0 reads them, publishes them as one value (split over keys as long
+    // values are) and the others read that: N + N·(size/value limit) requests.
+    const std::string gathered_key = prefix + "all";
+    if (rank_ == 0) {
+        std::string gathered;
+        for (int r = 0; r < size_; ++r) {
+            all.push_back(r == 0 ? mine : get_value(prefix + std::to_string(r)));
+            const auto len = static_cast<uint32_t>(all.back().size());
+            gathered.append(reinterpret_cast<const char *>(&len), sizeof len).append(all.back());
+        }
+        put_value(gathered_key, gathered);
+    }
+    pmi_->barrier();
+    if (rank_ == 0) return all;
+    const std::string gathered = get_value(gathered_key);
+    size_t at = 0;
+    for (int r = 0; r < size_; ++r) {
+        uint32_t len = 0;
+        if (gathered.size() - at < sizeof len) throw PmiError("job service: rank 0's gathered values are cut short");
+        std::memcpy(&len, gathered.data() + at, sizeof len);
+        at += sizeof len;
+        if (gathered.size() - at < len) throw PmiError("job service: rank 0's gathered values are cut short");
+        all.push_back(gathered.substr(at, len));
+        at += len;
+    }
+    if (at != gathered.size()) throw PmiError("job service: rank 0 gathered more values than the job has ranks");
     return all;
 }
 
