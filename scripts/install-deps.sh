@@ -11,7 +11,9 @@ packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           clang libclang-rt-dev iproute2
           # clang-format, clang-tidy: CI fails on unformatted code (scripts/format.sh --check) and
           # on clang-tidy findings (scripts/tidy.sh)
-          clang-format clang-tidy)
+          clang-format clang-tidy
+          # a private one-node Slurm cluster for the launcher.slurm test (tests/launcher/slurm.sh)
+          slurmd slurmctld slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
