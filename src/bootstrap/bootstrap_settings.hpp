@@ -29,7 +29,15 @@ inline constexpr Boolean kLauncherWatch{"PORTICO_LAUNCHER_WATCH", Layer::bootstr
                                         "end the process when the launcher's PMI connection (PMIx: the "
                                         "connection to the PMIx server) closes"};
 
-inline constexpr const Setting *kBootstrapSettings[] = {&kJobId, &kJobSecret, &kLocalRank, &kLocalSize,
-                                                        &kLauncherWatch};
+inline constexpr Number kPmiTimeoutS{"PORTICO_PMI_TIMEOUT_S",
+                                     Layer::bootstrap,
+                                     600,
+                                     0,
+                                     7 * 86400,
+                                     "seconds a rank waits for its PMI-1 launcher's answer to one request (a "
+                                     "barrier included) before it ends with a message; 0: for ever"};
+
+inline constexpr const Setting *kBootstrapSettings[] = {&kJobId,     &kJobSecret,     &kLocalRank,
+                                                        &kLocalSize, &kLauncherWatch, &kPmiTimeoutS};
 
 } // namespace portico::settings

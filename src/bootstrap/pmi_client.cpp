@@ -12,6 +12,7 @@
 //   cmd=barrier_in                            -> cmd=barrier_out
 //   cmd=finalize                              -> cmd=finalize_ack
 //   cmd=abort exitcode=N message=TEXT         (no response; the launcher kills the job)
+#include "bootstrap/bootstrap_settings.hpp"
 #include "bootstrap/pmi_client.hpp"
 #include "bootstrap/pmi_internal.hpp"
 #include "bootstrap/pmi_wire.hpp"
@@ -48,6 +49,11 @@ constexpr std::size_t kMaxAbortMessage = 768;
 // and how long the answer to the initack handshake may take (a silent non-PMI service).
 constexpr auto kConnectTimeout = std::chrono::seconds(30);
 constexpr auto kHandshakeTimeout = std::chrono::seconds(60);
+
+// A read_line whose deadline passed; the caller says what it was waiting for.
+struct PmiTimeout : PmiError {
+    using PmiError::PmiError;
+};
 
 struct Reply {
     std::vector<std::pair<std::string, std::string>> fields;
@@ -373,7 +379,14 @@ std::shared_ptr<Channel> open_tcp_channel(const char *port_s) {
     std::lock_guard<std::mutex> lk(ch->mutex);
     ch->write_line("cmd=initack pmiid=" + std::to_string(id) + "\n");
     const auto deadline = std::chrono::steady_clock::now() + kHandshakeTimeout;
-    std::string line = ch->read_line(deadline);
+    std::string line;
+    try {
+        line = ch->read_line(deadline);
+    } catch (const PmiTimeout &) {
+        throw PmiError("PMI: no answer from the launcher at " + ch->where + " within " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kHandshakeTimeout).count()) +
+                       " s (is it a PMI-1 launcher?)");
+    }
     Reply r = parse_reply(line);
     const std::string *cmd = r.find("cmd");
     const std::string *rc = r.find("rc");
@@ -608,11 +621,7 @@ std::string SimplePmiClient::Channel::read_line(std::optional<std::chrono::stead
             pollfd pfd{fd_, POLLIN, 0};
             int ready = left.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(left.count())) : 0;
             if (ready < 0 && errno == EINTR) continue;
-            if (ready == 0)
-                throw PmiError(
-                    "PMI: no answer from the launcher at " + where + " within " +
-                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kHandshakeTimeout).count()) +
-                    " s (is it a PMI-1 launcher?)");
+            if (ready == 0) throw PmiTimeout("PMI: no answer from the launcher at " + where + " in time");
         }
         char buf[4096];
         ssize_t n = ::read(fd_, buf, sizeof buf);
@@ -635,7 +644,18 @@ std::string SimplePmiClient::Channel::read_line(std::optional<std::chrono::stead
 
 std::string SimplePmiClient::command(const std::string &line, const std::string &expected_cmd) {
     ch_->write_line(line);
-    std::string resp = ch_->read_line();
+    // Every answer has a deadline: a launcher that lets a job live on after one of its ranks died
+    // (Slurm's pmi2 plugin without -K) would otherwise keep the others in a barrier for ever.
+    const uint64_t limit_s = portico::settings::kPmiTimeoutS.get();
+    std::string resp;
+    try {
+        resp = ch_->read_line(limit_s ? std::optional(std::chrono::steady_clock::now() + std::chrono::seconds(limit_s))
+                                      : std::nullopt);
+    } catch (const PmiTimeout &) {
+        throw PmiError("PMI: no answer to '" + printable(trim_newline(line)) + "' from the launcher at " + ch_->where +
+                       " within " + std::to_string(limit_s) +
+                       " s (PORTICO_PMI_TIMEOUT_S): a rank of the job may have died or hung");
+    }
     Reply r = parse_reply(resp);
     const std::string *cmd = r.find("cmd");
     if (cmd == nullptr || *cmd != expected_cmd)

@@ -21,7 +21,9 @@ using portico::bootstrap::PmiClient;
 
 class FakeLauncher {
 public:
-    FakeLauncher() {
+    // answer_barriers false: a barrier never completes, as when a rank of the job died and the
+    // launcher lets the others wait.
+    explicit FakeLauncher(bool answer_barriers = true) : answer_barriers_(answer_barriers) {
         int sv[2];
         EXPECT_EQ(0, ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
         server_ = sv[0];
@@ -70,7 +72,7 @@ private:
                 } else if (line.rfind("cmd=put ", 0) == 0) {
                     reply(line.size() <= 1024 ? "cmd=put_result rc=0" : "cmd=put_result rc=0 (the rest is lost)");
                 } else if (line == "cmd=barrier_in\n") {
-                    reply("cmd=barrier_out");
+                    if (answer_barriers_) reply("cmd=barrier_out");
                 } else if (line == "cmd=finalize\n") {
                     reply("cmd=finalize_ack");
                 } else {
@@ -79,6 +81,7 @@ private:
             }
         }
     }
+    bool answer_barriers_;
     int server_ = -1, client_ = -1;
     std::atomic<int> inits_{0};
     std::atomic<size_t> longest_{0};
@@ -105,6 +108,21 @@ TEST(PmiClient, EveryPutFitsInA1024ByteRequest) {
     EXPECT_LT(pmi->max_value_length(), 1023);
     pmi->put(std::string(255, 'k'), std::string(static_cast<size_t>(pmi->max_value_length()), 'v'));
     EXPECT_LE(launcher.longest_request(), 1024u);
+}
+
+TEST(PmiClient, AnUnansweredRequestEndsAtItsDeadline) {
+    FakeLauncher launcher(false);
+    auto pmi = PmiClient::from_environment();
+    ASSERT_TRUE(pmi);
+    setenv("PORTICO_PMI_TIMEOUT_S", "1", 1);
+    try {
+        pmi->barrier();
+        FAIL() << "a barrier nobody answers returned";
+    } catch (const portico::bootstrap::PmiError &e) {
+        EXPECT_NE(std::string::npos, std::string(e.what()).find("PORTICO_PMI_TIMEOUT_S")) << e.what();
+        EXPECT_NE(std::string::npos, std::string(e.what()).find("barrier_in")) << e.what();
+    }
+    unsetenv("PORTICO_PMI_TIMEOUT_S");
 }
 
 } // namespace
