@@ -183,8 +183,7 @@ std::vector<std::string> Job::allgather(const std::string &mine) {
     pmi_->barrier();
     std::vector<std::string> all;
     all.reserve(static_cast<size_t>(size_));
-    if (std::strcmp(pmi_->protocol(), "PMI-1") != 0) {
-        // PMIx: the fence behind barrier() brought every value here; a get asks nobody.
+    if (pmi_->gets_are_local()) {
         for (int r = 0; r < size_; ++r) all.push_back(r == rank_ ? mine : get_value(prefix + std::to_string(r)));
         return all;
     }

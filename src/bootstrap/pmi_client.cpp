@@ -160,6 +160,7 @@ public:
     ~SimplePmiClient() override;
 
     const char *protocol() const override { return "PMI-1"; }
+    bool gets_are_local() const override { return false; }
     int rank() const override { return rank_; }
     int size() const override { return size_; }
     const std::string &kvsname() const override { return kvsname_; }

@@ -71,6 +71,9 @@ public:
 
     // "PMI-1" or "PMIx".
     virtual const char *protocol() const = 0;
+    // Whether a get after a barrier is answered here (PMIx: the fence brought every value) or is
+    // a round trip to the one launcher (PMI-1), which is what collectives must keep few.
+    virtual bool gets_are_local() const = 0;
     virtual int rank() const = 0;
     virtual int size() const = 0;
     // PMI-1: the launcher's kvsname; PMIx: the job's namespace.

@@ -182,6 +182,7 @@ public:
     explicit PmixClient(std::shared_ptr<Session> s) : s_(std::move(s)) {}
 
     const char *protocol() const override { return "PMIx"; }
+    bool gets_are_local() const override { return true; }
     int rank() const override { return static_cast<int>(s_->me.rank); }
     int size() const override { return s_->size; }
     const std::string &kvsname() const override { return s_->nspace; }

@@ -190,7 +190,9 @@ struct Landing {
 
 // Portals' header as the protocol header of a message's first frame (transport/transport.hpp).
 inline transport::FrameHeader portals_frame(const wire::Header &h) {
-    transport::FrameHeader f{};
+    static_assert(sizeof(wire::Header) == transport::kProtocolHeaderBytes);
+    transport::FrameHeader f; // the protocol part is all written below; no need to zero it first
+    f.t = transport::TransportHeader{};
     f.t.protocol = transport::Protocol::Portals;
     std::memcpy(f.protocol, &h, sizeof h);
     return f;

@@ -16,6 +16,7 @@
 #include <numeric>
 #include <vector>
 
+#include "clientkit.hpp"
 #include "engine/engine.hpp"
 #include "loopback_transport.hpp"
 
@@ -23,18 +24,12 @@ namespace {
 
 using portico::engine::Engine;
 namespace lb = portico::loopback;
+namespace ck = portico::clientkit;
 
 // Milliseconds an expected event may take before the test fails instead of hanging. A correct
 // engine delivers in microseconds; this bounds a broken one.
 constexpr ptl_time_t kPatience = 20000;
 constexpr ptl_match_bits_t kAnyBits = ~ptl_match_bits_t{0};
-
-ptl_process_t any_process() {
-    ptl_process_t p{};
-    p.phys.nid = PTL_NID_ANY;
-    p.phys.pid = PTL_PID_ANY;
-    return p;
-}
 
 // One process's worth of Portals: an engine, a matching physical NI and an event queue.
 struct Peer {
@@ -46,18 +41,10 @@ struct Peer {
     Engine *operator->() const { return e.get(); }
 };
 
+// An ME any initiator may use (clientkit's descriptor), parameters in the order the tests think.
 ptl_me_t me_desc(void *buf, ptl_size_t len, ptl_match_bits_t bits, ptl_match_bits_t ignore = 0,
                  unsigned options = PTL_ME_OP_PUT | PTL_ME_OP_GET) {
-    ptl_me_t me{};
-    me.start = buf;
-    me.length = len;
-    me.ct_handle = PTL_CT_NONE;
-    me.uid = PTL_UID_ANY;
-    me.options = options;
-    me.match_id = any_process();
-    me.match_bits = bits;
-    me.ignore_bits = ignore;
-    return me;
+    return ck::me_desc(buf, len, options, bits, ignore);
 }
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
@@ -127,12 +114,7 @@ protected:
 
     static ptl_handle_md_t bind(Peer &p, void *buf, ptl_size_t len, ptl_handle_ct_t ct = PTL_CT_NONE,
                                 unsigned options = 0, ptl_handle_eq_t eq = 0) {
-        ptl_md_t md{};
-        md.start = buf;
-        md.length = len;
-        md.options = options;
-        md.eq_handle = eq ? eq : p.eq;
-        md.ct_handle = ct;
+        const ptl_md_t md = ck::md_desc(buf, len, options, eq ? eq : p.eq, ct);
         ptl_handle_md_t h = 0;
         EXPECT_EQ(PTL_OK, p->md_bind(p.ni, &md, &h));
         return h;
