@@ -46,6 +46,12 @@ int portico_runtime_finalize(void);
 /* Ends the whole job: the launcher kills every rank and reports message; the caller exits with
  * code (a job of one just exits). */
 void portico_runtime_abort(int code, const char *message) __attribute__((noreturn));
+/* The caller is about to end this process with code through a path that runs no exit handlers
+ * (_exit). Where the ranks of a machine watch each other (launchers that leave a job running when
+ * a rank dies, such as srun --mpi=pmi2), a rank that ends without leaving the job ends the job,
+ * unless it ended with code 0: exit() and returns from main tell the code by themselves, _exit
+ * needs this call. Async-signal-safe; does nothing when no watch runs. */
+void portico_runtime_exiting(int code);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,12 @@ inline constexpr Boolean kLauncherWatch{"PORTICO_LAUNCHER_WATCH", Layer::bootstr
                                         "end the process when the launcher's PMI connection (PMIx: the "
                                         "connection to the PMIx server) closes"};
 
+inline constexpr Choice kPeerWatch{
+    "PORTICO_PEER_WATCH", Layer::bootstrap, "auto", "auto|on|off",
+    "the ranks of a machine watch each other and end the job when one ends without leaving it "
+    "(bootstrap/peer_watch.hpp); auto: on under PMI-1 launchers, off under PMIx ones (they end the "
+    "job themselves); portico-run, which watches its ranks itself, sets off for them"};
+
 inline constexpr Number kPmiTimeoutS{"PORTICO_PMI_TIMEOUT_S",
                                      Layer::bootstrap,
                                      600,
@@ -37,7 +43,7 @@ inline constexpr Number kPmiTimeoutS{"PORTICO_PMI_TIMEOUT_S",
                                      "seconds a rank waits for its PMI-1 launcher's answer to one request (a "
                                      "barrier included) before it ends with a message; 0: for ever"};
 
-inline constexpr const Setting *kBootstrapSettings[] = {&kJobId,     &kJobSecret,     &kLocalRank,
-                                                        &kLocalSize, &kLauncherWatch, &kPmiTimeoutS};
+inline constexpr const Setting *kBootstrapSettings[] = {&kJobId,         &kJobSecret, &kLocalRank,  &kLocalSize,
+                                                        &kLauncherWatch, &kPeerWatch, &kPmiTimeoutS};
 
 } // namespace portico::settings

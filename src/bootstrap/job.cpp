@@ -12,6 +12,7 @@
 #include "bootstrap/job_secret.hpp"
 #include "common/log.hpp"
 #include "common/netif.hpp"
+#include "common/random.hpp"
 
 namespace portico::bootstrap {
 
@@ -177,7 +178,49 @@ void Job::barrier() {
 
 std::vector<std::string> Job::allgather(const std::string &mine) {
     std::lock_guard g(collective_mutex_);
+    return gather(mine);
+}
+
+std::vector<std::string> Job::gather(const std::string &mine) {
     if (!pmi_) return {mine};
+    if (members_) return gather_values(mine);
+    // Each contribution starts with the rank's membership record, its length in the first byte.
+    uint32_t nid = local_nid();
+    int32_t os_pid = getpid();
+    std::string record(reinterpret_cast<const char *>(&nid), sizeof nid);
+    record.append(reinterpret_cast<const char *>(&os_pid), sizeof os_pid);
+    if (rank_ == 0) {
+        uint64_t nonce = 0;
+        random_bytes(&nonce, sizeof nonce);
+        record.append(reinterpret_cast<const char *>(&nonce), sizeof nonce);
+    }
+    std::vector<std::string> all = gather_values(static_cast<char>(record.size()) + record + mine);
+    learn_members(all);
+    return all;
+}
+
+void Job::learn_members(std::vector<std::string> &all) {
+    std::vector<Member> members(all.size());
+    for (size_t r = 0; r < all.size(); ++r) {
+        std::string &v = all[r];
+        const size_t len = v.empty() ? 0 : static_cast<unsigned char>(v[0]);
+        const size_t want = r == 0 ? 16 : 8;
+        if (len != want || v.size() < 1 + len)
+            throw PmiError("job service: rank " + std::to_string(r) + " sent a malformed membership record");
+        std::memcpy(&members[r].nid, v.data() + 1, 4);
+        std::memcpy(&members[r].os_pid, v.data() + 5, 4);
+        if (r == 0) std::memcpy(&board_nonce_, v.data() + 9, 8);
+        v.erase(0, 1 + len);
+    }
+    members_ = std::move(members);
+    std::vector<int> local;
+    for (int r = 0; r < size_; ++r)
+        if ((*members_)[static_cast<size_t>(r)].nid == (*members_)[static_cast<size_t>(rank_)].nid) local.push_back(r);
+    local_ranks_ = std::move(local);
+    start_peer_watch();
+}
+
+std::vector<std::string> Job::gather_values(const std::string &mine) {
     const std::string prefix = next_prefix();
     put_value(prefix + std::to_string(rank_), mine);
     pmi_->barrier();
@@ -243,19 +286,48 @@ void Job::broadcast(void *data, size_t len, int root) {
 }
 
 const std::vector<int> &Job::local_ranks() {
-    {
-        std::lock_guard g(collective_mutex_);
-        if (local_ranks_) return *local_ranks_;
-    }
-    const uint32_t nid = local_nid();
-    std::vector<uint32_t> nids(static_cast<size_t>(size_));
-    allgather(&nid, sizeof nid, nids.data());
-    std::vector<int> mine;
-    for (int r = 0; r < size_; ++r)
-        if (nids[static_cast<size_t>(r)] == nid) mine.push_back(r);
     std::lock_guard g(collective_mutex_);
-    local_ranks_ = std::move(mine);
+    if (local_ranks_) return *local_ranks_;
+    if (!pmi_) return *(local_ranks_ = std::vector<int>{0});
+    gather(""); // learns the members
     return *local_ranks_;
+}
+
+void Job::start_peer_watch() {
+    if (!members_ || !local_ranks_ || local_ranks_->size() < 2) return;
+    const std::string mode = settings::kPeerWatch.get();
+    if (mode == "off" || (mode == "auto" && pmi_->fd() < 0)) return; // PMIx launchers end jobs themselves
+    std::vector<LocalMember> locals;
+    size_t self = 0;
+    for (int r : *local_ranks_) {
+        if (r == rank_) self = locals.size();
+        locals.push_back({r, (*members_)[static_cast<size_t>(r)].os_pid});
+    }
+    std::string why;
+    peer_watch_ = PeerWatch::start(
+        locals, self, board_nonce_,
+        [this](int code, const std::string &what) {
+            if (what.empty()) abort(code, "a rank of this machine ended the job");
+            const std::string message = what + "; ending the job";
+            std::fprintf(stderr, "portico: rank %d: %s\n", rank_, message.c_str());
+            abort(code, message);
+        },
+        &why);
+    if (!peer_watch_) {
+        log_error("the ranks of this machine cannot watch each other (%s): a rank that dies may leave the job waiting",
+                  why.c_str());
+        return;
+    }
+    static const bool hooked = [] {
+        // exit() and returns from main record the code (a death without one is a crash or a kill).
+        on_exit([](int status, void *) { exiting(status); }, nullptr);
+        return true;
+    }();
+    (void)hooked;
+}
+
+void Job::exiting(int code) {
+    if (PeerWatch *w = PeerWatch::current()) w->exiting(code);
 }
 
 std::string Job::secret() {
@@ -282,11 +354,13 @@ void Job::finalize() {
     if (finalized_) return;
     finalized_ = true;
     if (!pmi_) return;
+    if (peer_watch_) peer_watch_->left();
     stop_launcher_watch();
     pmi_->finalize();
 }
 
 void Job::abort(int code, const std::string &message) {
+    if (PeerWatch *w = PeerWatch::current()) w->aborting(code); // our watcher follows, even if the launcher does not
     std::fflush(stdout);
     std::fflush(stderr);
     if (pmi_ && size_ > 1) pmi_->abort(code, message); // does not return

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/peer_watch.hpp"
 #include "bootstrap/pmi_client.hpp"
 
 namespace portico::bootstrap {
@@ -79,6 +80,9 @@ public:
     bool program_leaves() const { return program_leaves_; }
     // Ends the whole job: the launcher kills every rank, and this process exits with code.
     [[noreturn]] void abort(int code, const std::string &message);
+    // This process is about to end with code by a path that skips exit handlers (_exit); the
+    // peer watch then tells a clean end (0) from a failure. Async-signal-safe.
+    static void exiting(int code);
 
 private:
     explicit Job(std::unique_ptr<PmiClient> pmi);
@@ -86,6 +90,12 @@ private:
     void start_launcher_watch();
     void stop_launcher_watch();
     std::string next_prefix();
+    // Any-length contributions in rank order (collective_mutex_ held). The first one also
+    // gathers the job's membership (machine and process of every rank) and starts the watch.
+    std::vector<std::string> gather(const std::string &mine);
+    std::vector<std::string> gather_values(const std::string &mine);
+    void learn_members(std::vector<std::string> &all);
+    void start_peer_watch();
     void put_value(const std::string &key, const std::string &value);
     std::string get_value(const std::string &key);
 
@@ -95,7 +105,14 @@ private:
     std::string id_;
     std::mutex collective_mutex_; // one collective at a time, and the lazily filled fields below
     unsigned long seq_ = 0;       // collectives so far: their keys never repeat
+    struct Member {
+        uint32_t nid = 0;
+        int32_t os_pid = 0;
+    };
+    std::optional<std::vector<Member>> members_;
+    uint64_t board_nonce_ = 0; // rank 0's: names the machines' departure boards
     std::optional<std::vector<int>> local_ranks_;
+    std::unique_ptr<PeerWatch> peer_watch_;
     std::optional<std::string> secret_;
     bool finalized_ = false;
     std::atomic<bool> program_leaves_{false};

@@ -182,6 +182,7 @@ void remote_exit(int code) {
         std::this_thread::sleep_for(std::chrono::duration<double>(g->exit_timeout_s));
     }
     flush_std_streams_nonblocking();
+    portico_runtime_exiting(code);
     _exit(code);
 }
 
@@ -212,6 +213,7 @@ void at_exit_hook(int status) {
     take_exit_messages();
     if (g->remote_code.load() != State::kNoExit) {
         flush_std_streams_nonblocking();
+        portico_runtime_exiting(code_to_exit_with(status));
         _exit(code_to_exit_with(status));
     }
     if (g->exit_started.exchange(true)) return;
@@ -665,6 +667,7 @@ GASNETP_EXPORT void gasnet_exit(int exitcode) {
         // node has announced to every node, and the node that exited first decides the job's
         // code, not the code the handler passes. The interrupted code may hold stdio locks.
         flush_std_streams_nonblocking();
+        portico_runtime_exiting(code_to_exit_with(exitcode));
         _exit(code_to_exit_with(exitcode));
     }
     if (g->exit_started.exchange(true)) {
@@ -676,6 +679,7 @@ GASNETP_EXPORT void gasnet_exit(int exitcode) {
     exitcode = code_to_exit_with(exitcode);
     std::fflush(nullptr);
     notify_peers_of_exit(exitcode);
+    portico_runtime_exiting(exitcode);
     _exit(exitcode);
 }
 

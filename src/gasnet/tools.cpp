@@ -1,6 +1,7 @@
 // The library half of gasnet_tools.h: environment helpers, system queries, backtraces, thread keys,
 // checksums.
 #include <gasnet_tools.h>
+#include <portico_runtime.h>
 
 #include <execinfo.h>
 #include <sys/time.h>
@@ -236,7 +237,10 @@ GASNETT_EXPORT void gasnett_fatalerror(const char *msg, ...) {
     std::abort();
 }
 
-GASNETT_EXPORT void gasnett_killmyprocess(int exitcode) { _exit(exitcode); }
+GASNETT_EXPORT void gasnett_killmyprocess(int exitcode) {
+    portico_runtime_exiting(exitcode);
+    _exit(exitcode);
+}
 
 GASNETT_EXPORT const char *gasnett_performance_warning_str(void) {
     // What this library was compiled with, not what the client was.

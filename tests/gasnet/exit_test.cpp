@@ -15,6 +15,10 @@
 //   spin5      the last node calls gasnet_exit(5) while the others spin in AMPoll       -> 5
 //   threads6   (PAR binary) the others' threads issue puts to the last node without end;
 //              it calls gasnet_exit(6) once every thread's puts land: no fatal error    -> 6
+// Deaths GASNet's own exit protocol cannot see (no exit message): the launcher, or where it lets
+// the job live on (srun --mpi=pmi2) the ranks' peer watch, must end the job.
+//   crash3     the last node calls _exit(3) while the others wait in a barrier          -> 3
+//   killed     the last node is killed (SIGKILL) while the others wait in a barrier     -> 137
 //   double-notify, wait-without-notify, bad-put, bad-handler: fatal errors (SIGABRT)      -> 134
 #include <gasnet.h>
 
@@ -181,6 +185,13 @@ int main(int argc, char **argv) {
 
     if (mode == "code") {
         if (me == n - 1) gasnet_exit(7);
+        gasnet_barrier_notify(0, 0);
+        gasnet_barrier_wait(0, 0); // never completes: node n-1 is gone
+    } else if (mode == "crash3" || mode == "killed") {
+        if (me == n - 1) {
+            if (mode == "killed") raise(SIGKILL);
+            _exit(3);
+        }
         gasnet_barrier_notify(0, 0);
         gasnet_barrier_wait(0, 0); // never completes: node n-1 is gone
     } else if (mode == "compute" || mode == "sigquit") {

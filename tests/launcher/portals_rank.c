@@ -1,9 +1,12 @@
 /* A Portals rank for launcher tests: opens a logical NI (collective over the job), then either
  * exits with a code or blocks in PtlEQWait on an event that never comes.
- *   portals_rank EXITING_RANK CODE   rank EXITING_RANK exits with CODE, the others block */
+ *   portals_rank EXITING_RANK CODE   rank EXITING_RANK exits with CODE (returns it from main), the
+ *                                    others block; CODE "kill": it is killed by SIGKILL instead */
 #include <portals4.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv) {
     if (argc != 3) {
@@ -23,7 +26,10 @@ int main(int argc, char **argv) {
     rank = id.rank;
     printf("rank %u ready\n", (unsigned)rank);
     fflush(stdout);
-    if ((long)rank == atol(argv[1])) return atoi(argv[2]);
+    if ((long)rank == atol(argv[1])) {
+        if (strcmp(argv[2], "kill") == 0) raise(SIGKILL);
+        return atoi(argv[2]);
+    }
     ptl_event_t ev;
     PtlEQWait(eq, &ev); /* nothing ever arrives: only the launcher watch ends this process */
     return 0;

@@ -1,11 +1,13 @@
 #!/bin/sh
 # The jobs run on the private Slurm cluster of slurm.sh (launcher.slurm): Portals and GASNet jobs
 # under srun --mpi=pmi2 and --mpi=pmix, 2 and 4 ranks, shared memory and TCP, plain srun without a
-# PMI (a clear error, not N jobs of one) and an sbatch script with srun inside. Every job has a
+# PMI (a clear error, not N jobs of one), an sbatch script with srun inside, and jobs in which a
+# rank dies (exits with 3, is killed) while the others wait: under --mpi=pmi2 (which lets such a
+# job live on) the ranks' peer watch ends it, under --mpi=pmix Slurm does. Every job has a
 # deadline; the first failure ends the script with its status.
-#   slurm_jobs.sh CONFORMANCE_PUTGET GASNET_AM_TEST STARTUP_RANK
+#   slurm_jobs.sh CONFORMANCE_PUTGET GASNET_AM_TEST STARTUP_RANK PORTALS_RANK GASNET_EXIT_TEST
 set -u
-putget=$1 am=$2 startup=$3
+putget=$1 am=$2 startup=$3 portals_rank=$4 gasnet_exit=$5
 fail() { echo "FAILED: $*" >&2; exit 1; }
 job() { # description, then the command
     d=$1
@@ -16,7 +18,8 @@ job() { # description, then the command
     [ $rc -eq 0 ] || { tail -20 "$out"; fail "$d (exit $rc)"; }
 }
 out=$(mktemp)
-trap 'rm -f "$out" "$out.batch"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$out" "$out.batch" "$tmp"' EXIT
 for mpi in pmi2 pmix; do
     for n in 2 4; do
         job "Portals start-up, srun --mpi=$mpi -n $n" srun --mpi=$mpi -n $n "$startup"
@@ -29,6 +32,37 @@ for mpi in pmi2 pmix; do
 done
 job "sbatch with srun --mpi=pmi2 inside" \
     sbatch --wait -n 4 -o "$out.batch" --wrap "srun --mpi=pmi2 $startup && srun --mpi=pmix $am >/dev/null"
+
+# A job in which a rank dies must end by itself (the deadline is a hang, not a time limit), fail,
+# and under pmi2 name the dead rank.
+death() { # mpi, transport, expected message (pmi2), description, then the command
+    mpi=$1 transport=$2 said=$3 d=$4
+    shift 4
+    echo "=== $d, srun --mpi=$mpi -n 4, $transport"
+    start=$(date +%s)
+    GASNET_TEST_DIR=$tmp PORTICO_TRANSPORT=$transport timeout -k 5 100 srun --mpi=$mpi -n 4 "$@" >"$out" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    echo "    ended with $rc after $took s"
+    [ $rc -ne 124 ] && [ $took -lt 100 ] || { tail -20 "$out"; fail "$d: the job did not end"; }
+    [ $rc -ne 0 ] || { tail -20 "$out"; fail "$d: the job exited with 0"; }
+    if [ "$mpi" = pmi2 ]; then
+        grep -q "$said" "$out" || { tail -20 "$out"; fail "$d: no message \"$said\""; }
+    fi
+}
+killed="ended without leaving the job and without exit() (killed by a signal, crashed, or _exit); ending the job"
+for mpi in pmi2 pmix; do
+    for transport in shm tcp; do
+        death $mpi $transport "rank 1 (pid [0-9]* on this machine) exited with code 3; ending the job" \
+            "Portals: rank 1 exits with 3 after PtlNIInit, the others wait in PtlEQWait" "$portals_rank" 1 3
+        death $mpi $transport "rank 1 (pid [0-9]* on this machine) $killed" \
+            "Portals: rank 1 is killed after PtlNIInit" "$portals_rank" 1 kill
+        death $mpi $transport "rank 3 (pid [0-9]* on this machine) $killed" \
+            "GASNet: node 3 calls _exit(3), the others wait in a barrier" "$gasnet_exit" crash3
+        death $mpi $transport "rank 3 (pid [0-9]* on this machine) $killed" \
+            "GASNet: node 3 is killed, the others wait in a barrier" "$gasnet_exit" killed
+    done
+done
 
 echo "=== srun without a PMI (--mpi=none): a clear error"
 timeout -k 5 60 srun --mpi=none -n 2 "$startup" >"$out" 2>&1 && fail "srun --mpi=none: the ranks ran as jobs of one"

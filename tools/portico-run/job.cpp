@@ -188,6 +188,15 @@ void set_env(std::vector<std::string> &env, const std::string &name, const std::
     env.push_back(name + "=" + value);
 }
 
+// portico-run sees every rank's exit status itself: the ranks need not watch each other
+// (bootstrap/peer_watch.hpp), unless the user asks for it.
+void default_peer_watch_off(std::vector<std::string> &env) {
+    const std::string prefix = std::string(settings::kPeerWatch.name) + "=";
+    for (const std::string &e : env)
+        if (e.compare(0, prefix.size(), prefix) == 0) return;
+    env.push_back(prefix + "off");
+}
+
 void tune_tcp(int fd) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); // request/response latency
@@ -438,6 +447,8 @@ std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const
             env.emplace_back(std::string(name), std::string(kv.substr(eq + 1)));
     }
     env.insert(env.end(), opt_.env.begin(), opt_.env.end());
+    if (!named_by_option(settings::kPeerWatch.name) && !settings::kPeerWatch.is_set())
+        env.emplace_back(settings::kPeerWatch.name, "off");
     return env;
 }
 
@@ -457,6 +468,7 @@ std::vector<std::string> Job::local_env(int rank, int pmi_fd, const std::vector<
     env.push_back(std::string(settings::kLocalSize.name) + "=" + n);
     env.push_back("MPI_LOCALRANKID=" + r);
     env.push_back("MPI_LOCALNRANKS=" + n);
+    default_peer_watch_off(env);
     return env;
 }
 
