@@ -1,9 +1,11 @@
 #include "bootstrap/job.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -34,21 +36,22 @@ std::string encode(const std::string &bytes) {
     return out;
 }
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
 std::string decode(const std::string &key, const std::string &value) {
+    // A table, not branches: every rank decodes the job's gathered start-up data (tens of KB).
+    static const auto table = [] {
+        std::array<uint8_t, 256> t{};
+        t.fill(0xff);
+        for (int c = 0; c < 16; ++c) t[static_cast<unsigned char>(kHexDigits[c])] = static_cast<uint8_t>(c);
+        return t;
+    }();
     if (value.empty() || value[0] != 'x' || value.size() % 2 != 1)
         throw PmiError("job service: malformed value under " + key);
-    std::string out;
-    out.reserve(value.size() / 2);
-    for (size_t i = 1; i < value.size(); i += 2) {
-        const int hi = hex_value(value[i]), lo = hex_value(value[i + 1]);
-        if (hi < 0 || lo < 0) throw PmiError("job service: malformed value under " + key);
-        out.push_back(static_cast<char>(hi << 4 | lo));
+    std::string out(value.size() / 2, '\0');
+    const auto *in = reinterpret_cast<const unsigned char *>(value.data()) + 1;
+    for (size_t i = 0; i < out.size(); ++i) {
+        const unsigned hi = table[in[2 * i]], lo = table[in[2 * i + 1]];
+        if ((hi | lo) > 0xf) throw PmiError("job service: malformed value under " + key);
+        out[i] = static_cast<char>(hi << 4 | lo);
     }
     return out;
 }
@@ -144,32 +147,47 @@ void Job::stop_launcher_watch() {
 
 std::string Job::next_prefix() { return "pj." + std::to_string(seq_++) + "."; }
 
-void Job::put_value(const std::string &key, const std::string &value) {
+std::vector<std::pair<std::string, std::string>> Job::encoded_puts(const std::string &key,
+                                                                   const std::string &value) const {
     const std::string v = encode(value);
     const size_t max_len = static_cast<size_t>(pmi_->max_value_length());
-    if (v.size() <= max_len) {
-        pmi_->put(key, v);
-        return;
-    }
+    if (v.size() <= max_len) return {{key, v}};
     const size_t count = (v.size() + max_len - 1) / max_len;
-    for (size_t i = 0; i < count; ++i) pmi_->put(key + "." + std::to_string(i), v.substr(i * max_len, max_len));
-    pmi_->put(key, "#" + std::to_string(count));
+    std::vector<std::pair<std::string, std::string>> puts;
+    for (size_t i = 0; i < count; ++i) puts.emplace_back(key + "." + std::to_string(i), v.substr(i * max_len, max_len));
+    puts.emplace_back(key, "#" + std::to_string(count));
+    return puts;
 }
 
-std::string Job::get_value(const std::string &key) {
-    auto must_get = [&](const std::string &k) {
-        std::optional<std::string> v = pmi_->get(k);
+std::vector<std::string> Job::get_values(const std::vector<std::string> &keys) {
+    auto must_have = [](const std::optional<std::string> &v, const std::string &k) {
         if (!v) throw PmiError("job service: nothing published under " + k + " (a rank skipped a collective?)");
         return *v;
     };
-    std::string v = must_get(key);
-    if (!v.empty() && v[0] == '#') {
-        const unsigned long count = std::strtoul(v.c_str() + 1, nullptr, 10);
-        v.clear();
-        for (unsigned long i = 0; i < count; ++i) v += must_get(key + "." + std::to_string(i));
+    const std::vector<std::optional<std::string>> first = pmi_->get_many(keys);
+    std::vector<std::string> values(keys.size());
+    // Values split over numbered keys ("#<count>") are fetched in a second round, all together.
+    std::vector<std::string> piece_keys;
+    std::vector<std::pair<size_t, size_t>> pieces_of; // (value index, piece count)
+    for (size_t i = 0; i < keys.size(); ++i) {
+        values[i] = must_have(first[i], keys[i]);
+        if (!values[i].empty() && values[i][0] == '#') {
+            const unsigned long count = std::strtoul(values[i].c_str() + 1, nullptr, 10);
+            for (unsigned long p = 0; p < count; ++p) piece_keys.push_back(keys[i] + "." + std::to_string(p));
+            pieces_of.emplace_back(i, count);
+        }
     }
-    return decode(key, v);
+    const std::vector<std::optional<std::string>> pieces = pmi_->get_many(piece_keys);
+    size_t at = 0;
+    for (const auto &[i, count] : pieces_of) {
+        values[i].clear();
+        for (size_t p = 0; p < count; ++p, ++at) values[i] += must_have(pieces[at], piece_keys[at]);
+    }
+    for (size_t i = 0; i < keys.size(); ++i) values[i] = decode(keys[i], values[i]);
+    return values;
 }
+
+std::string Job::get_value(const std::string &key) { return get_values({key}).front(); }
 
 void Job::barrier() {
     std::lock_guard g(collective_mutex_);
@@ -222,29 +240,30 @@ void Job::learn_members(std::vector<std::string> &all) {
 
 std::vector<std::string> Job::gather_values(const std::string &mine) {
     const std::string prefix = next_prefix();
-    put_value(prefix + std::to_string(rank_), mine);
-    pmi_->barrier();
+    pmi_->put_then_barrier(encoded_puts(prefix + std::to_string(rank_), mine));
     std::vector<std::string> all;
     all.reserve(static_cast<size_t>(size_));
-    if (pmi_->gets_are_local()) {
-        for (int r = 0; r < size_; ++r) all.push_back(r == rank_ ? mine : get_value(prefix + std::to_string(r)));
+    // Every get is a request to a server (PMI-1: the one launcher; PMIx under Slurm: the node's
+    // slurmstepd, ~100 us each), so N ranks reading N values each would be N² requests: 108 s at
+    // 1024 ranks under srun --mpi=pmix. Rank 0 reads them, publishes them as one value (split over
+    // keys where the launcher limits values) and the others read that: N + N·(size/value limit)
+    // requests. (The key names rank 0 first among its numbers: a PMIx get tries those ranks first.)
+    const std::string gathered_key = prefix + "0.all";
+    if (rank_ == 0) {
+        std::vector<std::string> keys;
+        for (int r = 1; r < size_; ++r) keys.push_back(prefix + std::to_string(r));
+        std::vector<std::string> others = get_values(keys);
+        all.push_back(mine);
+        std::move(others.begin(), others.end(), std::back_inserter(all));
+        std::string gathered;
+        for (const std::string &v : all) {
+            const auto len = static_cast<uint32_t>(v.size());
+            gathered.append(reinterpret_cast<const char *>(&len), sizeof len).append(v);
+        }
+        pmi_->put_then_barrier(encoded_puts(gathered_key, gathered));
         return all;
     }
-    // PMI-1: every get is a request to the one launcher, so N ranks reading N values each would
-    // be N² requests. Rank 0 reads them, publishes them as one value (split over keys as long
-    // values are) and the others read that: N + N·(size/value limit) requests.
-    const std::string gathered_key = prefix + "all";
-    if (rank_ == 0) {
-        std::string gathered;
-        for (int r = 0; r < size_; ++r) {
-            all.push_back(r == 0 ? mine : get_value(prefix + std::to_string(r)));
-            const auto len = static_cast<uint32_t>(all.back().size());
-            gathered.append(reinterpret_cast<const char *>(&len), sizeof len).append(all.back());
-        }
-        put_value(gathered_key, gathered);
-    }
     pmi_->barrier();
-    if (rank_ == 0) return all;
     const std::string gathered = get_value(gathered_key);
     size_t at = 0;
     for (int r = 0; r < size_; ++r) {
@@ -275,8 +294,10 @@ void Job::broadcast(void *data, size_t len, int root) {
     if (root < 0 || root >= size_) throw PmiError("job service: broadcast from rank " + std::to_string(root));
     if (!pmi_) return;
     const std::string key = next_prefix() + "root";
-    if (rank_ == root) put_value(key, len ? std::string(static_cast<const char *>(data), len) : "");
-    pmi_->barrier();
+    if (rank_ == root)
+        pmi_->put_then_barrier(encoded_puts(key, len ? std::string(static_cast<const char *>(data), len) : ""));
+    else
+        pmi_->barrier();
     if (rank_ == root) return;
     const std::string v = get_value(key);
     if (v.size() != len)
@@ -339,9 +360,12 @@ std::string Job::secret() {
     // one. Its TCP traffic to itself authenticates; other processes, which cannot know the secret,
     // are refused, as peers that share no secret always are.
     if (!pmi_) return *(secret_ = draw_job_secret());
-    // portico-run publishes it before the job starts (remote ranks get it this way). The agreement
-    // below uses another key: a rank that saw rank 0's put early must not skip the barrier.
-    if (auto v = pmi_->get("portico.secret")) return *(secret_ = *v);
+    // portico-run (which sets PORTICO_JOB_ID) publishes it before the job starts: remote ranks
+    // get it this way. Only then is it looked for: under PMIx a missing key costs a lookup per
+    // rank (100 s of server time at 1024 ranks under srun). The agreement below uses another key:
+    // a rank that saw rank 0's put early must not skip the barrier.
+    if (settings::kJobId.is_set())
+        if (auto v = pmi_->get("portico.secret")) return *(secret_ = *v);
     if (rank_ == 0) pmi_->put("portico.secret.drawn", draw_job_secret());
     pmi_->barrier();
     auto v = pmi_->get("portico.secret.drawn");

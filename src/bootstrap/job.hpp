@@ -96,7 +96,11 @@ private:
     std::vector<std::string> gather_values(const std::string &mine);
     void learn_members(std::vector<std::string> &all);
     void start_peer_watch();
-    void put_value(const std::string &key, const std::string &value);
+    // The puts that publish value under key: one, or the pieces and a "#<count>" under key when
+    // the launcher limits values to less.
+    std::vector<std::pair<std::string, std::string>> encoded_puts(const std::string &key,
+                                                                  const std::string &value) const;
+    std::vector<std::string> get_values(const std::vector<std::string> &keys);
     std::string get_value(const std::string &key);
 
     std::unique_ptr<PmiClient> pmi_;

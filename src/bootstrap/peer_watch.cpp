@@ -98,7 +98,8 @@ std::unique_ptr<PeerWatch> PeerWatch::start(const std::vector<LocalMember> &memb
         *error = "the departure board " + w->name_ + " is not this job's";
         return nullptr;
     }
-    if (static_cast<size_t>(st.st_size) < w->board_bytes_ && ::ftruncate(fd, static_cast<off_t>(w->board_bytes_)) != 0) {
+    if (static_cast<size_t>(st.st_size) < w->board_bytes_ &&
+        ::ftruncate(fd, static_cast<off_t>(w->board_bytes_)) != 0) {
         *error = std::string("ftruncate: ") + std::strerror(errno);
         ::close(fd);
         return nullptr;
@@ -207,11 +208,11 @@ void PeerWatch::run() {
         const uint32_t state = s.state.load(std::memory_order_acquire);
         const int code = s.code.load(std::memory_order_relaxed);
         if (state == kLeft || (state == kExited && code == 0)) continue; // its successor is ours now
-        ::shm_unlink(name_.c_str()); // in case the dead rank never mapped it
+        ::shm_unlink(name_.c_str());                                     // in case the dead rank never mapped it
         char what[256] = "";
         if (state == kExited)
-            std::snprintf(what, sizeof what, "rank %d (pid %d on this machine) exited with code %d", members_[target].rank,
-                          pid, code);
+            std::snprintf(what, sizeof what, "rank %d (pid %d on this machine) exited with code %d",
+                          members_[target].rank, pid, code);
         else if (state == kRunning)
             std::snprintf(what, sizeof what,
                           "rank %d (pid %d on this machine) ended without leaving the job and without exit() "

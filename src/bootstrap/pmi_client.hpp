@@ -36,6 +36,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace portico::bootstrap {
 
@@ -71,9 +73,6 @@ public:
 
     // "PMI-1" or "PMIx".
     virtual const char *protocol() const = 0;
-    // Whether a get after a barrier is answered here (PMIx: the fence brought every value) or is
-    // a round trip to the one launcher (PMI-1), which is what collectives must keep few.
-    virtual bool gets_are_local() const = 0;
     virtual int rank() const = 0;
     virtual int size() const = 0;
     // PMI-1: the launcher's kvsname; PMIx: the job's namespace.
@@ -98,6 +97,10 @@ public:
     virtual void put(const std::string &key, const std::string &value) = 0;
     virtual std::optional<std::string> get(const std::string &key) = 0;
     virtual void barrier() = 0;
+    // Several puts, then a barrier; several gets. The same as the calls one by one, in fewer
+    // round trips where the launcher reads requests sent in a row (portico-run).
+    virtual void put_then_barrier(const std::vector<std::pair<std::string, std::string>> &puts);
+    virtual std::vector<std::optional<std::string>> get_many(const std::vector<std::string> &keys);
     virtual void finalize() = 0;
     [[noreturn]] virtual void abort(int exit_code, const std::string &message) = 0;
 

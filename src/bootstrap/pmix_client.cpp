@@ -32,8 +32,13 @@
 //     connection to the PMIx server is lost before finalize(): a killed mpirun would otherwise
 //     leave ranks behind that are not inside a PMIx call (PORTICO_LAUNCHER_WATCH=0 disables it,
 //     as it disables the engine's watch under PMI-1).
-// Keys and values keep PMI-1's limits (detail::check_key/check_value, 63-character keys,
-// max_value_length() 1023), so that a program tested under one launcher works under the others.
+//   - libpmix is loaded (dlopen) by the first PMIx client, not linked: every process of a job
+//     started by another launcher, and every start-up, would otherwise pay for mapping and
+//     relocating it and its dependencies (hwloc, libevent, munge, udev) — a third of an empty
+//     rank's start-up at 1024 ranks per machine.
+// Keys keep PMI-1's limit (detail::check_key, 63 characters), so that a program tested under one
+// launcher works under the others; values may be long (max_value_length() 256 KiB - 1): the job
+// service puts a job's gathered start-up data as one value, fetched with one PMIx_Get per rank.
 #include "bootstrap/pmi_client.hpp"
 #include "bootstrap/pmi_internal.hpp"
 #include "bootstrap/bootstrap_settings.hpp"
@@ -45,8 +50,10 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <pmix.h>
@@ -54,8 +61,81 @@
 namespace portico::bootstrap {
 namespace {
 
+// The libpmix functions this client calls, from the library loaded at run time. The names below
+// are redirected to them, also inside pmix.h's macros (PMIX_INFO_LOAD, PMIX_VALUE_RELEASE, ...).
+struct PmixApi {
+    decltype(&::PMIx_Init) init;
+    decltype(&::PMIx_Finalize) finalize;
+    decltype(&::PMIx_Abort) abort;
+    decltype(&::PMIx_Put) put;
+    decltype(&::PMIx_Commit) commit;
+    decltype(&::PMIx_Fence) fence;
+    decltype(&::PMIx_Get) get;
+    decltype(&::PMIx_Error_string) error_string;
+    decltype(&::PMIx_Register_event_handler) register_event_handler;
+    decltype(&::PMIx_Info_load) info_load;
+    decltype(&::PMIx_Value_destruct) value_destruct;
+};
+
+// libpmix's soname since PMIx 2 (Debian's libpmix2 ships PMIx 4 under it).
+constexpr const char kPmixLibrary[] = "libpmix.so.2";
+
+const PmixApi &pmix_api() {
+    static const PmixApi *api = [] {
+        // RTLD_GLOBAL: libpmix's own plugins (MCA components) look its symbols up globally.
+        void *lib = ::dlopen(kPmixLibrary, RTLD_NOW | RTLD_GLOBAL);
+        if (lib == nullptr) return static_cast<PmixApi *>(nullptr);
+        auto *a = new PmixApi;
+        bool ok = true;
+        auto load = [&](auto &fn, const char *name) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+            ok = ok && fn != nullptr;
+        };
+        load(a->init, "PMIx_Init");
+        load(a->finalize, "PMIx_Finalize");
+        load(a->abort, "PMIx_Abort");
+        load(a->put, "PMIx_Put");
+        load(a->commit, "PMIx_Commit");
+        load(a->fence, "PMIx_Fence");
+        load(a->get, "PMIx_Get");
+        load(a->error_string, "PMIx_Error_string");
+        load(a->register_event_handler, "PMIx_Register_event_handler");
+        load(a->info_load, "PMIx_Info_load");
+        load(a->value_destruct, "PMIx_Value_destruct");
+        if (!ok) {
+            delete a;
+            return static_cast<PmixApi *>(nullptr);
+        }
+        return a;
+    }();
+    if (api == nullptr) {
+        const char *why = ::dlerror();
+        throw PmiError(std::string("PMIx: cannot load ") + kPmixLibrary + " (" + (why ? why : "a symbol is missing") +
+                       "); install libpmix2 or start the job with a PMI-1 launcher");
+    }
+    return *api;
+}
+
+} // namespace
+} // namespace portico::bootstrap
+
+#define PMIx_Init pmix_api().init
+#define PMIx_Finalize pmix_api().finalize
+#define PMIx_Abort pmix_api().abort
+#define PMIx_Put pmix_api().put
+#define PMIx_Commit pmix_api().commit
+#define PMIx_Fence pmix_api().fence
+#define PMIx_Get pmix_api().get
+#define PMIx_Error_string pmix_api().error_string
+#define PMIx_Register_event_handler pmix_api().register_event_handler
+#define PMIx_Info_load pmix_api().info_load
+#define PMIx_Value_destruct pmix_api().value_destruct
+
+namespace portico::bootstrap {
+namespace {
+
 constexpr int kKeylenMax = 63;
-constexpr int kVallenMax = 1023;
+constexpr int kVallenMax = 256 * 1024 - 1;
 // Prefix of every key this client puts or gets (see the header comment).
 constexpr const char kKeyPrefix[] = "pmi1.";
 
@@ -182,7 +262,6 @@ public:
     explicit PmixClient(std::shared_ptr<Session> s) : s_(std::move(s)) {}
 
     const char *protocol() const override { return "PMIx"; }
-    bool gets_are_local() const override { return true; }
     int rank() const override { return static_cast<int>(s_->me.rank); }
     int size() const override { return s_->size; }
     const std::string &kvsname() const override { return s_->nspace; }

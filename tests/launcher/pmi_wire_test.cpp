@@ -120,7 +120,7 @@ int main() {
     EXCHANGE("cmd=initack pmiid=" + std::to_string(g_rank + 1) + "\n", "cmd=error rc=-1 msg=pmiid_mismatch");
 
     EXCHANGE("cmd=init pmi_version=1 pmi_subversion=1\n", "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
-    EXCHANGE("cmd=get_maxes\n", "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024");
+    EXCHANGE("cmd=get_maxes\n", "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024 portico_vallen_max=196608");
     EXCHANGE("cmd=get_appnum\n", "cmd=appnum appnum=0");
     EXCHANGE("cmd=get_universe_size\n", "cmd=universe_size size=" + n);
     EXCHANGE("cmd=get_my_kvsname\n", "cmd=my_kvsname kvsname=" + kvs);
@@ -135,14 +135,15 @@ int main() {
     // Same key twice: the last value wins.
     EXCHANGE("cmd=put kvsname=" + kvs + " key=dup." + rank + " value=first\n", "cmd=put_result rc=0 msg=success");
     EXCHANGE("cmd=put kvsname=" + kvs + " key=dup." + rank + " value=second\n", "cmd=put_result rc=0 msg=success");
-    // Limits: keylen_max and vallen_max are buffer sizes (NUL included), as in hydra.
+    // Limits: keylen_max and vallen_max are buffer sizes (NUL included), as in hydra; values may
+    // be as long as portico_vallen_max says (clients that do not read it keep to vallen_max).
     EXCHANGE("cmd=put kvsname=" + kvs + " key=" + std::string(63, 'k') + " value=x\n",
              "cmd=put_result rc=0 msg=success");
     EXCHANGE("cmd=put kvsname=" + kvs + " key=" + std::string(64, 'k') + " value=x\n",
              "cmd=put_result rc=-1 msg=key_too_long");
-    EXCHANGE("cmd=put kvsname=" + kvs + " key=long." + rank + " value=" + std::string(1024, 'v') + "\n",
+    EXCHANGE("cmd=put kvsname=" + kvs + " key=long." + rank + " value=" + std::string(196608, 'v') + "\n",
              "cmd=put_result rc=-1 msg=value_too_long");
-    EXCHANGE("cmd=put kvsname=" + kvs + " key=long." + rank + " value=" + std::string(1023, 'v') + "\n",
+    EXCHANGE("cmd=put kvsname=" + kvs + " key=long." + rank + " value=" + std::string(196607, 'v') + "\n",
              "cmd=put_result rc=0 msg=success");
     EXCHANGE("cmd=put kvsname=other_kvs key=a value=b\n", "cmd=put_result rc=-1 msg=unknown_kvsname");
     EXCHANGE("cmd=put kvsname=" + kvs + " value=b\n", "cmd=put_result rc=-1 msg=missing_key");
@@ -159,7 +160,7 @@ int main() {
     EXCHANGE_PREFIX("cmd=lookup_name service=s\n", "cmd=lookup_result rc=-1 ");
     EXCHANGE_PREFIX("mcmd=spawn\nnprocs=1\nexecname=/bin/true\nargcnt=0\nendcmd\n", "cmd=spawn_result rc=-1 ");
     { // An over-long line is rejected as a whole (one error reply), then service resumes.
-        send_raw(__LINE__, "cmd=put kvsname=" + kvs + " key=huge value=" + std::string(70000, 'h'));
+        send_raw(__LINE__, "cmd=put kvsname=" + kvs + " key=huge value=" + std::string(270000, 'h'));
         send_raw(__LINE__, std::string(10000, 'h') + "\n");
         expect_reply(__LINE__, recv_line(__LINE__), "cmd=error rc=-1 msg=line_too_long");
         EXCHANGE("cmd=get_appnum\n", "cmd=appnum appnum=0");
@@ -183,7 +184,7 @@ int main() {
                  "cmd=get_result rc=0 msg=success value=v" + rs + "=x,y");
         EXCHANGE("cmd=get kvsname=" + kvs + " key=dup." + rs + "\n", "cmd=get_result rc=0 msg=success value=second");
         EXCHANGE("cmd=get key=long." + rs + "\n", // kvsname is optional
-                 "cmd=get_result rc=0 msg=success value=" + std::string(1023, 'v'));
+                 "cmd=get_result rc=0 msg=success value=" + std::string(196607, 'v'));
     }
     EXCHANGE("cmd=get kvsname=" + kvs + " key=huge\n", "cmd=get_result rc=-1 msg=key_not_found value=unknown");
     EXCHANGE("cmd=barrier_in\n", "cmd=barrier_out");

@@ -73,6 +73,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 SlurmdParameters=config_overrides
+MaxTasksPerNode=4096
 NodeName=$host NodeAddr=127.0.0.1 CPUs=64 Sockets=1 CoresPerSocket=64 ThreadsPerCore=1 State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:64
 EOF

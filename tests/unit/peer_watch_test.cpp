@@ -80,12 +80,8 @@ Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t
             char cmd;
             if (::read(p[0], &cmd, 1) != 1) ::_exit(92);
             switch (behaviours[i].does) {
-            case Does::Exit:
-                w->exiting(behaviours[i].code);
-                ::_exit(behaviours[i].code);
-            case Does::LeaveThenExit0:
-                w->left();
-                ::_exit(0);
+            case Does::Exit: w->exiting(behaviours[i].code); ::_exit(behaviours[i].code);
+            case Does::LeaveThenExit0: w->left(); ::_exit(0);
             case Does::ForkChildThatExits0ThenWait: {
                 const pid_t child = ::fork();
                 if (child == 0) {

@@ -1,6 +1,7 @@
 // PMI-1 "simple" wire protocol server. Replies use the exact spellings of MPICH's hydra:
 //   cmd=init pmi_version=1 pmi_subversion=1 -> cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0
 //   cmd=get_maxes                  -> cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024
+//                                     portico_vallen_max=196608 (ours: see PmiLimits)
 //   cmd=get_appnum                 -> cmd=appnum appnum=0
 //   cmd=get_universe_size          -> cmd=universe_size size=N
 //   cmd=get_my_kvsname             -> cmd=my_kvsname kvsname=NAME
@@ -341,7 +342,8 @@ void PmiServer::process_line(int rank, std::string_view line) {
         on_initack(rank, t);
     } else if (cmd == "get_maxes") {
         reply(rank, "cmd=maxes kvsname_max=" + std::to_string(limits_.kvsname_max) + " keylen_max=" +
-                        std::to_string(limits_.keylen_max) + " vallen_max=" + std::to_string(limits_.vallen_max));
+                        std::to_string(limits_.keylen_max) + " vallen_max=" + std::to_string(limits_.vallen_max) +
+                        " portico_vallen_max=" + std::to_string(limits_.long_vallen_max));
     } else if (cmd == "get_appnum") {
         reply(rank, "cmd=appnum appnum=0");
     } else if (cmd == "get_universe_size") {
@@ -429,9 +431,10 @@ void PmiServer::on_put(int rank, const Tokens &t) {
         warn(rank, "put of a key of " + std::to_string(key.size()) + " characters (at most " +
                        std::to_string(limits_.keylen_max - 1) + "): '" + printable(key) + "'");
         reply(rank, "cmd=put_result rc=-1 msg=key_too_long");
-    } else if (value.size() >= static_cast<std::size_t>(limits_.vallen_max)) {
+    } else if (value.size() >= static_cast<std::size_t>(std::max(limits_.vallen_max, limits_.long_vallen_max))) {
         warn(rank, "put of a value of " + std::to_string(value.size()) + " characters (at most " +
-                       std::to_string(limits_.vallen_max - 1) + ") for key '" + printable(key) + "'");
+                       std::to_string(std::max(limits_.vallen_max, limits_.long_vallen_max) - 1) + ") for key '" +
+                       printable(key) + "'");
         reply(rank, "cmd=put_result rc=-1 msg=value_too_long");
     } else {
         conns_[rank].staged.emplace_back(std::string(key), std::string(value));

@@ -34,7 +34,11 @@ struct PmiLimits {
     int kvsname_max = 256;
     int keylen_max = 64;
     int vallen_max = 1024;
-    std::size_t max_line = 64 * 1024;         // longer request lines are rejected
+    // What a client that reads the extra attribute portico_vallen_max of cmd=maxes may put: MPICH's
+    // clients read replies into 1024-byte lines and get the standard value above; Portico's job
+    // service puts a job's gathered start-up data in one value instead of dozens.
+    int long_vallen_max = 192 * 1024;
+    std::size_t max_line = 256 * 1024;        // longer request lines are rejected
     std::size_t max_pending_output = 1 << 20; // stop reading a rank that does not read replies
     unsigned max_warnings_per_rank = 20;
 };
