@@ -1,7 +1,9 @@
 #include "bootstrap/job.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -315,9 +317,18 @@ const std::vector<int> &Job::local_ranks() {
 }
 
 void Job::start_peer_watch() {
-    if (!members_ || !local_ranks_ || local_ranks_->size() < 2) return;
+    if (!members_ || !local_ranks_ || size_ < 2) return;
     const std::string mode = settings::kPeerWatch.get();
     if (mode == "off" || (mode == "auto" && pmi_->fd() < 0)) return; // PMIx launchers end jobs themselves
+    watching_.store(true);
+    static const bool hooked = [] {
+        // exit() and returns from main record the code (a death without one is a crash or a
+        // kill); a normal exit also says goodbye to peers on other machines.
+        on_exit([](int status, void *) { on_process_exit(status); }, nullptr);
+        return true;
+    }();
+    (void)hooked;
+    if (local_ranks_->size() < 2) return;
     std::vector<LocalMember> locals;
     size_t self = 0;
     for (int r : *local_ranks_) {
@@ -334,17 +345,41 @@ void Job::start_peer_watch() {
             abort(code, message);
         },
         &why);
-    if (!peer_watch_) {
+    if (!peer_watch_)
         log_error("the ranks of this machine cannot watch each other (%s): a rank that dies may leave the job waiting",
                   why.c_str());
-        return;
-    }
-    static const bool hooked = [] {
-        // exit() and returns from main record the code (a death without one is a crash or a kill).
-        on_exit([](int status, void *) { exiting(status); }, nullptr);
-        return true;
-    }();
-    (void)hooked;
+}
+
+void Job::on_process_exit(int status) {
+    exiting(status);
+    Job *job = joined();
+    if (!job) return;
+    job->leaving_.store(true);
+    if (status == 0 && job->farewell_) job->farewell_();
+}
+
+void Job::set_farewell(std::function<void()> farewell) {
+    std::lock_guard g(collective_mutex_);
+    farewell_ = std::move(farewell);
+}
+
+void Job::peer_lost(int rank) {
+    if (!watching_.load() || leaving_.load() || rank == rank_ || rank < 0 || rank >= size_) return;
+    // A rank of this machine is the ring's: it knows how the rank ended.
+    if (peer_watch_ && local_ranks_ && std::binary_search(local_ranks_->begin(), local_ranks_->end(), rank)) return;
+    if (lost_reported_.exchange(true)) return;
+    // The rank's connections closed without a goodbye: it died, or it ends by a path that says
+    // none (GASNet's exit follows another node's gasnet_exit with _exit). Give such an end the
+    // time to take this process too before calling it a death.
+    std::thread([this, rank] {
+        std::this_thread::sleep_for(kLostPeerGrace);
+        if (leaving_.load()) return;
+        const std::string message = "rank " + std::to_string(rank) +
+                                    " (on another machine) closed its connections without leaving the job; "
+                                    "ending the job";
+        std::fprintf(stderr, "portico: rank %d: %s\n", rank_, message.c_str());
+        abort(1, message);
+    }).detach();
 }
 
 void Job::exiting(int code) {
@@ -378,6 +413,7 @@ void Job::finalize() {
     if (finalized_) return;
     finalized_ = true;
     if (!pmi_) return;
+    leaving_.store(true);
     if (peer_watch_) peer_watch_->left();
     stop_launcher_watch();
     pmi_->finalize();

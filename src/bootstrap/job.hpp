@@ -16,6 +16,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -84,6 +86,15 @@ public:
     // peer watch then tells a clean end (0) from a failure. Async-signal-safe.
     static void exiting(int code);
 
+    // Where the ranks watch each other (PORTICO_PEER_WATCH): rank's connections all closed
+    // without a goodbye (the engine tells). A rank on another machine ends the job unless this
+    // process ends within kLostPeerGrace; a rank of this machine is left to the peer watch.
+    void peer_lost(int rank);
+    static constexpr std::chrono::seconds kLostPeerGrace{2};
+    // What a normal exit (exit(0), a return of 0 from main) runs to say goodbye to peers on
+    // other machines (the engine's Transport::farewell on its endpoints). Best effort.
+    void set_farewell(std::function<void()> farewell);
+
 private:
     explicit Job(std::unique_ptr<PmiClient> pmi);
     // The launcher's connection closing means the job is over: exit rather than hang.
@@ -96,6 +107,7 @@ private:
     std::vector<std::string> gather_values(const std::string &mine);
     void learn_members(std::vector<std::string> &all);
     void start_peer_watch();
+    static void on_process_exit(int status);
     // The puts that publish value under key: one, or the pieces and a "#<count>" under key when
     // the launcher limits values to less.
     std::vector<std::pair<std::string, std::string>> encoded_puts(const std::string &key,
@@ -117,6 +129,10 @@ private:
     uint64_t board_nonce_ = 0; // rank 0's: names the machines' departure boards
     std::optional<std::vector<int>> local_ranks_;
     std::unique_ptr<PeerWatch> peer_watch_;
+    std::atomic<bool> watching_{false};      // the ranks watch each other
+    std::atomic<bool> leaving_{false};       // finalized, or exiting normally: deaths no longer matter
+    std::atomic<bool> lost_reported_{false}; // a lost peer is being acted on
+    std::function<void()> farewell_;
     std::optional<std::string> secret_;
     bool finalized_ = false;
     std::atomic<bool> program_leaves_{false};

@@ -673,6 +673,9 @@ void Engine::handle_link_failed(Endpoint &ep, transport::Link &link, bool last) 
         log_debug("a link to %08x/%u closed; another is still up", link.peer.nid, link.peer.pid);
         return;
     }
+    // A member of the job whose last link closed without a goodbye has died, or ends without
+    // leaving the job: the job service decides what that means for the job.
+    if (!link.said_goodbye) report_lost_peer(link.peer);
     // Every operation still waiting on that peer ends now, with the failure reported.
     for (size_t i = 0; i < ops_.size(); ++i) {
         Op &op = ops_[i];

@@ -242,6 +242,25 @@ std::string Engine::job_secret() {
     }
 }
 
+void Engine::report_lost_peer(transport::PeerId peer) {
+    // Caller holds the engine lock.
+    bootstrap::Job *job = bootstrap::Job::joined();
+    if (!job) return;
+    for (size_t r = 0; r < job_map_.size(); ++r)
+        if (job_map_[r].phys.nid == peer.nid && job_map_[r].phys.pid == peer.pid) {
+            job->peer_lost(static_cast<int>(r));
+            return;
+        }
+}
+
+void Engine::farewell() {
+    // From an exit handler: another thread may hold the lock for good (it is being torn down
+    // with the process), so never wait for it.
+    std::unique_lock g(mutex_, std::try_to_lock);
+    if (!g.owns_lock()) return;
+    for (auto &ep : endpoints_) ep->transport->farewell();
+}
+
 int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self) {
     // Caller holds the engine lock. The first logical NI of a job is a collective over the job:
     // every rank publishes its physical id and reads everybody else's.
@@ -253,6 +272,7 @@ int Engine::fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl
             job_map_.resize(static_cast<size_t>(job->size()));
             job->allgather(&self, sizeof self, job_map_.data());
             job_rank_ = static_cast<ptl_rank_t>(job->rank());
+            job->set_farewell([this] { farewell(); });
         } catch (const std::exception &e) {
             log_error("building the job's rank map: %s", e.what());
             job_map_.clear();

@@ -376,6 +376,9 @@ public:
     // ---- called by the transport receiver (data_movement.cpp)
     void handle_frame(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f, const std::byte *payload);
     void handle_link_failed(Endpoint &ep, transport::Link &link, bool last);
+    void report_lost_peer(transport::PeerId peer);
+    // Says goodbye on every link (a normal exit that skipped PtlFini).
+    void farewell();
     void handle_send_complete(uint64_t token, bool ok, bool source_fault);
 
 private:

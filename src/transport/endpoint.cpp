@@ -86,6 +86,9 @@ public:
     void flush(Receiver &r, int timeout_ms) override {
         for (Member &m : members_) m.transport->flush(r, timeout_ms);
     }
+    void farewell() override {
+        for (Member &m : members_) m.transport->farewell();
+    }
     uint64_t malformed_frames() const override {
         uint64_t n = 0;
         for (const Member &m : members_) n += m.transport->malformed_frames();

@@ -29,6 +29,10 @@ enum class Protocol : uint8_t {
 
 inline constexpr uint8_t kFrameFirst = 1;       // a message's first frame: the protocol header is valid
 inline constexpr uint8_t kFrameSourceFault = 2; // the sender could not read (part of) this payload: zeros
+// The sender closes the link on purpose (it leaves the job, or exits normally): the close that
+// follows is not a death. Header only, no protocol; transports that can say it otherwise (shared
+// memory) need not send it.
+inline constexpr uint8_t kFrameGoodbye = 4;
 
 struct TransportHeader {
     uint8_t version; // kFrameVersion
@@ -70,7 +74,8 @@ inline FrameHeader frame_header(const FrameHeader &first, uint64_t total, uint64
 // its own header).
 inline bool frame_is_sane(const FrameHeader &h, size_t frame_bytes_available) {
     if (h.t.version != kFrameVersion) return false;
-    if (h.t.flags & ~(kFrameFirst | kFrameSourceFault)) return false;
+    if (h.t.flags & ~(kFrameFirst | kFrameSourceFault | kFrameGoodbye)) return false;
+    if ((h.t.flags & kFrameGoodbye) && (h.t.flags != kFrameGoodbye || h.t.frame_payload != 0)) return false;
     if (h.t.frame_payload > frame_bytes_available) return false;
     if ((h.t.flags & kFrameFirst) && h.t.frame_payload > h.t.payload_total) return false;
     return true;
@@ -88,6 +93,9 @@ class Link {
 public:
     PeerId peer;
     void *rx_state = nullptr;
+    // The peer said goodbye before the link ended (Transport::farewell): it went on purpose.
+    // Set by the transport before on_link_failed.
+    bool said_goodbye = false;
     virtual ~Link() = default;
     // Single copy (transports that can, see Transport::direct_access): copies between our memory
     // (local) and the peer's at remote_addr. Returns 0 or an errno value (EFAULT: a range was not
@@ -170,6 +178,10 @@ public:
     virtual int wait_fd() const { return -1; }
     // Pushes queued messages for at most timeout_ms (before closing), so that what was sent arrives.
     virtual void flush(Receiver &r, int timeout_ms) = 0;
+    // Tells every peer that the links about to close end on purpose (Link::said_goodbye on their
+    // side). Best effort, never blocks; thread-safe. Transports call it when they close; the
+    // engine also calls it when the process exits normally without closing them.
+    virtual void farewell() {}
     // Counters for status registers and diagnostics.
     virtual uint64_t malformed_frames() const = 0;
     virtual uint64_t refused_connections() const = 0;

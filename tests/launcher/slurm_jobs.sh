@@ -64,6 +64,17 @@ for mpi in pmi2 pmix; do
     done
 done
 
+# Each rank alone on its "machine" (its own nid, 127.0.0.10+rank, all TCP): no rank shares a
+# machine to watch; the ranks that talked with the dead one see its connections close without a
+# goodbye. After the GASNet barriers every node has talked with node 3.
+lost="rank 3 (on another machine) closed its connections without leaving the job; ending the job"
+alone='PORTICO_NID=$((2130706442 + SLURM_PROCID)) exec "$0" "$@"'
+death pmi2 tcp "$lost" "GASNet, each rank on its own nid: node 3 is killed" sh -c "$alone" "$gasnet_exit" killed
+death pmi2 tcp "$lost" "GASNet, each rank on its own nid: node 3 calls _exit(3)" sh -c "$alone" "$gasnet_exit" crash3
+echo "=== GASNet, each rank on its own nid, srun --mpi=pmi2 -n 4: a normal job ends with 0"
+GASNET_TEST_DIR=$tmp PORTICO_TRANSPORT=tcp timeout -k 5 100 srun --mpi=pmi2 -n 4 sh -c "$alone" "$am" >"$out" 2>&1 ||
+    { tail -20 "$out"; fail "GASNet AM with a nid per rank"; }
+
 echo "=== srun without a PMI (--mpi=none): a clear error"
 timeout -k 5 60 srun --mpi=none -n 2 "$startup" >"$out" 2>&1 && fail "srun --mpi=none: the ranks ran as jobs of one"
 grep -q "srun --mpi=pmix or srun --mpi=pmi2" "$out" || { cat "$out"; fail "srun --mpi=none: no message naming the fix"; }

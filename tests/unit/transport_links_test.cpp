@@ -6,6 +6,8 @@
 // Both endpoints live in this process and are polled by hand, so the order of events is fixed.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,12 +30,16 @@ constexpr uint32_t kLoopback = 0x7f000001; // 127.0.0.1: every TCP endpoint here
 
 struct Recorder final : Receiver {
     std::vector<std::string> seen; // "frame <cookie>", "end", "end, last"
+    std::vector<bool> goodbyes;    // Link::said_goodbye at each end
     void on_frame(Link &, const FrameHeader &h, const std::byte *) override {
         uint64_t cookie;
         std::memcpy(&cookie, h.protocol, sizeof cookie);
         seen.push_back("frame " + std::to_string(cookie));
     }
-    void on_link_failed(Link &, bool last) override { seen.push_back(last ? "end, last" : "end"); }
+    void on_link_failed(Link &l, bool last) override {
+        seen.push_back(last ? "end, last" : "end");
+        goodbyes.push_back(l.said_goodbye);
+    }
     void on_send_complete(uint64_t, bool, bool) override {}
     bool has(const std::string &s) const { return std::find(seen.begin(), seen.end(), s) != seen.end(); }
 };
@@ -110,5 +116,77 @@ TEST(TransportLinks, ShmPeerAnswersOnItsOwnLinkUntilItsLastEnds) {
     cfg.single_copy = false;
     two_links_then_peer_exits([&](uint32_t pid) { return std::make_unique<shm::ShmTransport>(kLoopback, pid, cfg); });
 }
+
+// Whether the end of a link says the peer went on purpose (Link::said_goodbye): yes when the
+// peer closed its endpoint or said farewell before exiting, no when its process just ended.
+enum class PeerEnds { Closes, FarewellThenExit, Exits };
+
+void peer_ends(const std::function<std::unique_ptr<Transport>(uint32_t)> &make, PeerEnds how, bool expect_goodbye) {
+    std::unique_ptr<Transport> a = open_free(make);
+    ASSERT_TRUE(a);
+    Recorder ra;
+    if (how == PeerEnds::Closes) {
+        std::unique_ptr<Transport> b = open_free(make);
+        ASSERT_NE(SendStatus::Unreachable, b->send(a->self(), message(1), {}, 0, true));
+        ASSERT_TRUE(poll_until([&] { return ra.has("frame 1"); },
+                               [&] {
+                                   a->poll(ra);
+                                   b->poll(ra);
+                               }));
+        b.reset();
+    } else {
+        int seen[2];
+        ASSERT_EQ(0, ::pipe(seen));
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::close(seen[1]);
+            ::fcntl(seen[0], F_SETFL, O_NONBLOCK);
+            std::unique_ptr<Transport> b = open_free(make);
+            Recorder rb;
+            if (!b || b->send(a->self(), message(1), {}, 0, true) == SendStatus::Unreachable) ::_exit(2);
+            char c;
+            while (::read(seen[0], &c, 1) != 1) b->poll(rb); // until the parent has frame 1
+            if (how == PeerEnds::FarewellThenExit) b->farewell();
+            ::_exit(0); // no destructor: the kernel closes what b had open
+        }
+        ::close(seen[0]);
+        ASSERT_TRUE(poll_until([&] { return ra.has("frame 1"); }, [&] { a->poll(ra); }));
+        ASSERT_EQ(1, ::write(seen[1], "x", 1));
+        ::close(seen[1]);
+        int status = 0;
+        ::waitpid(child, &status, 0);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    ASSERT_TRUE(poll_until([&] { return ra.has("end, last"); }, [&] { a->poll(ra); }));
+    ASSERT_FALSE(ra.goodbyes.empty());
+    for (bool g : ra.goodbyes) EXPECT_EQ(expect_goodbye, g);
+}
+
+std::function<std::unique_ptr<Transport>(uint32_t)> tcp_maker() {
+    return [](uint32_t pid) {
+        tcp::TcpConfig cfg;
+        cfg.secret = "transport-links-test";
+        return std::make_unique<tcp::TcpTransport>(kLoopback, pid, cfg);
+    };
+}
+
+std::function<std::unique_ptr<Transport>(uint32_t)> shm_maker() {
+    return [](uint32_t pid) {
+        shm::ShmConfig cfg;
+        cfg.single_copy = false;
+        return std::make_unique<shm::ShmTransport>(kLoopback, pid, cfg);
+    };
+}
+
+TEST(TransportLinks, TcpPeerThatClosesSaysGoodbye) { peer_ends(tcp_maker(), PeerEnds::Closes, true); }
+TEST(TransportLinks, TcpPeerThatSaysFarewellThenExitsSaysGoodbye) {
+    peer_ends(tcp_maker(), PeerEnds::FarewellThenExit, true);
+}
+TEST(TransportLinks, TcpPeerThatJustExitsSaysNothing) { peer_ends(tcp_maker(), PeerEnds::Exits, false); }
+TEST(TransportLinks, ShmPeerThatClosesSaysGoodbye) { peer_ends(shm_maker(), PeerEnds::Closes, true); }
+TEST(TransportLinks, ShmPeerThatSaysFarewellThenExitsSaysGoodbye) {
+    peer_ends(shm_maker(), PeerEnds::FarewellThenExit, true);
+}
+TEST(TransportLinks, ShmPeerThatJustExitsSaysNothing) { peer_ends(shm_maker(), PeerEnds::Exits, false); }
 
 } // namespace

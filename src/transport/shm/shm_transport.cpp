@@ -25,7 +25,7 @@ namespace portico::transport::shm {
 namespace {
 
 constexpr uint32_t kHelloMagic = 0x50544c34; // "PTL4"
-constexpr uint32_t kSegmentVersion = 1;
+constexpr uint32_t kSegmentVersion = 2;
 constexpr size_t kHeaderBytes = sizeof(FrameHeader);
 
 struct Hello {
@@ -62,6 +62,7 @@ struct alignas(kCacheLine) SegmentHeader {
     // Index 0 is the connecting side, 1 the accepting side.
     std::atomic<uint64_t> probe_addr[2];
     std::atomic<int32_t> can_read[2]; // [i]: side i can read (and write) side 1-i
+    std::atomic<uint32_t> goodbye[2]; // [i]: side i closes the link on purpose (farewell)
 };
 
 constexpr uint64_t kProbeMagic = 0x706f727469636f21ull; // "portico!"
@@ -196,6 +197,7 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
 }
 
 ShmTransport::~ShmTransport() {
+    farewell();
     for (auto &p : pending_accepts_) ::close(p->fd);
     owned_.clear(); // closes the sockets: peers see the hang-up
     if (listen_fd_ >= 0) ::close(listen_fd_);
@@ -678,10 +680,18 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
     return work;
 }
 
+void ShmTransport::farewell() {
+    // Said in the segment, which outlives the peer's socket: no frame, no room needed.
+    std::lock_guard g(links_mutex_);
+    for (auto &l : owned_)
+        if (l->seg) l->header()->goodbye[l->side].store(1, std::memory_order_release);
+}
+
 void ShmTransport::fail_link(ShmLink &l, Receiver &r) {
     // Caller holds the poll lock.
     if (l.reported) return;
     l.reported = true;
+    l.said_goodbye = l.seg && l.header()->goodbye[1 - l.side].load(std::memory_order_acquire) != 0;
     std::deque<OutMessage> abandoned;
     {
         std::lock_guard g(l.tx_mutex);

@@ -65,6 +65,7 @@ public:
 
     // Pushes queued messages for a bounded time (at shutdown), so that what was sent is delivered.
     void flush(Receiver &r, int timeout_ms) override;
+    void farewell() override;
     int wait_fd() const override { return epoll_fd_; }
 
 private:

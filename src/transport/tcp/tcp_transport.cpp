@@ -321,6 +321,7 @@ TcpTransport::TcpTransport(uint32_t nid, uint32_t pid, const TcpConfig &cfg) : c
 }
 
 TcpTransport::~TcpTransport() {
+    farewell();
     for (auto &l : owned_) {
         if (l->fd < 0 || l->state == LinkState::Dead) continue;
         // FIN after the last byte we sent; reading what the peer still sent avoids a reset that
@@ -672,7 +673,10 @@ int TcpTransport::on_readable(TcpLink &l, Receiver &r) {
                 fail_link(l, r, false);
                 return frames + 1;
             }
-            r.on_frame(l, h, payload);
+            if (h.t.flags & kFrameGoodbye)
+                l.said_goodbye = true; // the close that follows is on purpose
+            else
+                r.on_frame(l, h, payload);
             d.consume();
             ++frames;
         }
@@ -851,6 +855,21 @@ void TcpTransport::wait(Receiver &r, int timeout_ms) {
 void TcpTransport::interrupt() {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t w = ::write(wake_fd_, &one, sizeof one);
+}
+
+void TcpTransport::farewell() {
+    FrameHeader bye{};
+    bye.t.version = kFrameVersion;
+    bye.t.flags = kFrameGoodbye;
+    const auto *b = reinterpret_cast<const std::byte *>(&bye);
+    std::lock_guard g(links_mutex_);
+    for (auto &l : owned_) {
+        std::lock_guard t(l->tx_mutex);
+        // Behind a backlog the goodbye could not go now; the peer then sees an unexplained close.
+        if (l->state != LinkState::Up || l->broken.load() || !l->backlog.empty()) continue;
+        l->held.insert(l->held.end(), b, b + kHeaderBytes); // after any held acks
+        if (write_raw(l->fd, {&l->held, &l->held_off}) == Push::Broken) l->broken = true;
+    }
 }
 
 void TcpTransport::flush(Receiver &r, int timeout_ms) {

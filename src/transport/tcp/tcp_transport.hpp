@@ -58,6 +58,7 @@ public:
     void interrupt() override;
     int wait_fd() const override { return epoll_fd_; }
     void flush(Receiver &r, int timeout_ms) override;
+    void farewell() override;
     uint64_t malformed_frames() const override { return malformed_.load(std::memory_order_relaxed); }
     uint64_t refused_connections() const override { return refused_.load(std::memory_order_relaxed); }
 
