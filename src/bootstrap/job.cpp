@@ -22,18 +22,26 @@ namespace portico::bootstrap {
 
 namespace {
 
-constexpr char kHexDigits[] = "0123456789abcdef";
+// base64url: letters, digits, '-' and '_', which every launcher's key-value space carries.
+constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-// Values travel as "x" + hex (launchers forbid spaces, newlines and backslashes, and MPICH's
-// parser cannot carry an empty value); one too long for the launcher is split over numbered keys
-// and announced as "#<count>".
+// Values travel as "b" + base64url without padding (launchers forbid spaces, '=', newlines and
+// backslashes, and MPICH's parser cannot carry an empty value): 4 characters per 3 bytes, so that
+// the job's gathered start-up data takes as few of the launcher's values as it can (Slurm's
+// PMI-1 allows ~1000 characters each, and every one is a request). One too long for the launcher
+// is split over numbered keys and announced as "#<count>".
 std::string encode(const std::string &bytes) {
-    std::string out = "x";
-    out.reserve(1 + 2 * bytes.size());
-    for (const char ch : bytes) {
-        const auto c = static_cast<unsigned char>(ch);
-        out.push_back(kHexDigits[c >> 4]);
-        out.push_back(kHexDigits[c & 0xf]);
+    std::string out = "b";
+    out.reserve(1 + (bytes.size() * 4 + 2) / 3);
+    const auto *in = reinterpret_cast<const unsigned char *>(bytes.data());
+    size_t i = 0;
+    for (; i + 3 <= bytes.size(); i += 3) {
+        const uint32_t v = uint32_t(in[i]) << 16 | uint32_t(in[i + 1]) << 8 | in[i + 2];
+        for (int shift = 18; shift >= 0; shift -= 6) out.push_back(kDigits[(v >> shift) & 63]);
+    }
+    if (const size_t rest = bytes.size() - i; rest > 0) {
+        const uint32_t v = uint32_t(in[i]) << 16 | (rest == 2 ? uint32_t(in[i + 1]) << 8 : 0);
+        for (size_t k = 0; k <= rest; ++k) out.push_back(kDigits[(v >> (18 - 6 * k)) & 63]);
     }
     return out;
 }
@@ -43,19 +51,45 @@ std::string decode(const std::string &key, const std::string &value) {
     static const auto table = [] {
         std::array<uint8_t, 256> t{};
         t.fill(0xff);
-        for (int c = 0; c < 16; ++c) t[static_cast<unsigned char>(kHexDigits[c])] = static_cast<uint8_t>(c);
+        for (int c = 0; c < 64; ++c) t[static_cast<unsigned char>(kDigits[c])] = static_cast<uint8_t>(c);
         return t;
     }();
-    if (value.empty() || value[0] != 'x' || value.size() % 2 != 1)
-        throw PmiError("job service: malformed value under " + key);
-    std::string out(value.size() / 2, '\0');
+    const size_t chars = value.empty() ? 0 : value.size() - 1;
+    if (value.empty() || value[0] != 'b' || chars % 4 == 1) throw PmiError("job service: malformed value under " + key);
+    std::string out;
+    out.reserve(chars * 3 / 4);
     const auto *in = reinterpret_cast<const unsigned char *>(value.data()) + 1;
-    for (size_t i = 0; i < out.size(); ++i) {
-        const unsigned hi = table[in[2 * i]], lo = table[in[2 * i + 1]];
-        if ((hi | lo) > 0xf) throw PmiError("job service: malformed value under " + key);
-        out[i] = static_cast<char>(hi << 4 | lo);
+    for (size_t i = 0; i < chars; i += 4) {
+        const size_t n = std::min<size_t>(4, chars - i);
+        uint32_t v = 0;
+        for (size_t k = 0; k < 4; ++k) {
+            const unsigned d = k < n ? table[in[i + k]] : 0;
+            if (d > 63) throw PmiError("job service: malformed value under " + key);
+            v = v << 6 | d;
+        }
+        for (size_t k = 0; k + 1 < n; ++k) out.push_back(static_cast<char>((v >> (16 - 8 * k)) & 0xff));
     }
     return out;
+}
+
+// The gathered values' framing: each value's length as a LEB128 varint (one byte below 128),
+// then the value.
+void append_length(std::string &out, size_t len) {
+    do {
+        const auto low = static_cast<unsigned char>(len & 0x7f);
+        len >>= 7;
+        out.push_back(static_cast<char>(len ? low | 0x80 : low));
+    } while (len);
+}
+
+bool read_length(const std::string &in, size_t &at, size_t &len) {
+    len = 0;
+    for (unsigned shift = 0; at < in.size() && shift < 64; shift += 7) {
+        const auto b = static_cast<unsigned char>(in[at++]);
+        len |= size_t(b & 0x7f) << shift;
+        if (!(b & 0x80)) return true;
+    }
+    return false;
 }
 
 std::string token_of(const std::string &s) {
@@ -259,8 +293,8 @@ std::vector<std::string> Job::gather_values(const std::string &mine) {
         std::move(others.begin(), others.end(), std::back_inserter(all));
         std::string gathered;
         for (const std::string &v : all) {
-            const auto len = static_cast<uint32_t>(v.size());
-            gathered.append(reinterpret_cast<const char *>(&len), sizeof len).append(v);
+            append_length(gathered, v.size());
+            gathered.append(v);
         }
         pmi_->put_then_barrier(encoded_puts(gathered_key, gathered));
         return all;
@@ -269,11 +303,9 @@ std::vector<std::string> Job::gather_values(const std::string &mine) {
     const std::string gathered = get_value(gathered_key);
     size_t at = 0;
     for (int r = 0; r < size_; ++r) {
-        uint32_t len = 0;
-        if (gathered.size() - at < sizeof len) throw PmiError("job service: rank 0's gathered values are cut short");
-        std::memcpy(&len, gathered.data() + at, sizeof len);
-        at += sizeof len;
-        if (gathered.size() - at < len) throw PmiError("job service: rank 0's gathered values are cut short");
+        size_t len = 0;
+        if (!read_length(gathered, at, len) || gathered.size() - at < len)
+            throw PmiError("job service: rank 0's gathered values are cut short");
         all.push_back(gathered.substr(at, len));
         at += len;
     }

@@ -52,8 +52,20 @@ static void collectives(void) {
     /* Nothing at all: legal, and NULL buffers are fine then. */
     CHECK(portico_runtime_allgather(NULL, 0, NULL) == g_ok);
 
-    /* Larger than one launcher value (1023 characters under portico-run): split and joined. */
-    const size_t big = 5000;
+    /* Every length modulo the encoding's 3-byte groups, and every byte value. */
+    for (size_t len = 1; len <= 7; ++len) {
+        unsigned char tiny[7], *tall = malloc(len * (size_t)size);
+        for (size_t i = 0; i < len; ++i) tiny[i] = (unsigned char)((size_t)g_rank * 37 + i * 101 + len);
+        CHECK(portico_runtime_allgather(tiny, len, tall) == g_ok);
+        for (int r = 0; r < size; ++r)
+            for (size_t i = 0; i < len; ++i)
+                CHECK(tall[(size_t)r * len + i] == (unsigned char)((size_t)r * 37 + i * 101 + len));
+        free(tall);
+    }
+
+    /* Larger than one launcher value (196607 characters under portico-run, about 1000 under
+     * other PMI-1 launchers): split and joined. */
+    const size_t big = 200000;
     unsigned char *bmine = malloc(big), *ball = malloc(big * (size_t)size);
     for (size_t i = 0; i < big; ++i) bmine[i] = pattern(g_rank, i);
     CHECK(portico_runtime_allgather(bmine, big, ball) == g_ok);
