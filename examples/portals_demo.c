@@ -37,8 +37,14 @@ int main(void) {
     ptl_size_t nranks = 0;
 
     CHECK(PtlInit());
-    /* Logical NIs are collective under the launcher: every rank opens one. */
-    CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &limits, &ni));
+    /* Logical NIs are collective under the launcher: every rank opens one. It fails when a
+     * launcher started several copies but gave them no way to find each other (the library says
+     * which launcher and how to fix it). */
+    if (PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, &limits, &ni) != PTL_OK) {
+        fprintf(stderr, "portals_demo: start it with a launcher: portico-run -n N, mpiexec, or srun --mpi=pmix "
+                        "or --mpi=pmi2 (PtlNIInit failed)\n");
+        return 1;
+    }
     CHECK(PtlGetId(ni, &me));
     CHECK(PtlGetPhysId(ni, &phys));
     if (PtlGetMap(ni, 0, NULL, &nranks) != PTL_OK) {

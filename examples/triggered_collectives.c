@@ -64,7 +64,11 @@ int main(int argc, char **argv) {
     if (bytes > MAX_BYTES) bytes = MAX_BYTES;
 
     CHECK(PtlInit());
-    CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL, &ni));
+    if (PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, NULL, NULL, &ni) != PTL_OK) {
+        fprintf(stderr, "triggered_collectives: start it with a launcher: portico-run -n N, mpiexec, or srun "
+                        "--mpi=pmix or --mpi=pmi2 (PtlNIInit failed)\n");
+        return 1;
+    }
     ptl_process_t me;
     ptl_size_t n;
     CHECK(PtlGetId(ni, &me));

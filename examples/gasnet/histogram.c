@@ -36,7 +36,11 @@ static uint64_t xorshift(uint64_t *s) {
 }
 
 int main(int argc, char **argv) {
-    if (gasnet_init(&argc, &argv) != GASNET_OK) return 1;
+    if (gasnet_init(&argc, &argv) != GASNET_OK) {
+        fprintf(stderr, "gasnet_histogram: start it with a launcher: portico-run -n N, mpiexec, or srun --mpi=pmix or "
+                        "--mpi=pmi2 (gasnet_init failed)\n");
+        return 1;
+    }
     const long keys = argc > 1 ? atol(argv[1]) : 1000000;
     const uint32_t bins = argc > 2 ? (uint32_t)atol(argv[2]) : 4096;
     nodes = gasnet_nodes();

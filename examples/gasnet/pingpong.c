@@ -20,7 +20,11 @@ static void pong(gasnet_token_t token, gasnet_handlerarg_t seq) {
 }
 
 int main(int argc, char **argv) {
-    if (gasnet_init(&argc, &argv) != GASNET_OK) return 1;
+    if (gasnet_init(&argc, &argv) != GASNET_OK) {
+        fprintf(stderr, "gasnet_pingpong: start it with a launcher: portico-run -n N, mpiexec, or srun --mpi=pmix or "
+                        "--mpi=pmi2 (gasnet_init failed)\n");
+        return 1;
+    }
     gasnet_handlerentry_t handlers[] = {{H_PING, (void (*)())ping}, {H_PONG, (void (*)())pong}};
     if (gasnet_attach(handlers, 2, GASNET_PAGESIZE, 0) != GASNET_OK) gasnet_exit(1);
     const int iters = argc > 1 ? atoi(argv[1]) : 10000;
