@@ -1,11 +1,14 @@
 /*
  * portico_ext.h — Portico's extensions to the Portals 4.3 API: settings a client (a library
  * built on Portals, such as Portico's GASNet) may choose for the engine instead of setting
- * PORTICO_* environment variables behind the application's back. The variables, their defaults
- * and ranges are listed by `portico-info` and in the README.
+ * PORTICO_* environment variables behind the application's back (the variables, their defaults
+ * and ranges are listed by `portico-info` and in the README), and shared segments.
  */
 #ifndef PORTICO_EXT_H
 #define PORTICO_EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,6 +26,35 @@ extern "C" {
  * An explicit PORTICO_WAIT_SPIN_US in the environment (set and not empty) wins: the user's
  * setting is kept and the call returns PTL_IGNORED. Otherwise it returns PTL_OK. */
 int portico_set_wait_spin_us(unsigned us);
+
+/* Shared segments: memory that the processes of one machine (of the same user) map, so that they
+ * reach each other's segments with loads, stores and memcpy instead of messages — what GASNet's
+ * PSHM and a UPC compiler's node-local accesses do. A segment is created by one process, its id
+ * travels to the others (through portico_runtime_allgather, say), and each of them attaches it.
+ * Ids are plain data of a fixed size; an id from another machine, or of a segment whose owner
+ * has destroyed it or exited, does not attach. Pages are allocated when first touched, by
+ * whichever process touches them. A segment is ordinary memory for Portals too: MDs, LEs and MEs
+ * may cover it. Ordering between the processes is the application's business (a barrier, a
+ * Portals message, or atomics in the segment). Available on Linux; no PtlInit needed. */
+typedef struct {
+    uint64_t opaque[3];
+} portico_segment_t;
+
+/* Creates a segment of length bytes (a non-zero multiple of the page size), mapped at hint when
+ * that range is free and hint is not NULL, else where the system chooses; *addr receives the
+ * address, *segment its id. PTL_OK; PTL_ARG_INVALID (NULL pointers, a bad length); PTL_NO_SPACE
+ * (the system refused the memory). */
+int portico_segment_create(size_t length, void *hint, void **addr, portico_segment_t *segment);
+/* Maps another process's segment (or one's own, a second time); *addr receives the address.
+ * PTL_OK; PTL_ARG_INVALID (NULL pointers); PTL_FAIL when the segment cannot be reached here
+ * (another machine's, destroyed, its owner gone, another user's). */
+int portico_segment_attach(const portico_segment_t *segment, void **addr);
+/* Unmaps an attached segment. PTL_OK; PTL_ARG_INVALID (NULL, or not a mapping of that id). */
+int portico_segment_detach(void *addr, const portico_segment_t *segment);
+/* Unmaps a segment this process created and ends it: no process can attach it afterwards, and
+ * its memory is freed once the last process that attached it detaches or exits.
+ * PTL_OK; PTL_ARG_INVALID (NULL, or not a segment this process created at addr). */
+int portico_segment_destroy(void *addr, const portico_segment_t *segment);
 
 #ifdef __cplusplus
 }

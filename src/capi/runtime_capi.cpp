@@ -3,8 +3,13 @@
 #include <portico_ext.h>
 #include <portico_runtime.h>
 
+#include <bit>
+#include <string>
+#include <unistd.h>
+
 #include "bootstrap/job.hpp"
 #include "common/log.hpp"
+#include "common/shared_segment.hpp"
 #include "engine/engine.hpp"
 
 using portico::bootstrap::Job;
@@ -72,3 +77,46 @@ PORTICO_API void portico_runtime_exiting(int code) { Job::exiting(code); }
 
 // portico_ext.h
 PORTICO_API int portico_set_wait_spin_us(unsigned us) { return portico::engine::Tunables::set_wait_spin_us(us); }
+
+static_assert(sizeof(portico_segment_t) == sizeof(portico::SharedSegmentId), "the segment id is plain data");
+
+namespace {
+portico::SharedSegmentId segment_id(const portico_segment_t &s) { return std::bit_cast<portico::SharedSegmentId>(s); }
+} // namespace
+
+PORTICO_API int portico_segment_create(size_t length, void *hint, void **addr, portico_segment_t *segment) {
+    if (!addr || !segment || length == 0 || length % static_cast<size_t>(::sysconf(_SC_PAGESIZE)) != 0)
+        return PTL_ARG_INVALID;
+    portico::SharedSegmentId id;
+    std::string error;
+    void *p = portico::shared_segment_create(length, hint, &id, &error);
+    if (!p) {
+        portico::log_debug("portico_segment_create(%zu): %s", length, error.c_str());
+        return PTL_NO_SPACE;
+    }
+    *segment = std::bit_cast<portico_segment_t>(id);
+    *addr = p;
+    return PTL_OK;
+}
+
+PORTICO_API int portico_segment_attach(const portico_segment_t *segment, void **addr) {
+    if (!segment || !addr) return PTL_ARG_INVALID;
+    std::string error;
+    void *p = portico::shared_segment_attach(segment_id(*segment), &error);
+    if (!p) {
+        portico::log_debug("portico_segment_attach: %s", error.c_str());
+        return PTL_FAIL;
+    }
+    *addr = p;
+    return PTL_OK;
+}
+
+PORTICO_API int portico_segment_detach(void *addr, const portico_segment_t *segment) {
+    if (!addr || !segment) return PTL_ARG_INVALID;
+    return portico::shared_segment_detach(addr, segment_id(*segment)) ? PTL_OK : PTL_ARG_INVALID;
+}
+
+PORTICO_API int portico_segment_destroy(void *addr, const portico_segment_t *segment) {
+    if (!addr || !segment) return PTL_ARG_INVALID;
+    return portico::shared_segment_destroy(addr, segment_id(*segment)) ? PTL_OK : PTL_ARG_INVALID;
+}

@@ -1,0 +1,115 @@
+#include "common/shared_segment.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <map>
+#include <mutex>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace portico {
+
+namespace {
+std::string errno_text(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// What this process created and attached, so that destroy and detach refuse what is not theirs.
+struct Mappings {
+    std::mutex mutex;
+    std::map<void *, SharedSegmentId> created, attached;
+};
+Mappings &mappings() {
+    static auto *m = new Mappings; // never destroyed: segments may be released from exit handlers
+    return *m;
+}
+
+bool same(const SharedSegmentId &a, const SharedSegmentId &b) {
+    return a.pid == b.pid && a.fd == b.fd && a.inode == b.inode && a.length == b.length;
+}
+} // namespace
+
+void *shared_segment_create(size_t length, void *hint, SharedSegmentId *id, std::string *error) {
+    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    if (length == 0 || length % page != 0) {
+        *error = "a shared segment's length must be a non-zero multiple of the page size";
+        return nullptr;
+    }
+    // Close-on-exec: a program the owner execs must not keep it; peers open it through /proc.
+    const int fd = ::memfd_create("portico-segment", MFD_CLOEXEC);
+    if (fd < 0) {
+        *error = errno_text("memfd_create");
+        return nullptr;
+    }
+    struct stat st {};
+    if (::ftruncate(fd, static_cast<off_t>(length)) != 0 || ::fstat(fd, &st) != 0) {
+        *error = errno_text("ftruncate");
+        ::close(fd);
+        return nullptr;
+    }
+    const int prot = PROT_READ | PROT_WRITE;
+    void *p = MAP_FAILED;
+    if (hint) p = ::mmap(hint, length, prot, MAP_SHARED | MAP_NORESERVE | MAP_FIXED_NOREPLACE, fd, 0);
+    if (p == MAP_FAILED) p = ::mmap(nullptr, length, prot, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    if (p == MAP_FAILED) {
+        *error = errno_text("mmap");
+        ::close(fd);
+        return nullptr;
+    }
+    *id = {static_cast<int32_t>(::getpid()), fd, static_cast<uint64_t>(st.st_ino), length};
+    std::lock_guard g(mappings().mutex);
+    mappings().created[p] = *id;
+    return p;
+}
+
+void *shared_segment_attach(const SharedSegmentId &id, std::string *error) {
+    if (id.pid <= 0 || id.fd < 0 || id.length == 0) {
+        *error = "not a shared segment";
+        return nullptr;
+    }
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/fd/%d", id.pid, id.fd);
+    const int fd = ::open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        *error = errno_text(path);
+        return nullptr;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_ino) != id.inode ||
+        static_cast<uint64_t>(st.st_size) < id.length) {
+        *error = std::string(path) + " is not the segment (another machine's, or its owner is gone)";
+        ::close(fd);
+        return nullptr;
+    }
+    void *p = ::mmap(nullptr, id.length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    ::close(fd); // the mapping keeps the file
+    if (p == MAP_FAILED) {
+        *error = errno_text("mmap");
+        return nullptr;
+    }
+    std::lock_guard g(mappings().mutex);
+    mappings().attached[p] = id;
+    return p;
+}
+
+bool shared_segment_detach(void *addr, const SharedSegmentId &id) {
+    Mappings &m = mappings();
+    std::lock_guard g(m.mutex);
+    auto it = m.attached.find(addr);
+    if (it == m.attached.end() || !same(it->second, id)) return false;
+    m.attached.erase(it);
+    return ::munmap(addr, id.length) == 0;
+}
+
+bool shared_segment_destroy(void *addr, const SharedSegmentId &id) {
+    Mappings &m = mappings();
+    std::lock_guard g(m.mutex);
+    auto it = m.created.find(addr);
+    if (it == m.created.end() || !same(it->second, id)) return false;
+    m.created.erase(it);
+    const bool unmapped = ::munmap(addr, id.length) == 0;
+    return ::close(id.fd) == 0 && unmapped;
+}
+
+} // namespace portico
