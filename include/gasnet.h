@@ -127,7 +127,10 @@ typedef struct {
 } gasnet_seginfo_t;
 
 /* Extension (later GASNet-1 releases): where each node runs. host = the lowest node on the same
- * machine; supernode = the node itself (no cross-process segment mapping); offset = 0. */
+ * machine. After gasnet_attach, for a node of this machine whose segment is mapped here (PSHM,
+ * GASNET_PSHM=1, the default): supernode = host, and an address in that node's segment plus offset
+ * is the same byte, reachable here with loads and stores; otherwise supernode = the node itself
+ * and offset = 0. */
 typedef struct {
     gasnet_node_t host;
     gasnet_node_t supernode;

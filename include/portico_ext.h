@@ -37,7 +37,7 @@ int portico_set_wait_spin_us(unsigned us);
  * may cover it. Ordering between the processes is the application's business (a barrier, a
  * Portals message, or atomics in the segment). Available on Linux; no PtlInit needed. */
 typedef struct {
-    uint64_t opaque[3];
+    uint64_t opaque[4];
 } portico_segment_t;
 
 /* Creates a segment of length bytes (a non-zero multiple of the page size), mapped at hint when

@@ -26,7 +26,29 @@ Mappings &mappings() {
 }
 
 bool same(const SharedSegmentId &a, const SharedSegmentId &b) {
-    return a.pid == b.pid && a.fd == b.fd && a.inode == b.inode && a.length == b.length;
+    return a.pid == b.pid && a.fd == b.fd && a.inode == b.inode && a.length == b.length && a.boot == b.boot;
+}
+
+// The first 64 bits of this boot's id (a random UUID the kernel draws at boot); 0 if unknown.
+uint64_t boot_id() {
+    static const uint64_t id = [] {
+        char text[64] = {};
+        const int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return uint64_t{0};
+        const ssize_t n = ::read(fd, text, sizeof text - 1);
+        ::close(fd);
+        uint64_t v = 0;
+        int digits = 0;
+        for (ssize_t i = 0; i < n && digits < 16; ++i) {
+            const char c = text[i];
+            const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (d < 0) continue; // the dashes
+            v = v << 4 | static_cast<uint64_t>(d);
+            ++digits;
+        }
+        return v;
+    }();
+    return id;
 }
 } // namespace
 
@@ -57,7 +79,7 @@ void *shared_segment_create(size_t length, void *hint, SharedSegmentId *id, std:
         ::close(fd);
         return nullptr;
     }
-    *id = {static_cast<int32_t>(::getpid()), fd, static_cast<uint64_t>(st.st_ino), length};
+    *id = {static_cast<int32_t>(::getpid()), fd, static_cast<uint64_t>(st.st_ino), length, boot_id()};
     std::lock_guard g(mappings().mutex);
     mappings().created[p] = *id;
     return p;
@@ -66,6 +88,10 @@ void *shared_segment_create(size_t length, void *hint, SharedSegmentId *id, std:
 void *shared_segment_attach(const SharedSegmentId &id, std::string *error) {
     if (id.pid <= 0 || id.fd < 0 || id.length == 0) {
         *error = "not a shared segment";
+        return nullptr;
+    }
+    if (id.boot != boot_id()) {
+        *error = "a segment of another machine";
         return nullptr;
     }
     char path[64];

@@ -4,8 +4,9 @@
 // A segment is an anonymous memory file (memfd) mapped MAP_SHARED; its identity is the owner's
 // pid, the descriptor number and the file's inode, and a peer maps it by opening
 // /proc/<pid>/fd/<fd> (same user; unlike pidfd_getfd or process_vm_readv it needs no ptrace
-// attach rights, so Yama's ptrace_scope does not stand in the way) and checking the inode, so a
-// recycled pid or descriptor number is refused rather than mapped. Pages are allocated on first
+// attach rights, so Yama's ptrace_scope does not stand in the way) after checking that the id is
+// this machine's (its boot id), and checking the inode, so that a recycled pid or descriptor
+// number is refused rather than mapped. Pages are allocated on first
 // touch, by whichever process touches them; a mapping stays valid after its owner exits.
 #pragma once
 
@@ -20,8 +21,9 @@ struct SharedSegmentId {
     int32_t fd = -1;
     uint64_t inode = 0;
     uint64_t length = 0;
+    uint64_t boot = 0; // of the machine (its boot id): pids, descriptors and inodes repeat across machines
 };
-static_assert(sizeof(SharedSegmentId) == 24);
+static_assert(sizeof(SharedSegmentId) == 32);
 
 // Creates a segment of length bytes (a multiple of the page size), mapped at hint if that range
 // is free (else anywhere). Returns the address, or nullptr with *error set.

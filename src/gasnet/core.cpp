@@ -553,6 +553,33 @@ int assign_handlers(gasnet_handlerentry_t *table, int n) {
     return GASNET_OK;
 }
 
+// PSHM (GASNET_PSHM, default on): when other nodes run on this machine, the segment is a Portico
+// shared segment that they map, so that their puts and gets to it are memcpy (docs/GASNET.md).
+bool want_shared_segment() {
+    if (!gasnett_getenv_yesno_withdefault("GASNET_PSHM", 1)) return false;
+    for (gasnet_node_t n = 0; n < g->nodes; ++n)
+        if (n != g->mynode && g->hosts[n] == g->hosts[g->mynode]) return true;
+    return false;
+}
+
+// Maps segsize bytes at hint (if free) or anywhere: shared when asked, else private.
+void *map_memory(uintptr_t segsize, void *hint, bool shared, portico_segment_t *id) {
+    if (shared) {
+        void *p = nullptr;
+        return portico_segment_create(segsize, hint, &p, id) == PTL_OK ? p : MAP_FAILED;
+    }
+    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    return hint ? mmap(hint, segsize, prot, flags | MAP_FIXED_NOREPLACE, -1, 0)
+                : mmap(nullptr, segsize, prot, flags, -1, 0);
+}
+
+void unmap_memory(void *p, uintptr_t segsize, bool shared, const portico_segment_t &id) {
+    if (shared)
+        portico_segment_destroy(p, &id);
+    else
+        munmap(p, segsize);
+}
+
 // The segment: the whole address space (EVERYTHING), or segsize bytes mapped here that GASNet
 // never touches (pages are allocated on first touch, local or remote). A failure is this node's
 // status in the attach exchange, so that every node fails together.
@@ -563,17 +590,26 @@ int map_segment(uintptr_t segsize, uintptr_t minheapoffset) {
         return GASNET_OK;
     }
     if (segsize == 0) return GASNET_OK;
-    const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-    void *p = mmap(nullptr, segsize, prot, flags, -1, 0);
+    bool shared = want_shared_segment();
+    portico_segment_t id{};
+    void *p = map_memory(segsize, nullptr, shared, &id);
+    if (p == MAP_FAILED && shared) { // a private segment still works, through Portals
+        shared = false;
+        p = map_memory(segsize, nullptr, false, &id);
+    }
     const uintptr_t heap_end = reinterpret_cast<uintptr_t>(sbrk(0));
     if (p != MAP_FAILED && reinterpret_cast<uintptr_t>(p) < heap_end + minheapoffset &&
         reinterpret_cast<uintptr_t>(p) + segsize > heap_end) {
         // Leave minheapoffset bytes for the heap to grow into, if the address space allows.
         const uintptr_t want = (heap_end + minheapoffset + GASNET_PAGESIZE - 1) & ~uintptr_t(GASNET_PAGESIZE - 1);
-        void *q = mmap(reinterpret_cast<void *>(want), segsize, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
-        if (q != MAP_FAILED) {
-            munmap(p, segsize);
+        portico_segment_t moved_id{};
+        void *q = map_memory(segsize, reinterpret_cast<void *>(want), shared, &moved_id);
+        if (q != MAP_FAILED && q == reinterpret_cast<void *>(want)) {
+            unmap_memory(p, segsize, shared, id);
             p = q;
+            id = moved_id;
+        } else if (q != MAP_FAILED) {
+            unmap_memory(q, segsize, shared, moved_id); // not where it was wanted
         }
     }
     if (p == MAP_FAILED) {
@@ -582,7 +618,25 @@ int map_segment(uintptr_t segsize, uintptr_t minheapoffset) {
     }
     g->seg_base = p;
     g->seg_size = segsize;
+    g->seg_shared = shared;
+    g->seg_id = id;
     return GASNET_OK;
+}
+
+// Maps the segments of the other nodes of this machine that are shared (PSHM); a node whose
+// segment cannot be mapped is reached through Portals as before.
+void attach_local_segments(const std::vector<portico_segment_t> &ids, const std::vector<uint8_t> &shared) {
+    g->local_segs.assign(g->nodes, nullptr);
+    if (!g->seg_shared) return;
+    for (gasnet_node_t n = 0; n < g->nodes; ++n) {
+        if (!shared[n] || g->hosts[n] != g->hosts[g->mynode]) continue;
+        if (n == g->mynode) {
+            g->local_segs[n] = static_cast<char *>(g->seg_base);
+            continue;
+        }
+        void *p = nullptr;
+        if (portico_segment_attach(&ids[n], &p) == PTL_OK) g->local_segs[n] = static_cast<char *>(p);
+    }
 }
 
 int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, uintptr_t minheapoffset) {
@@ -615,10 +669,19 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
     struct Rec {
         uint64_t base, size, minheap;
         int64_t status;
-    } r{reinterpret_cast<uint64_t>(g->seg_base), g->seg_size, minheapoffset, status};
+        portico_segment_t shared_id; // PSHM
+        uint64_t shared;
+    } r{reinterpret_cast<uint64_t>(g->seg_base), g->seg_size, minheapoffset, status, g->seg_id, g->seg_shared};
     std::vector<Rec> all(g->nodes);
     exchange(&r, sizeof r, all.data());
     g->segs.resize(g->nodes);
+    std::vector<portico_segment_t> ids(g->nodes);
+    std::vector<uint8_t> shared(g->nodes);
+    for (gasnet_node_t n = 0; n < g->nodes; ++n) {
+        ids[n] = all[n].shared_id;
+        shared[n] = all[n].shared != 0;
+    }
+    attach_local_segments(ids, shared);
     for (gasnet_node_t n = 0; n < g->nodes; ++n) {
         g->segs[n].addr = reinterpret_cast<void *>(all[n].base);
         g->segs[n].size = uintptr_t(all[n].size);
@@ -701,8 +764,14 @@ GASNETP_EXPORT int gasnet_getNodeInfo(gasnet_nodeinfo_t *table, int numentries) 
     const gasnet_node_t n = std::min<gasnet_node_t>(gasnet_node_t(numentries), g->nodes);
     for (gasnet_node_t i = 0; i < n; ++i) {
         table[i].host = g->hosts[i];
-        table[i].supernode = i;
-        table[i].offset = 0;
+        // PSHM: the nodes whose segments are mapped here form this node's supernode (named by the
+        // lowest node of the machine), and offset turns an address in node i's segment into the
+        // address of the same byte here. Before attach nothing is mapped.
+        char *local = g->local_segs.empty() ? nullptr : g->local_segs[i];
+        table[i].supernode = local ? g->hosts[i] : i;
+        table[i].offset = local ? static_cast<intptr_t>(reinterpret_cast<uintptr_t>(local) -
+                                                        reinterpret_cast<uintptr_t>(g->segs[i].addr))
+                                : 0;
     }
     return GASNET_OK;
 }

@@ -31,6 +31,9 @@ uint64_t remote_offset(const char *fn, gasnet_node_t node, const void *addr, siz
     return a - base;
 }
 
+// Where node's segment is mapped here (PSHM), or nullptr.
+char *local_segment(gasnet_node_t node) { return g->local_segs.empty() ? nullptr : g->local_segs[node]; }
+
 // Starts a put counted in ctr. bulk: the source stays untouched until the operation completes;
 // otherwise it may be reused on return.
 void start_put(const char *fn, gasnet_node_t node, void *dest, const void *src, size_t n, OpCounter *ctr, bool bulk) {
@@ -38,6 +41,10 @@ void start_put(const char *fn, gasnet_node_t node, void *dest, const void *src, 
     if (n == 0) return;
     if (node == g->mynode) {
         std::memmove(dest, src, n);
+        return;
+    }
+    if (char *local = local_segment(node)) { // PSHM: the node's segment is mapped here
+        std::memmove(local + roff, src, n);
         return;
     }
     ctr->pending.fetch_add(1, std::memory_order_relaxed);
@@ -59,6 +66,10 @@ void start_get(const char *fn, void *dest, gasnet_node_t node, const void *src, 
         std::memmove(dest, src, n);
         return;
     }
+    if (const char *local = local_segment(node)) {
+        std::memmove(dest, local + roff, n);
+        return;
+    }
     ctr->pending.fetch_add(1, std::memory_order_relaxed);
     reserve_events(1);
     check_ptl(PtlGet(g->md_bulk, reinterpret_cast<uint64_t>(dest), n, proc(node), g->pt_seg, 0, roff, ctr), "PtlGet");
@@ -71,6 +82,10 @@ void start_memset(const char *fn, gasnet_node_t node, void *dest, int val, size_
     if (n == 0) return;
     if (node == g->mynode) {
         std::memset(dest, val, n);
+        return;
+    }
+    if (char *local = local_segment(node)) {
+        std::memset(local + roff, val, n);
         return;
     }
     const size_t chunk = std::min<size_t>(n, g->vol_max >= 4096 ? g->vol_max : 65536);

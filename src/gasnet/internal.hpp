@@ -8,6 +8,7 @@
 #endif
 #include <gasnet.h>
 #include <portals4.h>
+#include <portico_ext.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -199,6 +200,12 @@ struct State {
     void *seg_base = nullptr;
     uintptr_t seg_size = 0;
     std::vector<gasnet_seginfo_t> segs;
+    // PSHM: our segment is a Portico shared segment (GASNET_PSHM, on by default when nodes share
+    // this machine), and local_segs[n] is where node n's segment is mapped here (nullptr: reached
+    // through Portals), so that puts and gets to the nodes of this machine are memcpy.
+    bool seg_shared = false;
+    portico_segment_t seg_id{};
+    std::vector<char *> local_segs;
     std::vector<gasnet_node_t> hosts;
 
     // Active messages.

@@ -61,6 +61,9 @@ TEST(SharedSegment, AnIdThatIsNotASegmentIsRefused) {
     EXPECT_EQ(PTL_FAIL, portico_segment_attach(&forged, &p));
     portico_segment_t zero{};
     EXPECT_EQ(PTL_FAIL, portico_segment_attach(&zero, &p));
+    portico_segment_t elsewhere = seg;
+    elsewhere.opaque[3] ^= 1; // another machine's boot: the same pid, descriptor and inode mean nothing here
+    EXPECT_EQ(PTL_FAIL, portico_segment_attach(&elsewhere, &p));
     EXPECT_EQ(PTL_ARG_INVALID, portico_segment_destroy(base, &forged));
     EXPECT_EQ(PTL_OK, portico_segment_destroy(base, &seg));
 }
