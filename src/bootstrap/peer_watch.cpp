@@ -122,8 +122,9 @@ std::unique_ptr<PeerWatch> PeerWatch::start(const std::vector<LocalMember> &memb
         return nullptr;
     }
     PeerWatch *raw = w.get();
-    w->thread_ = std::thread([raw] { raw->run(); });
+    // Published before the watcher starts: its death handler ends the job through current().
     g_watch.store(raw, std::memory_order_release);
+    w->thread_ = std::thread([raw] { raw->run(); });
     return w;
 }
 

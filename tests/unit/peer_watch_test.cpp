@@ -59,14 +59,13 @@ Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t
                 if (::read(p[0], &members[j].os_pid, sizeof(int)) != sizeof(int)) ::_exit(90);
             }
             const int out = report[1];
-            PeerWatch *self = nullptr;
             std::string why;
             auto w = PeerWatch::start(
                 members, i, nonce,
-                [out, i, &self](int code, const std::string &what) {
+                [out, i](int code, const std::string &what) {
                     const std::string line = std::to_string(10 + i) + ":" + std::to_string(code) + ":" + what + "\n";
                     [[maybe_unused]] ssize_t k = ::write(out, line.data(), line.size());
-                    self->aborting(code); // as Job::abort does
+                    PeerWatch::current()->aborting(code); // as Job::abort does
                     ::_exit(code);
                 },
                 &why);
@@ -74,7 +73,6 @@ Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t
                 std::fprintf(stderr, "child %zu: %s\n", i, why.c_str());
                 ::_exit(91);
             }
-            self = w.get();
             const std::string started = "started\n";
             [[maybe_unused]] ssize_t k = ::write(out, started.data(), started.size());
             char cmd;
