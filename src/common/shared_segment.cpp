@@ -13,6 +13,8 @@
 namespace portico {
 
 namespace {
+constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_SEAL;
+
 std::string errno_text(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // What this process created and attached, so that destroy and detach refuse what is not theirs.
@@ -59,14 +61,17 @@ void *shared_segment_create(size_t length, void *hint, SharedSegmentId *id, std:
         return nullptr;
     }
     // Close-on-exec: a program the owner execs must not keep it; peers open it through /proc.
-    const int fd = ::memfd_create("portico-segment", MFD_CLOEXEC);
+    const int fd = ::memfd_create("portico-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0) {
         *error = errno_text("memfd_create");
         return nullptr;
     }
+    // Sealed against shrinking: a peer's copy from a mapping past the end of its file would die
+    // of SIGBUS, so no process, the owner included, may ever make the file shorter than the id says.
     struct stat st {};
-    if (::ftruncate(fd, static_cast<off_t>(length)) != 0 || ::fstat(fd, &st) != 0) {
-        *error = errno_text("ftruncate");
+    if (::ftruncate(fd, static_cast<off_t>(length)) != 0 || ::fcntl(fd, F_ADD_SEALS, kSeals) != 0 ||
+        ::fstat(fd, &st) != 0) {
+        *error = errno_text("ftruncate/seal");
         ::close(fd);
         return nullptr;
     }
@@ -102,8 +107,9 @@ void *shared_segment_attach(const SharedSegmentId &id, std::string *error) {
         return nullptr;
     }
     struct stat st {};
+    const int seals = ::fcntl(fd, F_GET_SEALS);
     if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_ino) != id.inode ||
-        static_cast<uint64_t>(st.st_size) < id.length) {
+        static_cast<uint64_t>(st.st_size) < id.length || seals < 0 || (seals & kSeals) != kSeals) {
         *error = std::string(path) + " is not the segment (another machine's, or its owner is gone)";
         ::close(fd);
         return nullptr;

@@ -5,6 +5,7 @@
 #include <portals4.h>
 #include <portico_ext.h>
 
+#include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -65,6 +66,19 @@ TEST(SharedSegment, AnIdThatIsNotASegmentIsRefused) {
     elsewhere.opaque[3] ^= 1; // another machine's boot: the same pid, descriptor and inode mean nothing here
     EXPECT_EQ(PTL_FAIL, portico_segment_attach(&elsewhere, &p));
     EXPECT_EQ(PTL_ARG_INVALID, portico_segment_destroy(base, &forged));
+    EXPECT_EQ(PTL_OK, portico_segment_destroy(base, &seg));
+}
+
+TEST(SharedSegment, NobodyCanShrinkASegment) {
+    // A copy from a mapping past the end of its file dies of SIGBUS: a peer that shrank its
+    // segment could kill the processes that attached it. The segment is sealed instead (the id
+    // holds the owner's descriptor number: white-box, the layout is common/shared_segment.hpp's).
+    void *base = nullptr;
+    portico_segment_t seg;
+    ASSERT_EQ(PTL_OK, portico_segment_create(2 * kPage, nullptr, &base, &seg));
+    const int fd = static_cast<int>(seg.opaque[0] >> 32);
+    EXPECT_NE(0, ftruncate(fd, static_cast<off_t>(kPage)));
+    EXPECT_EQ(EPERM, errno);
     EXPECT_EQ(PTL_OK, portico_segment_destroy(base, &seg));
 }
 
