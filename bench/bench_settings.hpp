@@ -9,6 +9,11 @@ inline constexpr Choice kBenchTcpRecv{"PORTICO_BENCH_TCP_RECV", Layer::bench, "b
                                       "how portico-bench's raw TCP baselines receive: busy polling or "
                                       "blocking reads"};
 
-inline constexpr const Setting *kBenchSettings[] = {&kBenchTcpRecv};
+inline constexpr Boolean kBenchSegment{"PORTICO_BENCH_SEGMENT", Layer::bench, false,
+                                       "put_bw and get_bw keep their buffers in shared segments "
+                                       "(portico_ext.h): on one machine the target copies through its "
+                                       "mapping of the initiator's segment"};
+
+inline constexpr const Setting *kBenchSettings[] = {&kBenchTcpRecv, &kBenchSegment};
 
 } // namespace portico::settings

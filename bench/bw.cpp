@@ -20,7 +20,10 @@
 #include <string>
 #include <vector>
 
+#include <portico_ext.h>
+
 #include "bench.hpp"
+#include "bench_settings.hpp"
 #include "job.hpp"
 #include "portals_util.hpp"
 #include "report.hpp"
@@ -48,6 +51,7 @@ double memcpy_rate(unsigned char *dst, const unsigned char *src, size_t size, ui
 class Bandwidth {
 public:
     Bandwidth(Job &job, bool get) : rank_(job.rank()), get_(get), buf_(kMaxSize) {
+        if (settings::kBenchSegment.get()) buf_.use_segment();
         ct_ = ck::alloc_ct(ni_.get());
         pt_ = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
         me_ = ck::append_me(ni_.get(), pt_.index(),
@@ -118,7 +122,30 @@ private:
     bool get_;
     ck::Library lib_;
     ck::Ni ni_{kPhysicalMatching};
-    std::vector<unsigned char> buf_;
+    // The buffer: ordinary memory, or a shared segment (PORTICO_BENCH_SEGMENT).
+    class Buffer {
+    public:
+        explicit Buffer(size_t n) : vec_(n) {}
+        ~Buffer() {
+            if (seg_) portico_segment_destroy(seg_, &id_);
+        }
+        Buffer(const Buffer &) = delete;
+        Buffer &operator=(const Buffer &) = delete;
+        void use_segment() {
+            void *p = nullptr;
+            if (portico_segment_create(vec_.size(), nullptr, &p, &id_) != PTL_OK)
+                throw Error("portico_segment_create of " + std::to_string(vec_.size()) + " bytes failed");
+            seg_ = static_cast<unsigned char *>(p);
+        }
+        unsigned char *data() { return seg_ ? seg_ : vec_.data(); }
+        size_t size() const { return vec_.size(); }
+
+    private:
+        std::vector<unsigned char> vec_;
+        unsigned char *seg_ = nullptr;
+        portico_segment_t id_{};
+    };
+    Buffer buf_;
     ck::Ct ct_;
     ck::Pt pt_;
     ck::Me me_;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <map>
+#include <tuple>
 #include <mutex>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -21,6 +22,12 @@ std::string errno_text(const char *what) { return std::string(what) + ": " + std
 struct Mappings {
     std::mutex mutex;
     std::map<void *, SharedSegmentId> created, attached;
+    // The engine's own mappings of peers' segments, by (pid, fd, inode); never unmapped.
+    struct Kept {
+        char *addr;
+        uint64_t length;
+    };
+    std::map<std::tuple<int32_t, int32_t, uint64_t, uint64_t>, Kept> kept;
 };
 Mappings &mappings() {
     static auto *m = new Mappings; // never destroyed: segments may be released from exit handlers
@@ -142,6 +149,50 @@ bool shared_segment_destroy(void *addr, const SharedSegmentId &id) {
     m.created.erase(it);
     const bool unmapped = ::munmap(addr, id.length) == 0;
     return ::close(id.fd) == 0 && unmapped;
+}
+
+bool shared_segment_find(const void *addr, size_t length, SharedSegmentId *id, uint64_t *offset) {
+    Mappings &m = mappings();
+    const auto a = reinterpret_cast<uintptr_t>(addr);
+    std::lock_guard g(m.mutex);
+    for (auto *table : {&m.created, &m.attached}) {
+        auto it = table->upper_bound(const_cast<void *>(addr));
+        if (it == table->begin()) continue;
+        --it;
+        const auto base = reinterpret_cast<uintptr_t>(it->first);
+        if (a - base <= it->second.length && length <= it->second.length - (a - base)) {
+            *id = it->second;
+            *offset = a - base;
+            return true;
+        }
+    }
+    return false;
+}
+
+char *shared_segment_mapping(const SharedSegmentId &id, uint64_t *mapped_length) {
+    Mappings &m = mappings();
+    const auto key = std::make_tuple(id.pid, id.fd, id.inode, id.boot);
+    {
+        std::lock_guard g(m.mutex);
+        for (const auto &[addr, mine] : m.created)
+            if (same(mine, id)) {
+                *mapped_length = mine.length;
+                return static_cast<char *>(addr);
+            }
+        if (auto it = m.kept.find(key); it != m.kept.end()) {
+            *mapped_length = it->second.length;
+            return it->second.addr;
+        }
+    }
+    std::string error;
+    void *p = shared_segment_attach(id, &error);
+    if (!p) return nullptr;
+    std::lock_guard g(m.mutex);
+    m.attached.erase(p); // the engine's, not the application's to detach
+    auto [it, fresh] = m.kept.emplace(key, Mappings::Kept{static_cast<char *>(p), id.length});
+    if (!fresh) ::munmap(p, id.length); // another thread mapped it meanwhile
+    *mapped_length = it->second.length;
+    return it->second.addr;
 }
 
 } // namespace portico

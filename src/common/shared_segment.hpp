@@ -38,4 +38,12 @@ bool shared_segment_detach(void *addr, const SharedSegmentId &id);
 // attach afterwards. False when addr is not a segment of id created here.
 bool shared_segment_destroy(void *addr, const SharedSegmentId &id);
 
+// For the engine's single copy: the segment (created or attached here) that holds all of
+// [addr, addr + length), and where in it addr is; false when no segment does.
+bool shared_segment_find(const void *addr, size_t length, SharedSegmentId *id, uint64_t *offset);
+// This process's own mapping of id: where it created it, else a mapping kept for the process's
+// lifetime (attached on first use); *mapped_length is how much of the segment it covers (a
+// peer's id may claim more). nullptr when id cannot be mapped here.
+char *shared_segment_mapping(const SharedSegmentId &id, uint64_t *mapped_length);
+
 } // namespace portico

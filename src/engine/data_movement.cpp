@@ -5,6 +5,7 @@
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
 #include "engine/engine.hpp"
+#include "common/shared_segment.hpp"
 #include "engine/region.hpp"
 
 namespace portico::engine {
@@ -236,16 +237,19 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     op.ack_req = ack;
     op.await_send = true;
     op.await_ack = want_ack;
+    wire::SegmentRef ref;
+    iovec ref_iov{&ref, sizeof ref};
+    transport::Gather payload{iov_scratch_.data(), 0, length};
     if (rendezvous) {
         op.rendezvous = true;
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
+        payload = describe_segment(h, &ref) ? transport::Gather{&ref_iov, 1, sizeof ref} : transport::Gather{};
     } else {
         gather(region_of(*md), local_offset, length, iov_scratch_);
+        payload = {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length};
     }
-    const auto st = tr.send(peer, portals_frame(h),
-                            {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), rendezvous ? 0 : length},
-                            cookie, copy, bundled);
+    const auto st = tr.send(peer, portals_frame(h), payload, cookie, copy || payload.iov == &ref_iov, bundled);
     switch (st) {
     case transport::SendStatus::Sent:
         if (!rendezvous) complete_send(cookie, PTL_NI_OK);
@@ -284,18 +288,70 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
     const uint64_t cookie = start_op(wire::Kind::Get, md, user_ptr, local_offset, length, peer);
     ops_[static_cast<uint32_t>(cookie)].await_reply = true;
     wire::Header h = request_header(ni, wire::Kind::Get, pt, bits, remote_offset, length, cookie);
+    wire::SegmentRef ref;
+    iovec ref_iov{&ref, sizeof ref};
+    transport::Gather payload{};
     if (length >= ni->ep->direct_from && !(md->desc.options & PTL_IOVEC) &&
         ni->ep->transport->direct_access(peer, length)) {
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
+        if (describe_segment(h, &ref)) payload = {&ref_iov, 1, sizeof ref};
     }
-    const auto st = ni->ep->transport->send(peer, portals_frame(h), {}, cookie, false, bundled);
+    const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, cookie, true, bundled);
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
     return PTL_OK;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Frames from the transport
+
+namespace {
+void copy_to_iov(const std::vector<iovec> &iov, const char *src, uint64_t length) {
+    for (const iovec &v : iov) {
+        const size_t n = std::min<uint64_t>(v.iov_len, length);
+        std::memcpy(v.iov_base, src, n);
+        src += n;
+        length -= n;
+    }
+}
+
+void copy_from_iov(const std::vector<iovec> &iov, char *dst, uint64_t length) {
+    for (const iovec &v : iov) {
+        const size_t n = std::min<uint64_t>(v.iov_len, length);
+        std::memcpy(dst, v.iov_base, n);
+        dst += n;
+        length -= n;
+    }
+}
+
+// The initiator's memory that a kFlagSegment request names, through our mapping of its shared
+// segment, checked to hold length bytes; nullptr when the request names none or it cannot be
+// mapped here (the caller then reads or writes the initiator's memory as before).
+char *segment_memory(const Arrival &a, uint64_t length) {
+    if (!(a.h.flags & wire::kFlagSegment) || a.frame_bytes < sizeof(wire::SegmentRef) || length == 0) return nullptr;
+    wire::SegmentRef ref;
+    std::memcpy(&ref, a.payload, sizeof ref);
+    SharedSegmentId id;
+    static_assert(sizeof id == sizeof ref.id);
+    std::memcpy(static_cast<void *>(&id), ref.id, sizeof id);
+    uint64_t mapped = 0;
+    char *base = shared_segment_mapping(id, &mapped);
+    if (!base || ref.offset > mapped || length > mapped - ref.offset) return nullptr;
+    return base + ref.offset;
+}
+} // namespace
+
+// A rendezvous request whose initiator memory (rdv_addr, h.length bytes) lies in a shared segment
+// of this process names the segment: the target then copies through its own mapping of it.
+bool Engine::describe_segment(wire::Header &h, wire::SegmentRef *ref) {
+    SharedSegmentId id;
+    uint64_t offset = 0;
+    if (!shared_segment_find(reinterpret_cast<const void *>(h.rdv_addr), h.length, &id, &offset)) return false;
+    std::memcpy(ref->id, static_cast<const void *>(&id), sizeof ref->id);
+    ref->offset = offset;
+    h.flags |= wire::kFlagSegment;
+    return true;
+}
 
 namespace {
 RxState &rx_of(Endpoint &ep, transport::Link &link) {
@@ -443,7 +499,7 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &
     case wire::Kind::Atomic:
     case wire::Kind::FetchAtomic: target_atomic(ep, a, at.ni, *at.pt, at.e, at.offset, at.mlength, at.spent); break;
     case wire::Kind::Put: start_put(ep, link, a, at); break;
-    default: answer_get(ep, link, a.h, at); break;
+    default: answer_get(ep, link, a, at); break;
     }
 }
 
@@ -556,11 +612,14 @@ void Engine::start_put(Endpoint &ep, transport::Link &link, const Arrival &a, co
     ++at.e->busy;
     ++at.pt->streams;
     if (a.h.flags & wire::kFlagRendezvous) {
-        // Single copy: read the initiator's buffer straight into the entry.
+        // Single copy: read the initiator's buffer straight into the entry, through our mapping
+        // of its shared segment when it lies in one.
         iov_scratch_.clear();
         gather(region_of(*at.e), at.offset, at.mlength, iov_scratch_);
-        if (at.mlength &&
-            link.read_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), a.h.rdv_addr, at.mlength))
+        if (const char *src = segment_memory(a, at.mlength))
+            copy_to_iov(iov_scratch_, src, at.mlength);
+        else if (at.mlength &&
+                 link.read_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), a.h.rdv_addr, at.mlength))
             rx.fail = PTL_NI_SEGV;
         rx.received = rx.total; // no payload frames follow
         rx.active = false;
@@ -571,16 +630,23 @@ void Engine::start_put(Endpoint &ep, transport::Link &link, const Arrival &a, co
     target_data(ep, rx, a.payload, a.frame_bytes, a.fault);
 }
 
-void Engine::answer_get(Endpoint &ep, transport::Link &link, const wire::Header &h, const Landing &at) {
-    // The reply carries the entry's bytes, or they go straight into the initiator's MD.
+void Engine::answer_get(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at) {
+    // The reply carries the entry's bytes, or they go straight into the initiator's MD (through
+    // our mapping of its shared segment when the MD lies in one).
+    const wire::Header &h = a.h;
     iov_scratch_.clear();
     gather(region_of(*at.e), at.offset, at.mlength, iov_scratch_);
     ptl_ni_fail_t fail;
     if (h.flags & wire::kFlagRendezvous) {
-        fail = at.mlength && link.write_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr,
-                                             at.mlength)
-                   ? PTL_NI_SEGV
-                   : PTL_NI_OK;
+        if (char *dst = segment_memory(a, at.mlength)) {
+            copy_from_iov(iov_scratch_, dst, at.mlength);
+            fail = PTL_NI_OK;
+        } else {
+            fail = at.mlength && link.write_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr,
+                                                 at.mlength)
+                       ? PTL_NI_SEGV
+                       : PTL_NI_OK;
+        }
         send_response(ep, h, wire::Kind::Reply, fail, fail == PTL_NI_OK ? at.mlength : 0, at.offset, at.e->list, {},
                       wire::kFlagDataPlaced);
     } else {

@@ -494,7 +494,8 @@ private:
     void reject_request(Endpoint &ep, transport::Link &link, const Arrival &a, ptl_ni_fail_t fail);
     void claim_entry(const wire::Header &h, Landing *at);
     void start_put(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at);
-    void answer_get(Endpoint &ep, transport::Link &link, const wire::Header &h, const Landing &at);
+    void answer_get(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at);
+    static bool describe_segment(wire::Header &h, wire::SegmentRef *ref);
     void target_data(Endpoint &ep, RxState &rx, const std::byte *payload, size_t n, bool fault);
     void finish_put(Endpoint &ep, RxState &rx);
     // Sends an Ack or Reply; returns PTL_NI_SEGV if the payload could not be read (sent without it).

@@ -27,7 +27,10 @@ enum class Kind : uint8_t {
 inline constexpr uint8_t kNiMatching = 1;
 inline constexpr uint8_t kNiLogical = 2;
 
-// Header flags (bit 0 was the source fault, now the transport's kFrameSourceFault).
+// Header flags. Rendezvous: the initiator's memory at rdv_addr lies in a shared segment
+// (portico_ext.h), described by the SegmentRef that is the request's payload; the target copies
+// through its own mapping of the segment instead of reading or writing the initiator's memory.
+inline constexpr uint8_t kFlagSegment = 1;
 inline constexpr uint8_t kFlagWantAck = 2;   // target must answer a Put with an Ack
 inline constexpr uint8_t kFlagUnordered = 4; // PTL_MD_UNORDERED (informational)
 // Single copy: the payload is not in frames; the target reads it from (Put) or writes it to (Get)
@@ -61,6 +64,14 @@ struct Header {
     uint64_t rdv_addr;      // kFlagRendezvous: initiator address of the source (Put) or destination (Get)
 };
 static_assert(sizeof(Header) == 80, "the Portals header fills the transport's protocol header exactly");
+
+// The payload of a kFlagSegment request: the segment's id (common/shared_segment.hpp's
+// SharedSegmentId, as bytes) and where in it rdv_addr is.
+struct SegmentRef {
+    std::byte id[32];
+    uint64_t offset;
+};
+static_assert(sizeof(SegmentRef) == 40);
 
 // What a receiver checks of a header from the network before acting on it.
 inline bool header_is_sane(const Header &h) {

@@ -10,6 +10,8 @@
 #include <map>
 #include <sched.h>
 
+#include <portico_ext.h>
+
 #include "ptl_helpers.hpp"
 
 using namespace ptltest;
@@ -229,6 +231,70 @@ INSTANTIATE_TEST_SUITE_P(AllNiKinds, PutGet,
 
 // Item 9 (§2.5.1, §4.2.2): a non-matching NI always delivers into the first LE of the list,
 // whatever the match bits; a use-once first LE hands over to the next one.
+// Portico extension (portico_ext.h): a put whose source and a get whose destination lie in a
+// shared segment. On one machine the target copies through its own mapping of the initiator's
+// segment instead of reading or writing the initiator's memory; every byte and event is what it
+// is for ordinary memory (and over TCP, where no single copy happens, too). Sizes from below to
+// well above the single-copy threshold; MDs that start inside the segment, at an odd offset.
+TEST_F(PutGetMd, SharedSegmentSourceAndDestination) {
+    REQUIRE_RANKS(2);
+    Ni ni = open_ni(PTL_NI_MATCHING | PTL_NI_PHYSICAL);
+    if (rank() < 2) {
+        constexpr size_t kSeg = 1 << 20;
+        void *seg = nullptr;
+        portico_segment_t id;
+        ASSERT_PTL(portico_segment_create(kSeg, nullptr, &seg, &id));
+        auto *sbase = static_cast<uint8_t *>(seg);
+        ptl_handle_eq_t teq = make_eq(ni), ieq = make_eq(ni);
+        make_pt(ni, teq, 0, kPt);
+        std::vector<uint8_t> target(kSeg / 2, 0);
+        fill_pattern(target.data(), target.size(), 90 + rank());
+        append_entry(ni, kPt, me_desc(target.data(), target.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET, kBits),
+                     PTL_PRIORITY_LIST, tag(0x500 + rank()), teq);
+        // Source of the puts at offset 4097 of the segment, destination of the gets in its second half.
+        ptl_handle_md_t md = bind_md(ni, sbase + 4097, kSeg - 4097, ieq);
+        fill_pattern(sbase + 4097, 300000, 30 + rank());
+        barrier();
+        size_t off = 0;
+        for (size_t len : {1000u, 70000u, 300000u}) {
+            ASSERT_PTL(PtlPut(md, 0, len, PTL_ACK_REQ, ni.id_of(peer()), kPt, kBits, off, tag(0x600 + rank()), 0));
+            expect_send_and_ack(ieq, tag(0x600 + rank()), len, len, off);
+            const ptl_event_t ev = wait_event(teq);
+            EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+            EXPECT_EQ(len, ev.mlength);
+            off += len;
+        }
+        barrier(); // both targets have all three puts
+        off = 0;
+        for (size_t len : {1000u, 70000u, 300000u}) {
+            EXPECT_EQ(-1, check_pattern(target.data() + off, len, 30 + peer())) << len << " bytes put";
+            off += len;
+        }
+        barrier(); // nobody reads the target buffers any more: refill them for the gets
+        fill_pattern(target.data(), target.size(), 90 + rank());
+        barrier();
+        const size_t dst = kSeg / 2 + 3; // into the segment's second half, through the same MD
+        for (size_t len : {1000u, 70000u, 300000u}) {
+            std::memset(sbase + dst, 0, len);
+            ASSERT_PTL(PtlGet(md, dst - 4097, len, ni.id_of(peer()), kPt, kBits, 16, tag(0x700 + rank())));
+            check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY,
+                                               .user_ptr = tag(0x700 + rank()),
+                                               .mlength = len,
+                                               .remote_offset = 16,
+                                               .list = PTL_PRIORITY_LIST});
+            EXPECT_EQ(-1, check_pattern(sbase + dst, len, 90 + peer(), 16)) << len << " bytes got";
+            EXPECT_EQ(PTL_EVENT_GET, wait_event(teq).type);
+        }
+        barrier();
+        expect_eq_empty(ieq);
+        expect_eq_empty(teq);
+        EXPECT_PTL(PtlMDRelease(md));
+        EXPECT_PTL(portico_segment_destroy(seg, &id));
+    } else {
+        for (int i = 0; i < 5; ++i) barrier();
+    }
+}
+
 TEST_F(PutGetMd, NonMatchingNiUsesFirstLe) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kNonMatchingPhysical);
