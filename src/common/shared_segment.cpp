@@ -15,6 +15,7 @@ namespace portico {
 
 namespace {
 constexpr int kSeals = F_SEAL_SHRINK | F_SEAL_SEAL;
+constexpr size_t kMaxKept = 4096;
 
 std::string errno_text(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
 
@@ -183,6 +184,9 @@ char *shared_segment_mapping(const SharedSegmentId &id, uint64_t *mapped_length)
             *mapped_length = it->second.length;
             return it->second.addr;
         }
+        // Ids come from peers: a bounded number of segments is kept mapped, the rest are not
+        // mapped at all (the engine then copies as it does without segments).
+        if (m.kept.size() >= kMaxKept) return nullptr;
     }
     std::string error;
     void *p = shared_segment_attach(id, &error);
