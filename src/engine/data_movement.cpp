@@ -211,8 +211,12 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
     // Large contiguous puts go single copy where the transport can: the target reads our buffer
     // itself once it has matched, and tells us when it is done (the SEND event waits for that).
-    const bool rendezvous =
-        length >= ni->ep->direct_from && !copy && !(md->desc.options & PTL_IOVEC) && tr.direct_access(peer, length);
+    wire::SegmentRef ref;
+    const bool contiguous = !copy && !(md->desc.options & PTL_IOVEC);
+    const SingleCopy how =
+        contiguous ? single_copy(*ni->ep, peer, static_cast<const char *>(md->desc.start) + local_offset, length, &ref)
+                   : SingleCopy::None;
+    const bool rendezvous = how != SingleCopy::None;
     // Nothing can observe the SEND or ACK of a put from an MD without EQ or CT; such a put tracks
     // no operation unless it goes single copy or is large (a message that has to wait is then
     // copied, which costs more than tracking from kTrackFromBytes on).
@@ -237,14 +241,18 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     op.ack_req = ack;
     op.await_send = true;
     op.await_ack = want_ack;
-    wire::SegmentRef ref;
     iovec ref_iov{&ref, sizeof ref};
     transport::Gather payload{iov_scratch_.data(), 0, length};
     if (rendezvous) {
         op.rendezvous = true;
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
-        payload = describe_segment(h, &ref) ? transport::Gather{&ref_iov, 1, sizeof ref} : transport::Gather{};
+        if (how == SingleCopy::Segment) {
+            h.flags |= wire::kFlagSegment;
+            payload = {&ref_iov, 1, sizeof ref};
+        } else {
+            payload = {};
+        }
     } else {
         gather(region_of(*md), local_offset, length, iov_scratch_);
         payload = {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length};
@@ -291,11 +299,17 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
     wire::SegmentRef ref;
     iovec ref_iov{&ref, sizeof ref};
     transport::Gather payload{};
-    if (length >= ni->ep->direct_from && !(md->desc.options & PTL_IOVEC) &&
-        ni->ep->transport->direct_access(peer, length)) {
+    const SingleCopy how =
+        (md->desc.options & PTL_IOVEC)
+            ? SingleCopy::None
+            : single_copy(*ni->ep, peer, static_cast<const char *>(md->desc.start) + local_offset, length, &ref);
+    if (how != SingleCopy::None) {
         h.flags |= wire::kFlagRendezvous;
         h.rdv_addr = reinterpret_cast<uintptr_t>(md->desc.start) + local_offset;
-        if (describe_segment(h, &ref)) payload = {&ref_iov, 1, sizeof ref};
+    }
+    if (how == SingleCopy::Segment) {
+        h.flags |= wire::kFlagSegment;
+        payload = {&ref_iov, 1, sizeof ref};
     }
     const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, cookie, true, bundled);
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
@@ -341,16 +355,22 @@ char *segment_memory(const Arrival &a, uint64_t length) {
 }
 } // namespace
 
-// A rendezvous request whose initiator memory (rdv_addr, h.length bytes) lies in a shared segment
-// of this process names the segment: the target then copies through its own mapping of it.
-bool Engine::describe_segment(wire::Header &h, wire::SegmentRef *ref) {
+// How a contiguous transfer of the initiator's [addr, addr + length) with peer moves: in frames,
+// single copy by the target reading or writing our memory (from the transport's threshold on), or
+// single copy through a shared segment the memory lies in (*ref names it; from kSegmentFrom on,
+// far below that threshold: the target's one memcpy beats the rings' two).
+Engine::SingleCopy Engine::single_copy(Endpoint &ep, transport::PeerId peer, const void *addr, size_t length,
+                                       wire::SegmentRef *ref) {
+    if (length < kSegmentFrom && length < ep.direct_from) return SingleCopy::None;
+    transport::Transport &tr = *ep.transport;
     SharedSegmentId id;
     uint64_t offset = 0;
-    if (!shared_segment_find(reinterpret_cast<const void *>(h.rdv_addr), h.length, &id, &offset)) return false;
-    std::memcpy(ref->id, static_cast<const void *>(&id), sizeof ref->id);
-    ref->offset = offset;
-    h.flags |= wire::kFlagSegment;
-    return true;
+    if (shared_segment_find(addr, length, &id, &offset) && tr.direct_access(peer, std::max(length, ep.direct_from))) {
+        std::memcpy(ref->id, static_cast<const void *>(&id), sizeof ref->id);
+        ref->offset = offset;
+        return SingleCopy::Segment;
+    }
+    return length >= ep.direct_from && tr.direct_access(peer, length) ? SingleCopy::Direct : SingleCopy::None;
 }
 
 namespace {

@@ -495,7 +495,10 @@ private:
     void claim_entry(const wire::Header &h, Landing *at);
     void start_put(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at);
     void answer_get(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at);
-    static bool describe_segment(wire::Header &h, wire::SegmentRef *ref);
+    enum class SingleCopy { None, Direct, Segment };
+    static constexpr size_t kSegmentFrom = 2048;
+    static SingleCopy single_copy(Endpoint &ep, transport::PeerId peer, const void *addr, size_t length,
+                                  wire::SegmentRef *ref);
     void target_data(Endpoint &ep, RxState &rx, const std::byte *payload, size_t n, bool fault);
     void finish_put(Endpoint &ep, RxState &rx);
     // Sends an Ack or Reply; returns PTL_NI_SEGV if the payload could not be read (sent without it).
