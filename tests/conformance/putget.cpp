@@ -234,8 +234,9 @@ INSTANTIATE_TEST_SUITE_P(AllNiKinds, PutGet,
 // Portico extension (portico_ext.h): a put whose source and a get whose destination lie in a
 // shared segment. On one machine the target copies through its own mapping of the initiator's
 // segment instead of reading or writing the initiator's memory; every byte and event is what it
-// is for ordinary memory (and over TCP, where no single copy happens, too). Sizes from below to
-// well above the single-copy threshold; MDs that start inside the segment, at an odd offset.
+// is for ordinary memory (and over TCP, where no single copy happens, too). Sizes below the
+// segments' threshold (2 KiB), between it and the single-copy one (32 KiB), and above both; MDs
+// that start inside the segment, at an odd offset.
 TEST_F(PutGetMd, SharedSegmentSourceAndDestination) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(PTL_NI_MATCHING | PTL_NI_PHYSICAL);
@@ -256,7 +257,7 @@ TEST_F(PutGetMd, SharedSegmentSourceAndDestination) {
         fill_pattern(sbase + 4097, 300000, 30 + rank());
         barrier();
         size_t off = 0;
-        for (size_t len : {1000u, 70000u, 300000u}) {
+        for (size_t len : {1000u, 5000u, 70000u, 300000u}) {
             ASSERT_PTL(PtlPut(md, 0, len, PTL_ACK_REQ, ni.id_of(peer()), kPt, kBits, off, tag(0x600 + rank()), 0));
             expect_send_and_ack(ieq, tag(0x600 + rank()), len, len, off);
             const ptl_event_t ev = wait_event(teq);
@@ -266,7 +267,7 @@ TEST_F(PutGetMd, SharedSegmentSourceAndDestination) {
         }
         barrier(); // both targets have all three puts
         off = 0;
-        for (size_t len : {1000u, 70000u, 300000u}) {
+        for (size_t len : {1000u, 5000u, 70000u, 300000u}) {
             EXPECT_EQ(-1, check_pattern(target.data() + off, len, 30 + peer())) << len << " bytes put";
             off += len;
         }
@@ -274,7 +275,7 @@ TEST_F(PutGetMd, SharedSegmentSourceAndDestination) {
         fill_pattern(target.data(), target.size(), 90 + rank());
         barrier();
         const size_t dst = kSeg / 2 + 3; // into the segment's second half, through the same MD
-        for (size_t len : {1000u, 70000u, 300000u}) {
+        for (size_t len : {1000u, 5000u, 70000u, 300000u}) {
             std::memset(sbase + dst, 0, len);
             ASSERT_PTL(PtlGet(md, dst - 4097, len, ni.id_of(peer()), kPt, kBits, 16, tag(0x700 + rank())));
             check_init_event(wait_event(ieq), {.type = PTL_EVENT_REPLY,
