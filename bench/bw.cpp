@@ -18,6 +18,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <portico_ext.h>
@@ -63,6 +64,8 @@ public:
     }
 
     unsigned char *buffer() { return buf_.data(); }
+    // PORTICO_BENCH_SEGMENT: this rank's buffer as a shared segment (nullptr otherwise).
+    const portico_segment_t *segment() const { return buf_.segment(); }
 
     // Before a repetition, the side whose buffer is the source stamps it.
     void stamp(size_t size, uint64_t v) {
@@ -139,6 +142,7 @@ private:
         }
         unsigned char *data() { return seg_ ? seg_ : vec_.data(); }
         size_t size() const { return vec_.size(); }
+        const portico_segment_t *segment() const { return seg_ ? &id_ : nullptr; }
 
     private:
         std::vector<unsigned char> vec_;
@@ -152,6 +156,38 @@ private:
     ck::Md md_;
     Peer peer_;
     std::atomic<uint64_t> started_{0}, size_{0};
+};
+
+// Rank 1's segment mapped at rank 0 (PORTICO_BENCH_SEGMENT), for the baseline; unmapped at the end.
+struct PeerSegment {
+    unsigned char *addr = nullptr;
+    portico_segment_t id{};
+    PeerSegment() = default;
+    PeerSegment(const PeerSegment &) = delete;
+    PeerSegment &operator=(const PeerSegment &) = delete;
+    PeerSegment(PeerSegment &&o) noexcept : addr(std::exchange(o.addr, nullptr)), id(o.id) {}
+    ~PeerSegment() {
+        if (addr) portico_segment_detach(addr, &id);
+    }
+    // Collective: every rank publishes its segment's id (or nothing), rank 0 maps rank 1's.
+    static PeerSegment of_rank1(Job &job, const portico_segment_t *mine) {
+        std::string text;
+        if (mine)
+            for (uint64_t w : mine->opaque) text += std::to_string(w) + ",";
+        const std::vector<std::string> all = job.allgather(text);
+        PeerSegment p;
+        if (job.rank() != 0 || all.size() < 2 || all[1].empty() || !mine) return p;
+        size_t at = 0;
+        for (uint64_t &w : p.id.opaque) {
+            const size_t comma = all[1].find(',', at);
+            w = std::stoull(all[1].substr(at, comma - at));
+            at = comma + 1;
+        }
+        void *addr = nullptr;
+        if (portico_segment_attach(&p.id, &addr) != PTL_OK) throw Error("cannot map rank 1's segment");
+        p.addr = static_cast<unsigned char *>(addr);
+        return p;
+    }
 };
 
 void run_bw(Context &ctx, bool get) {
@@ -169,6 +205,9 @@ void run_bw(Context &ctx, bool get) {
     Bandwidth bw(job, get);
     std::unique_ptr<TcpStream> stream;
     if (tcp) stream = std::make_unique<TcpStream>(job);
+    // With the buffers in shared segments, the baseline is the copy the goal compares with: a
+    // memcpy of the same size from rank 0's buffer into rank 1's segment, mapped at rank 0.
+    PeerSegment peer_seg = PeerSegment::of_rank1(job, bw.segment());
     std::vector<unsigned char> copy_dst, big_src, big_dst;
     if (job.rank() == 0) {
         copy_dst.assign(kMaxSize, 1);
@@ -180,6 +219,9 @@ void run_bw(Context &ctx, bool get) {
 
     const std::string base_desc = tcp ? "raw TCP stream of " + std::to_string(stream_bytes >> 20) +
                                             " MiB in 1 MiB writes between ranks 0 and 1 (" + stream->kind() + ")"
+                                  : peer_seg.addr
+                                      ? "memcpy of the same size from rank 0's segment into rank 1's, mapped at rank 0 "
+                                        "(a cross-process copy into a shared mapping)"
                                       : "memcpy of the same size (in cache as far as it fits)";
     ctx.report.begin(std::string(name) + ": bandwidth of " + (get ? "PtlGet" : "PtlPut (PTL_ACK_REQ)") +
                          " from rank 0, windowed, target application idle, transport " + ctx.transport,
@@ -205,7 +247,8 @@ void run_bw(Context &ctx, bool get) {
             if (tcp)
                 b = stream->run(stream_bytes);
             else if (job.rank() == 0)
-                b = memcpy_rate(copy_dst.data(), bw.buffer(), size, r < 0 ? copies / 8 + 1 : copies);
+                b = memcpy_rate(peer_seg.addr ? peer_seg.addr : copy_dst.data(), bw.buffer(), size,
+                                r < 0 ? copies / 8 + 1 : copies);
             if (job.rank() == 0) b2 = memcpy_rate(big_dst.data(), big_src.data(), kBigCopy, r < 0 ? 1 : 2);
             bw.stamp(size, ++stamp);
             job.barrier();
