@@ -158,36 +158,46 @@ private:
     std::atomic<uint64_t> started_{0}, size_{0};
 };
 
-// Rank 1's segment mapped at rank 0 (PORTICO_BENCH_SEGMENT), for the baseline; unmapped at the end.
-struct PeerSegment {
-    unsigned char *addr = nullptr;
-    portico_segment_t id{};
-    PeerSegment() = default;
-    PeerSegment(const PeerSegment &) = delete;
-    PeerSegment &operator=(const PeerSegment &) = delete;
-    PeerSegment(PeerSegment &&o) noexcept : addr(std::exchange(o.addr, nullptr)), id(o.id) {}
-    ~PeerSegment() {
-        if (addr) portico_segment_detach(addr, &id);
-    }
-    // Collective: every rank publishes its segment's id (or nothing), rank 0 maps rank 1's.
-    static PeerSegment of_rank1(Job &job, const portico_segment_t *mine) {
+// The baseline's destination under PORTICO_BENCH_SEGMENT: a segment rank 1 creates for it alone
+// (its benchmark buffer must not be written by the baseline: it is the source of the gets),
+// mapped at rank 0. Created, mapped and unmapped collectively.
+class PeerSegment {
+public:
+    static constexpr size_t kBytes = kMaxSize;
+    PeerSegment(Job &job, bool wanted) : rank_(job.rank()) {
         std::string text;
-        if (mine)
-            for (uint64_t w : mine->opaque) text += std::to_string(w) + ",";
+        if (wanted && rank_ == 1) {
+            void *p = nullptr;
+            if (portico_segment_create(kBytes, nullptr, &p, &id_) != PTL_OK)
+                throw Error("portico_segment_create of " + std::to_string(kBytes) + " bytes failed");
+            own_ = p;
+            for (uint64_t w : id_.opaque) text += std::to_string(w) + ",";
+        }
         const std::vector<std::string> all = job.allgather(text);
-        PeerSegment p;
-        if (job.rank() != 0 || all.size() < 2 || all[1].empty() || !mine) return p;
+        if (rank_ != 0 || all.size() < 2 || all[1].empty()) return;
         size_t at = 0;
-        for (uint64_t &w : p.id.opaque) {
+        for (uint64_t &w : id_.opaque) {
             const size_t comma = all[1].find(',', at);
             w = std::stoull(all[1].substr(at, comma - at));
             at = comma + 1;
         }
-        void *addr = nullptr;
-        if (portico_segment_attach(&p.id, &addr) != PTL_OK) throw Error("cannot map rank 1's segment");
-        p.addr = static_cast<unsigned char *>(addr);
-        return p;
+        void *p = nullptr;
+        if (portico_segment_attach(&id_, &p) != PTL_OK) throw Error("cannot map rank 1's segment");
+        addr = static_cast<unsigned char *>(p);
     }
+    ~PeerSegment() {
+        if (addr) portico_segment_detach(addr, &id_);
+        if (own_) portico_segment_destroy(own_, &id_);
+    }
+    PeerSegment(const PeerSegment &) = delete;
+    PeerSegment &operator=(const PeerSegment &) = delete;
+
+    unsigned char *addr = nullptr; // rank 0: rank 1's segment, mapped here
+
+private:
+    int rank_;
+    void *own_ = nullptr; // rank 1: the segment it created
+    portico_segment_t id_{};
 };
 
 void run_bw(Context &ctx, bool get) {
@@ -207,7 +217,7 @@ void run_bw(Context &ctx, bool get) {
     if (tcp) stream = std::make_unique<TcpStream>(job);
     // With the buffers in shared segments, the baseline is the copy the goal compares with: a
     // memcpy of the same size from rank 0's buffer into rank 1's segment, mapped at rank 0.
-    PeerSegment peer_seg = PeerSegment::of_rank1(job, bw.segment());
+    PeerSegment peer_seg(job, bw.segment() != nullptr && !tcp);
     std::vector<unsigned char> copy_dst, big_src, big_dst;
     if (job.rank() == 0) {
         copy_dst.assign(kMaxSize, 1);
@@ -268,7 +278,10 @@ void run_bw(Context &ctx, bool get) {
                     name, size, r, static_cast<unsigned long long>(n), static_cast<unsigned long long>(window), v, b,
                     b2);
         }
-        Result res = Result::of(name, job.size(), size, value, baseline, tcp ? stream->kind() : "memcpy_same_size",
+        Result res = Result::of(name, job.size(), size, value, baseline,
+                                tcp             ? stream->kind()
+                                : peer_seg.addr ? "memcpy_into_peer_segment"
+                                                : "memcpy_same_size",
                                 p.reps, msgs, std::max(window, msgs / 8 / window * window));
         res.unit = "MB/s";
         res.better = "higher";
