@@ -4,9 +4,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <atomic>
 #include <map>
-#include <tuple>
 #include <mutex>
+#include <tuple>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,16 +20,23 @@ constexpr size_t kMaxKept = 4096;
 
 std::string errno_text(const char *what) { return std::string(what) + ": " + std::strerror(errno); }
 
-// What this process created and attached, so that destroy and detach refuse what is not theirs.
+using Key = std::tuple<int32_t, int32_t, uint64_t, uint64_t>; // pid, fd, inode, boot
+Key key_of(const SharedSegmentId &id) { return {id.pid, id.fd, id.inode, id.boot}; }
+
+// What this process created and attached, so that destroy and detach refuse what is not theirs,
+// and the engine finds a segment by address (initiator) or by id (target) in one lookup.
 struct Mappings {
     std::mutex mutex;
     std::map<void *, SharedSegmentId> created, attached;
-    // The engine's own mappings of peers' segments, by (pid, fd, inode); never unmapped.
-    struct Kept {
+    struct Mapped {
         char *addr;
         uint64_t length;
     };
-    std::map<std::tuple<int32_t, int32_t, uint64_t, uint64_t>, Kept> kept;
+    std::map<Key, Mapped> created_by_id;
+    // The engine's own mappings of peers' segments; never unmapped.
+    std::map<Key, Mapped> kept;
+    // created.size() + attached.size(): with none, the engine's per-message question needs no lock.
+    std::atomic<size_t> live{0};
 };
 Mappings &mappings() {
     static auto *m = new Mappings; // never destroyed: segments may be released from exit handlers
@@ -93,12 +101,16 @@ void *shared_segment_create(size_t length, void *hint, SharedSegmentId *id, std:
         return nullptr;
     }
     *id = {static_cast<int32_t>(::getpid()), fd, static_cast<uint64_t>(st.st_ino), length, boot_id()};
-    std::lock_guard g(mappings().mutex);
-    mappings().created[p] = *id;
+    Mappings &m = mappings();
+    std::lock_guard g(m.mutex);
+    m.created[p] = *id;
+    m.created_by_id[key_of(*id)] = {static_cast<char *>(p), length};
+    m.live.fetch_add(1);
     return p;
 }
 
-void *shared_segment_attach(const SharedSegmentId &id, std::string *error) {
+// Maps id without registering the mapping anywhere.
+static void *map_segment(const SharedSegmentId &id, std::string *error) {
     if (id.pid <= 0 || id.fd < 0 || id.length == 0) {
         *error = "not a shared segment";
         return nullptr;
@@ -128,8 +140,16 @@ void *shared_segment_attach(const SharedSegmentId &id, std::string *error) {
         *error = errno_text("mmap");
         return nullptr;
     }
-    std::lock_guard g(mappings().mutex);
-    mappings().attached[p] = id;
+    return p;
+}
+
+void *shared_segment_attach(const SharedSegmentId &id, std::string *error) {
+    void *p = map_segment(id, error);
+    if (!p) return nullptr;
+    Mappings &m = mappings();
+    std::lock_guard g(m.mutex);
+    m.attached[p] = id;
+    m.live.fetch_add(1);
     return p;
 }
 
@@ -139,6 +159,7 @@ bool shared_segment_detach(void *addr, const SharedSegmentId &id) {
     auto it = m.attached.find(addr);
     if (it == m.attached.end() || !same(it->second, id)) return false;
     m.attached.erase(it);
+    m.live.fetch_sub(1);
     return ::munmap(addr, id.length) == 0;
 }
 
@@ -148,12 +169,15 @@ bool shared_segment_destroy(void *addr, const SharedSegmentId &id) {
     auto it = m.created.find(addr);
     if (it == m.created.end() || !same(it->second, id)) return false;
     m.created.erase(it);
+    m.created_by_id.erase(key_of(id));
+    m.live.fetch_sub(1);
     const bool unmapped = ::munmap(addr, id.length) == 0;
     return ::close(id.fd) == 0 && unmapped;
 }
 
 bool shared_segment_find(const void *addr, size_t length, SharedSegmentId *id, uint64_t *offset) {
     Mappings &m = mappings();
+    if (m.live.load(std::memory_order_relaxed) == 0) return false;
     const auto a = reinterpret_cast<uintptr_t>(addr);
     std::lock_guard g(m.mutex);
     for (auto *table : {&m.created, &m.attached}) {
@@ -172,28 +196,23 @@ bool shared_segment_find(const void *addr, size_t length, SharedSegmentId *id, u
 
 char *shared_segment_mapping(const SharedSegmentId &id, uint64_t *mapped_length) {
     Mappings &m = mappings();
-    const auto key = std::make_tuple(id.pid, id.fd, id.inode, id.boot);
+    const Key key = key_of(id);
     {
         std::lock_guard g(m.mutex);
-        for (const auto &[addr, mine] : m.created)
-            if (same(mine, id)) {
-                *mapped_length = mine.length;
-                return static_cast<char *>(addr);
+        for (auto *table : {&m.created_by_id, &m.kept})
+            if (auto it = table->find(key); it != table->end()) {
+                *mapped_length = it->second.length;
+                return it->second.addr;
             }
-        if (auto it = m.kept.find(key); it != m.kept.end()) {
-            *mapped_length = it->second.length;
-            return it->second.addr;
-        }
         // Ids come from peers: a bounded number of segments is kept mapped, the rest are not
         // mapped at all (the engine then copies as it does without segments).
         if (m.kept.size() >= kMaxKept) return nullptr;
     }
     std::string error;
-    void *p = shared_segment_attach(id, &error);
+    void *p = map_segment(id, &error);
     if (!p) return nullptr;
     std::lock_guard g(m.mutex);
-    m.attached.erase(p); // the engine's, not the application's to detach
-    auto [it, fresh] = m.kept.emplace(key, Mappings::Kept{static_cast<char *>(p), id.length});
+    auto [it, fresh] = m.kept.emplace(key, Mappings::Mapped{static_cast<char *>(p), id.length});
     if (!fresh) ::munmap(p, id.length); // another thread mapped it meanwhile
     *mapped_length = it->second.length;
     return it->second.addr;
