@@ -4,8 +4,8 @@
 
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
-#include "engine/engine.hpp"
 #include "common/shared_segment.hpp"
+#include "engine/engine.hpp"
 #include "engine/region.hpp"
 
 namespace portico::engine {
@@ -311,7 +311,8 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
         h.flags |= wire::kFlagSegment;
         payload = {&ref_iov, 1, sizeof ref};
     }
-    const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, cookie, true, bundled);
+    const auto st =
+        ni->ep->transport->send(peer, portals_frame(h), payload, cookie, how == SingleCopy::Segment, bundled);
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
     return PTL_OK;
 }
@@ -320,24 +321,6 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
 // Frames from the transport
 
 namespace {
-void copy_to_iov(const std::vector<iovec> &iov, const char *src, uint64_t length) {
-    for (const iovec &v : iov) {
-        const size_t n = std::min<uint64_t>(v.iov_len, length);
-        std::memcpy(v.iov_base, src, n);
-        src += n;
-        length -= n;
-    }
-}
-
-void copy_from_iov(const std::vector<iovec> &iov, char *dst, uint64_t length) {
-    for (const iovec &v : iov) {
-        const size_t n = std::min<uint64_t>(v.iov_len, length);
-        std::memcpy(dst, v.iov_base, n);
-        dst += n;
-        length -= n;
-    }
-}
-
 // The initiator's memory that a kFlagSegment request names, through our mapping of its shared
 // segment, checked to hold length bytes; nullptr when the request names none or it cannot be
 // mapped here (the caller then reads or writes the initiator's memory as before).
@@ -634,13 +617,17 @@ void Engine::start_put(Endpoint &ep, transport::Link &link, const Arrival &a, co
     if (a.h.flags & wire::kFlagRendezvous) {
         // Single copy: read the initiator's buffer straight into the entry, through our mapping
         // of its shared segment when it lies in one.
-        iov_scratch_.clear();
-        gather(region_of(*at.e), at.offset, at.mlength, iov_scratch_);
-        if (const char *src = segment_memory(a, at.mlength))
-            copy_to_iov(iov_scratch_, src, at.mlength);
-        else if (at.mlength &&
-                 link.read_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), a.h.rdv_addr, at.mlength))
-            rx.fail = PTL_NI_SEGV;
+        // The entry may cover unmapped memory: copies into it are guarded (PTL_NI_SEGV).
+        if (const char *src = segment_memory(a, at.mlength)) {
+            if (!copy_into(region_of(*at.e), at.offset, reinterpret_cast<const std::byte *>(src), at.mlength))
+                rx.fail = PTL_NI_SEGV;
+        } else {
+            iov_scratch_.clear();
+            gather(region_of(*at.e), at.offset, at.mlength, iov_scratch_);
+            if (at.mlength &&
+                link.read_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), a.h.rdv_addr, at.mlength))
+                rx.fail = PTL_NI_SEGV;
+        }
         rx.received = rx.total; // no payload frames follow
         rx.active = false;
         finish_put(ep, rx);
@@ -659,8 +646,9 @@ void Engine::answer_get(Endpoint &ep, transport::Link &link, const Arrival &a, c
     ptl_ni_fail_t fail;
     if (h.flags & wire::kFlagRendezvous) {
         if (char *dst = segment_memory(a, at.mlength)) {
-            copy_from_iov(iov_scratch_, dst, at.mlength);
-            fail = PTL_NI_OK;
+            fail = copy_out_of(region_of(*at.e), at.offset, reinterpret_cast<std::byte *>(dst), at.mlength)
+                       ? PTL_NI_OK
+                       : PTL_NI_SEGV;
         } else {
             fail = at.mlength && link.write_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr,
                                                  at.mlength)

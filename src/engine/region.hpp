@@ -74,6 +74,24 @@ inline bool copy_into(const Region &r, ptl_size_t off, const std::byte *src, siz
     return ok;
 }
 
+// Copies n bytes out of the region at off; false if the source faulted.
+inline bool copy_out_of(const Region &r, ptl_size_t off, std::byte *dst, size_t n) {
+    if (!r.iov) return guarded_copy(dst, reinterpret_cast<const void *>(r.base + off), n);
+    bool ok = true;
+    for (size_t i = 0; i < r.iovcnt && n > 0; ++i) {
+        if (off >= r.iov[i].iov_len) {
+            off -= r.iov[i].iov_len;
+            continue;
+        }
+        const size_t take = std::min<size_t>(n, r.iov[i].iov_len - off);
+        ok &= guarded_copy(dst, static_cast<const std::byte *>(r.iov[i].iov_base) + off, take);
+        dst += take;
+        n -= take;
+        off = 0;
+    }
+    return ok;
+}
+
 inline ptl_uid_t my_uid() {
     static const ptl_uid_t uid = static_cast<ptl_uid_t>(getuid());
     return uid;

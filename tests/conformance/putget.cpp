@@ -683,6 +683,61 @@ TEST_F(PutGetMd, SegvOnUnmappedSource) {
 // unmapped address gives the target event PTL_NI_SEGV and a failed ACK; a 0-byte message never
 // faults (§3.12); SUCCESS_DISABLE does not hide the failure (item 41) and a CT_BYTES counter adds 1
 // for it (item 42).
+// A put from, and a get into, a shared segment whose target entry covers unmapped memory: the
+// target copies through its mapping of the initiator's segment, and that copy is guarded like
+// every other — PTL_NI_SEGV at the target, a failed ACK or REPLY at the initiator, and the target
+// keeps serving (a later put lands).
+TEST_F(PutGetMd, SharedSegmentIntoUnmappedTargetIsSegv) {
+    REQUIRE_RANKS(2);
+    Ni ni = open_ni(kMatchingPhysical);
+    constexpr size_t kLen = 4096; // above the segments' 2 KiB threshold: the segment path on shm
+    std::vector<uint8_t> good(kLen, 0);
+    void *hole = nullptr;
+    ptl_handle_eq_t teq = PTL_INVALID_HANDLE;
+    if (rank() == 0) {
+        hole = map_inaccessible_page();
+        teq = make_eq(ni);
+        make_pt(ni, teq, 0, kPt);
+        append_me(ni, kPt, me_desc(nullptr, PTL_SIZE_MAX, PTL_ME_OP_PUT | PTL_ME_OP_GET, 1), PTL_PRIORITY_LIST, tag(1),
+                  teq);
+    }
+    const uintptr_t hole_addr = job().allgather_pod(reinterpret_cast<uintptr_t>(hole)).at(0);
+    const uintptr_t good_addr = job().allgather_pod(reinterpret_cast<uintptr_t>(good.data())).at(0);
+    barrier();
+    if (rank() == 1) {
+        void *seg = nullptr;
+        portico_segment_t id;
+        ASSERT_PTL(portico_segment_create(4 * kLen, nullptr, &seg, &id));
+        fill_pattern(seg, kLen, 77);
+        ptl_handle_eq_t ieq = make_eq(ni);
+        ptl_handle_md_t md = bind_md(ni, seg, 4 * kLen, ieq, PTL_CT_NONE, PTL_MD_EVENT_SEND_DISABLE);
+        ASSERT_PTL(PtlPut(md, 0, kLen, PTL_ACK_REQ, ni.id_of(0), kPt, 1, hole_addr, tag(10), 0));
+        ptl_event_t ack = expect_event(ieq, PTL_EVENT_ACK);
+        EXPECT_NE(Fail{PTL_NI_OK}, Fail{ack.ni_fail_type}) << "the ACK must report the target's fault";
+        ASSERT_PTL(PtlGet(md, kLen, kLen, ni.id_of(0), kPt, 1, hole_addr, tag(11)));
+        ptl_event_t reply = expect_event(ieq, PTL_EVENT_REPLY);
+        EXPECT_NE(Fail{PTL_NI_OK}, Fail{reply.ni_fail_type}) << "the REPLY must report the target's fault";
+        ASSERT_PTL(PtlPut(md, 0, kLen, PTL_ACK_REQ, ni.id_of(0), kPt, 1, good_addr, tag(12), 0));
+        ack = expect_event(ieq, PTL_EVENT_ACK);
+        EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ack.ni_fail_type});
+        barrier();
+        EXPECT_PTL(PtlMDRelease(md));
+        EXPECT_PTL(portico_segment_destroy(seg, &id));
+    } else if (rank() == 0) {
+        ptl_event_t ev = expect_event(teq, PTL_EVENT_PUT);
+        EXPECT_EQ(Fail{PTL_NI_SEGV}, Fail{ev.ni_fail_type}) << describe(ev);
+        ev = expect_event(teq, PTL_EVENT_GET);
+        EXPECT_EQ(Fail{PTL_NI_SEGV}, Fail{ev.ni_fail_type}) << describe(ev);
+        ev = expect_event(teq, PTL_EVENT_PUT);
+        EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
+        barrier();
+        EXPECT_EQ(-1, check_pattern(good.data(), kLen, 77));
+        munmap(hole, 4096);
+    } else {
+        barrier();
+    }
+}
+
 TEST_F(PutGetMd, SegvOnUnmappedTarget) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
