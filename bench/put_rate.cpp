@@ -9,9 +9,11 @@
 // 1's counter is checked against the number of puts at the end.
 //
 // Baseline, interleaved: the raw shared-memory SPSC ring (shm_ring.hpp) with 8-byte messages and
-// the same window.
+// the same window; over TCP, a raw TCP stream of 8-byte records in the same windows, one write per
+// window (tcp_baseline.hpp: TcpRecordStream).
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "portals_util.hpp"
 #include "report.hpp"
 #include "shm_ring.hpp"
+#include "tcp_baseline.hpp"
 #include "timing.hpp"
 #include "watchdog.hpp"
 
@@ -99,25 +102,35 @@ void run_put_rate(Context &ctx) {
     const uint64_t ring_msgs = std::max<uint64_t>(p.iters, 1u << 20);
 
     PutRate pr(job);
-    ShmRing ring(job);
+    const bool tcp = ctx.transport == "tcp";
+    std::unique_ptr<ShmRing> ring;
+    std::unique_ptr<TcpRecordStream> stream;
+    if (tcp)
+        stream = std::make_unique<TcpRecordStream>(job);
+    else
+        ring = std::make_unique<ShmRing>(job);
+    const uint64_t base_msgs = tcp ? p.iters : ring_msgs;
+    const std::string base_kind = tcp ? stream->kind() : "shm_spsc_ring";
     Watchdog dog(job, kWatchdogS, [&pr] { return pr.describe(); });
     job.barrier();
-    ctx.report.begin(
-        "put_rate: rate of 8-byte PtlPuts without ack from rank 0 to rank 1, windows of " + std::to_string(kWindow) +
-            " (the last put of each window acknowledged), target application "
-            "idle, transport " +
-            ctx.transport,
-        std::to_string(p.iters) + " puts x " + std::to_string(p.reps) + " repetitions after " + std::to_string(warmup) +
-            " warm-up ones; Mmsg/s = 10^6 messages/s; baseline: raw shared-memory "
-            "SPSC ring, 8-byte messages, same window, " +
-            std::to_string(ring_msgs) + " messages per repetition, interleaved");
+    ctx.report.begin("put_rate: rate of 8-byte PtlPuts without ack from rank 0 to rank 1, windows of " +
+                         std::to_string(kWindow) +
+                         " (the last put of each window acknowledged), target application "
+                         "idle, transport " +
+                         ctx.transport,
+                     std::to_string(p.iters) + " puts x " + std::to_string(p.reps) + " repetitions after " +
+                         std::to_string(warmup) + " warm-up ones; Mmsg/s = 10^6 messages/s; baseline: " +
+                         (tcp ? std::string("raw TCP stream of 8-byte records, one write per window, ")
+                              : std::string("raw shared-memory SPSC ring, 8-byte messages, ")) +
+                         "same window, " + std::to_string(base_msgs) + " messages per repetition, interleaved");
     const std::string env = env_note();
     if (!env.empty()) ctx.report.note("environment: " + env);
 
     std::vector<double> value, baseline;
     for (int r = -1; r < p.reps; ++r) {
         dog.peer_phase();
-        const double b = ring.run(r < 0 ? ring_msgs / 10 : ring_msgs, kWindow);
+        const uint64_t n = r < 0 ? std::max<uint64_t>(kWindow, base_msgs / 10 / kWindow * kWindow) : base_msgs;
+        const double b = tcp ? stream->run(n, kWindow) : ring->run(n, kWindow);
         job.barrier();
         dog.portals_phase();
         const double v = pr.run(r < 0 ? warmup : p.iters, dog);
@@ -127,9 +140,9 @@ void run_put_rate(Context &ctx) {
         baseline.push_back(b);
         value.push_back(v);
         if (ctx.opt.verbose && job.rank() == 0)
-            std::fprintf(stderr, "put_rate rep %d: ring %.3f Mmsg/s, puts %.3f Mmsg/s\n", r, b, v);
+            std::fprintf(stderr, "put_rate rep %d: %s %.3f Mmsg/s, puts %.3f Mmsg/s\n", r, base_kind.c_str(), b, v);
     }
-    Result res = Result::of("put_rate", job.size(), 8, value, baseline, "shm_spsc_ring", p.reps, p.iters, warmup);
+    Result res = Result::of("put_rate", job.size(), 8, value, baseline, base_kind, p.reps, p.iters, warmup);
     res.unit = "Mmsg/s";
     res.better = "higher";
     ctx.report.result(res);

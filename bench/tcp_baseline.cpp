@@ -248,4 +248,31 @@ double TcpStream::run(uint64_t bytes) {
     return 0;
 }
 
+TcpRecordStream::TcpRecordStream(Job &job) : link_(job), busy_(settings::kBenchTcpRecv.get() != "block") {}
+
+double TcpRecordStream::run(uint64_t records, uint64_t window) {
+    if (link_.rank() >= 2) return 0;
+    buf_.resize(window);
+    const uint64_t base = sent_;
+    sent_ += records;
+    unsigned char ack = 0;
+    const uint64_t t0 = now_ns();
+    for (uint64_t done = 0; done < records; done += window) {
+        if (link_.rank() == 0) {
+            for (uint64_t i = 0; i < window; ++i) buf_[i] = base + done + i;
+            link_.send_all(buf_.data(), window * sizeof(uint64_t), busy_);
+            link_.recv_exact(&ack, 1, busy_);
+            if (ack != 1) throw Error("raw TCP record stream: bad window answer");
+        } else {
+            link_.recv_exact(buf_.data(), window * sizeof(uint64_t), busy_);
+            for (uint64_t i = 0; i < window; ++i)
+                if (buf_[i] != base + done + i) throw Error("raw TCP record stream: records out of order");
+            ack = 1;
+            link_.send_all(&ack, 1, busy_);
+        }
+    }
+    const uint64_t t1 = now_ns();
+    return link_.rank() == 0 ? static_cast<double>(records) * 1000.0 / static_cast<double>(t1 - t0) : 0;
+}
+
 } // namespace portico::bench

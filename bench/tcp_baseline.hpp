@@ -7,6 +7,10 @@
 // TcpStream: rank 0 writes N bytes in 1 MiB writes, rank 1 reads them (1 MiB reads) and answers
 // one byte when it has all of them; rank 0's time from the first write to that byte gives MB/s.
 //
+// TcpRecordStream: the message-rate baseline (put_rate over TCP). Rank 0 sends 8-byte records
+// (counting up by one) in windows: each window is one write of all its records, and rank 1, having
+// read and checked them, answers one byte, for which rank 0 waits before the next window.
+//
 // Both busy-poll by default (recv/send with MSG_DONTWAIT in a loop, pause between tries), which
 // gave the faster raw numbers (see docs/PERFORMANCE.md); PORTICO_BENCH_TCP_RECV=block selects
 // blocking calls. The baseline_kind says which: tcp_pingpong_busypoll / tcp_pingpong_blocking,
@@ -68,6 +72,21 @@ private:
     TcpLink link_;
     bool busy_;
     std::vector<unsigned char> buf_;
+};
+
+class TcpRecordStream {
+public:
+    explicit TcpRecordStream(Job &job);
+    // `records` (a multiple of `window`) 8-byte records; ranks 0 and 1 call it with the same
+    // arguments. Rank 0 returns Mmsg/s, the others 0.
+    double run(uint64_t records, uint64_t window);
+    const char *kind() const { return busy_ ? "tcp_record_stream_busypoll" : "tcp_record_stream_blocking"; }
+
+private:
+    TcpLink link_;
+    bool busy_;
+    uint64_t sent_ = 0; // records so far (both ranks advance it alike)
+    std::vector<uint64_t> buf_;
 };
 
 } // namespace portico::bench

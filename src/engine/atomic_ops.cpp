@@ -102,8 +102,9 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     // Always copied if it has to wait: the operand is the caller's and atomics are small.
     const auto st = ni->ep->transport->send(peer, portals_frame(h),
                                             {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total}, cookie,
-                                            true, bundled);
+                                            true, bundled, transport::Hold::Burst);
     switch (st) {
+    case transport::SendStatus::Held: ni->ep->poll_soon(); [[fallthrough]];
     case transport::SendStatus::Sent: complete_send(cookie, PTL_NI_OK); break;
     case transport::SendStatus::Queued: break;
     case transport::SendStatus::SourceFault:

@@ -230,8 +230,10 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     iov_scratch_.clear();
     if (!tracked) {
         gather(region_of(*md), local_offset, length, iov_scratch_);
-        const auto st = tr.send(peer, portals_frame(h),
-                                {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, 0, true, bundled);
+        const auto st =
+            tr.send(peer, portals_frame(h), {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, 0,
+                    true, bundled, transport::Hold::Burst);
+        if (st == transport::SendStatus::Held) ni->ep->poll_soon();
         if (st == transport::SendStatus::SourceFault || st == transport::SendStatus::Unreachable)
             log_debug("put to %08x/%u: %s", peer.nid, peer.pid,
                       st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
@@ -257,8 +259,10 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
         gather(region_of(*md), local_offset, length, iov_scratch_);
         payload = {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length};
     }
-    const auto st = tr.send(peer, portals_frame(h), payload, cookie, copy || payload.iov == &ref_iov, bundled);
+    const auto st = tr.send(peer, portals_frame(h), payload, cookie, copy || payload.iov == &ref_iov, bundled,
+                            transport::Hold::Burst);
     switch (st) {
+    case transport::SendStatus::Held: ni->ep->poll_soon(); [[fallthrough]];
     case transport::SendStatus::Sent:
         if (!rendezvous) complete_send(cookie, PTL_NI_OK);
         break;
@@ -311,8 +315,9 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
         h.flags |= wire::kFlagSegment;
         payload = {&ref_iov, 1, sizeof ref};
     }
-    const auto st =
-        ni->ep->transport->send(peer, portals_frame(h), payload, cookie, how == SingleCopy::Segment, bundled);
+    const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, cookie, how == SingleCopy::Segment,
+                                            bundled, transport::Hold::Burst);
+    if (st == transport::SendStatus::Held) ni->ep->poll_soon();
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
     return PTL_OK;
 }
@@ -479,7 +484,8 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
     h.remote_offset = offset;
     h.cookie = req.cookie;
     h.flags = flags;
-    auto st = ep.transport->send({req.src_nid, req.src_pid}, portals_frame(h), payload, 0, true, false, may_hold);
+    auto st = ep.transport->send({req.src_nid, req.src_pid}, portals_frame(h), payload, 0, true, false,
+                                 may_hold ? transport::Hold::Ack : transport::Hold::No);
     if (st == transport::SendStatus::SourceFault) {
         // The entry's memory could not be read: the reply says so instead of carrying data.
         h.ni_fail = PTL_NI_SEGV;

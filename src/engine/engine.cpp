@@ -148,6 +148,22 @@ void Endpoint::request_arm() {
     }
 }
 
+void Endpoint::poll_soon() {
+    // Called with the engine lock held, so it takes no lock (the progress thread holds sleep_mutex
+    // while it arms the transports, whose pollers take the engine lock). Pairs with the progress
+    // thread's store of resting before it looks at holds_frames() (Dekker): either it sees the
+    // held frames and polls instead of resting, or we see it rest and wake it. Its park_seen was
+    // read before that store, so a bump here always ends the park, even one not yet begun; an
+    // interrupt leaves the transport's wait fd readable until the wait reads it.
+    const uint8_t r = resting.load(std::memory_order_seq_cst);
+    if (r == kAwake) return;
+    if (r != kArmed) {
+        park_word.fetch_add(1, std::memory_order_seq_cst);
+        futex_wake(park_word);
+    }
+    if (r != kParked) transport->interrupt();
+}
+
 void Engine::start_progress(Endpoint &ep) {
     ep.stop = false;
     ep.progress_thread = std::thread([this, &ep] { progress_loop(ep); });
@@ -191,15 +207,24 @@ void Engine::progress_loop(Endpoint &ep) {
             const uint64_t calls = ep.app_calls.load(std::memory_order_relaxed);
             const bool app_active = ep.active_waiters > 0 || calls != calls_seen;
             calls_seen = calls;
+            park_seen = ep.park_word.load(std::memory_order_seq_cst);
+            ep.resting.store(Endpoint::kDeciding, std::memory_order_seq_cst);
+            if (ep.transport->holds_frames()) {
+                // Frames wait for a poll (coalescing, see poll_soon): poll instead of resting.
+                ep.resting.store(Endpoint::kAwake, std::memory_order_relaxed);
+                idle_since = 0;
+                continue;
+            }
             park = !ep.arm_request && sleepers_.load(std::memory_order_relaxed) == 0 && app_active;
             ep.arm_request = false;
             if (park) {
                 ep.progress = Endpoint::Progress::Parked;
-                park_seen = ep.park_word.load(std::memory_order_relaxed);
+                ep.resting.store(Endpoint::kParked, std::memory_order_seq_cst);
             } else {
                 ep.progress = Endpoint::Progress::Armed;
                 ep.transport->arm_sleep();
                 ep.armed = true;
+                ep.resting.store(Endpoint::kArmed, std::memory_order_seq_cst);
             }
         }
         if (park)
@@ -209,6 +234,7 @@ void Engine::progress_loop(Endpoint &ep) {
         {
             std::lock_guard g(ep.sleep_mutex);
             ep.progress = Endpoint::Progress::Running;
+            ep.resting.store(Endpoint::kAwake, std::memory_order_relaxed);
             if (ep.armed) {
                 ep.transport->disarm_sleep();
                 ep.armed = false;

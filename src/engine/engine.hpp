@@ -276,9 +276,15 @@ struct Endpoint {
     bool arm_request = false;              // a waiter went to sleep: listen to peers (guarded by sleep_mutex)
     std::atomic<uint32_t> park_word{0};    // bumped (under sleep_mutex) to end a park early
     std::atomic<uint64_t> app_calls{0};    // calls that poll; the progress thread parks while this moves
+    // What poll_soon must do to make the progress thread poll (set by the progress thread).
+    static constexpr uint8_t kAwake = 0, kDeciding = 1, kParked = 2, kArmed = 3;
+    std::atomic<uint8_t> resting{kAwake};
 
     // Unpark and arm: a thread is about to sleep and needs the progress thread to listen.
     void request_arm();
+    // The transport holds frames for the next poll (SendStatus::Held): a parked progress thread
+    // must not wait out its park, since the application may not poll again for a while.
+    void poll_soon();
 
     int poll() { return transport->poll(*receiver); }
 };

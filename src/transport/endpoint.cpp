@@ -44,9 +44,9 @@ public:
     const char *name() const override { return name_.c_str(); }
     size_t max_frame_payload() const override { return max_frame_payload_; }
     SendStatus send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
-                    bool defer_wakeup, bool may_hold) override {
+                    bool defer_wakeup, Hold hold) override {
         Transport *t = route(to);
-        return t ? t->send(to, h, payload, token, copy_payload, defer_wakeup, may_hold) : SendStatus::Unreachable;
+        return t ? t->send(to, h, payload, token, copy_payload, defer_wakeup, hold) : SendStatus::Unreachable;
     }
     int poll(Receiver &r) override {
         int work = 0;
@@ -81,6 +81,10 @@ public:
     }
     void flush_wakeups() override {
         for (Member &m : members_) m.transport->flush_wakeups();
+    }
+    bool holds_frames() const override {
+        return std::any_of(members_.begin(), members_.end(),
+                           [](const Member &m) { return m.transport->holds_frames(); });
     }
     int wait_fd() const override { return epoll_fd_; }
     void flush(Receiver &r, int timeout_ms) override {

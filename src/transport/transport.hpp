@@ -129,10 +129,27 @@ struct Gather {
 };
 
 enum class SendStatus {
-    Sent,        // every frame is in the peer's queue; the payload memory may be reused
+    Sent, // every frame is in the peer's queue; the payload memory may be reused
+    // Every frame was taken (the payload copied: its memory may be reused), but it waits in the
+    // transport for the next poll(), flush_wakeups() or arm_sleep() of any thread (Hold::Burst),
+    // and nothing else held makes one come: the caller sees to it that one comes soon, waking a
+    // resting poller (holds_frames() tells a thread about to rest to poll instead).
+    Held,
     SourceFault, // nothing was sent: the payload could not be read (unmapped memory)
     Queued,      // part or all of it waits for room; on_send_complete(token) reports the end
     Unreachable, // no such peer, or the link is dead
+};
+
+// May a frame wait in the transport to share a later system call with others?
+enum class Hold : uint8_t {
+    No,
+    // A header-only frame (an ack): it may wait for the next write to that peer or the next
+    // poll(), whichever comes first (never past a sleep: arm_sleep() writes it). Returns Sent.
+    Ack,
+    // A request of the application's: it may wait for the next poll() if the transport finds the
+    // link streaming (TCP: it wrote to that peer moments ago), so that a burst of small messages
+    // leaves in a few system calls while a lone message leaves at once. Returns Held if it waits.
+    Burst,
 };
 
 class Transport {
@@ -146,10 +163,13 @@ public:
     // each frame's header) and payload.
     // copy_payload: a queued message must not keep referring to the caller's memory.
     // defer_wakeup: a sleeping peer's wakeup may wait for flush_wakeups() (a bundle, §3.17).
-    // may_hold: a header-only frame (an ack) that may wait for the next write to that peer or the
-    // next poll(), whichever comes first (never past a sleep: arm_sleep() writes it).
+    // hold: whether the frame may wait to share a later system call (see Hold).
     virtual SendStatus send(PeerId to, const FrameHeader &first, const Gather &payload, uint64_t token,
-                            bool copy_payload, bool defer_wakeup = false, bool may_hold = false) = 0;
+                            bool copy_payload, bool defer_wakeup = false, Hold hold = Hold::No) = 0;
+    // True while frames wait for a poll() (SendStatus::Held, or held acks), and possibly until the
+    // next poll() after they left with another write. Lock-free; a thread about to rest without
+    // polling (the progress thread parking) polls once more instead.
+    virtual bool holds_frames() const { return false; }
 
     // Delivers waiting frames to r and pushes queued messages; returns the amount of work done.
     virtual int poll(Receiver &r) = 0;

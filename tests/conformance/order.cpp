@@ -143,6 +143,54 @@ TEST_F(Ordering, ShortMessagesKeepPerAddressDataOrder) {
     }
 }
 
+// §3.3 (the NI makes progress without the application): a burst of small puts that the transport
+// coalesces (PORTICO_TCP_COALESCE_US) all arrive while the initiator is away from Portals, here
+// blocked in the launcher's barrier, with no call that would poll. Held frames must leave through
+// the initiator's progress thread, which may be resting when the burst starts (it has nothing to
+// do while the initiator waits in the previous round's barrier); if they waited for the
+// initiator's next call, the target would wait forever.
+TEST_F(Ordering, BurstArrivesWhileTheInitiatorIsAway) {
+    REQUIRE_RANKS(2);
+    Ni ni = open_ni(kMatchingPhysical);
+    constexpr size_t kBurst = 100;
+    constexpr size_t kSlot = 64;
+    constexpr int kRounds = 20;
+    std::vector<uint8_t> buf(kBurst * kSlot, 0);
+    ptl_handle_ct_t ct = PTL_INVALID_HANDLE;
+    ptl_handle_md_t md = PTL_INVALID_HANDLE;
+    if (rank() == 0) {
+        ct = make_ct(ni);
+        make_pt(ni, PTL_EQ_NONE, 0, kPt + 2);
+        append_me(ni, kPt + 2,
+                  me_desc(buf.data(), buf.size(), PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_COMM_DISABLE,
+                          0x77, 0, ct),
+                  PTL_PRIORITY_LIST, tag(1), PTL_EQ_NONE);
+    } else if (rank() == 1) {
+        md = bind_md(ni, buf.data(), buf.size(), PTL_EQ_NONE);
+    }
+    barrier();
+    for (int round = 0; round < kRounds; ++round) {
+        SCOPED_TRACE("round " + std::to_string(round));
+        if (rank() == 1) {
+            fill_pattern(buf.data(), buf.size(), static_cast<uint32_t>(round));
+            // Sizes 1..64 bytes, each put into its own slot.
+            for (size_t i = 0; i < kBurst; ++i)
+                ASSERT_PTL(PtlPut(md, kSlot * i, 1 + i % kSlot, PTL_NO_ACK_REQ, ni.id_of(0), kPt + 2, 0x77, kSlot * i,
+                                  nullptr, 0));
+        } else if (rank() == 0) {
+            const ptl_size_t want = kBurst * static_cast<ptl_size_t>(round + 1);
+            EXPECT_EQ((Ct{want, 0}), ct_wait(ct, want));
+            std::vector<uint8_t> sent(buf.size());
+            fill_pattern(sent.data(), sent.size(), static_cast<uint32_t>(round));
+            for (size_t i = 0; i < kBurst; ++i) {
+                const size_t n = 1 + i % kSlot;
+                ASSERT_EQ(0, std::memcmp(sent.data() + kSlot * i, buf.data() + kSlot * i, n)) << "put " << i;
+            }
+        }
+        barrier();
+    }
+}
+
 // Builds an iovec array over separately allocated segments of the given sizes.
 struct Segments {
     std::vector<std::vector<uint8_t>> seg;

@@ -193,7 +193,7 @@ public:
     size_t max_frame_payload() const override { return kFramePayload; }
 
     SendStatus send(PeerId to, const transport::FrameHeader &h, const Gather &payload, uint64_t, bool, bool,
-                    bool) override {
+                    transport::Hold) override {
         std::shared_ptr<Inbox> in = fabric().find(to);
         if (!in) return SendStatus::Unreachable;
         std::vector<Frame> frames;

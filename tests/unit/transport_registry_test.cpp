@@ -78,7 +78,7 @@ public:
     PeerId self() const override { return self_; }
     const char *name() const override { return name_; }
     size_t max_frame_payload() const override { return 1000; }
-    SendStatus send(PeerId to, const FrameHeader &, const Gather &, uint64_t, bool, bool, bool) override {
+    SendStatus send(PeerId to, const FrameHeader &, const Gather &, uint64_t, bool, bool, Hold) override {
         sent_to.push_back(to);
         return SendStatus::Sent;
     }

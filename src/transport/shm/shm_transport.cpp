@@ -494,7 +494,7 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
 }
 
 SendStatus ShmTransport::send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
-                              bool defer_wakeup, bool) {
+                              bool defer_wakeup, Hold) {
     ShmLink *l = link_for(to);
     if (!l) return SendStatus::Unreachable;
     std::unique_lock g(l->tx_mutex);

@@ -49,7 +49,7 @@ public:
     const char *name() const override { return "shm"; }
     size_t max_frame_payload() const override { return max_frame_payload_; }
     SendStatus send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
-                    bool defer_wakeup = false, bool may_hold = false) override;
+                    bool defer_wakeup = false, Hold hold = Hold::No) override;
     int poll(Receiver &r) override;
     void arm_sleep() override;
     void disarm_sleep() override;

@@ -15,6 +15,7 @@ std::unique_ptr<Transport> open_tcp(const OpenRequest &req) {
     cfg.max_links = settings::kTcpMaxLinks.get();
     cfg.connect_timeout_ms = static_cast<int>(settings::kTcpConnectTimeoutMs.get());
     cfg.keepalive_idle_s = static_cast<int>(settings::kTcpKeepaliveS.get());
+    cfg.coalesce_ns = settings::kTcpCoalesceUs.get() * 1000;
     if (req.job_secret) cfg.secret = req.job_secret();
     return std::make_unique<tcp::TcpTransport>(req.nid, req.pid, cfg);
 }

@@ -28,6 +28,16 @@ inline constexpr Number kTcpKeepaliveS{"PORTICO_TCP_KEEPALIVE_S",
                                        "seconds of silence before a connection is probed (a vanished machine is "
                                        "found about 25 s later)"};
 
-inline constexpr const Setting *kTcpSettings[] = {&kTcpPortBase, &kTcpMaxLinks, &kTcpConnectTimeoutMs, &kTcpKeepaliveS};
+inline constexpr Number kTcpCoalesceUs{"PORTICO_TCP_COALESCE_US",
+                                       Layer::transport_tcp,
+                                       10,
+                                       0,
+                                       1000000,
+                                       "a small request sent to a peer less than this many microseconds after the "
+                                       "previous one waits for the next poll to share its system call (a lone "
+                                       "message never waits); 0: one system call per message"};
+
+inline constexpr const Setting *kTcpSettings[] = {&kTcpPortBase, &kTcpMaxLinks, &kTcpConnectTimeoutMs, &kTcpKeepaliveS,
+                                                  &kTcpCoalesceUs};
 
 } // namespace portico::settings

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "common/futex.hpp"
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
 #include "transport/tcp/frame_decoder.hpp"
@@ -27,6 +28,10 @@ constexpr int kMaxIov = 64;
 constexpr int kMaxFramesPerWrite = 16;
 constexpr size_t kMaxBytesPerWrite = 1 << 20;
 constexpr size_t kZeroBytes = 64 * 1024;
+// Coalescing: frames up to this size are copied into the held bytes; above, the copy would cost
+// more than the system call it saves. Held bytes beyond kHeldFlushBytes are written at once.
+constexpr size_t kCoalesceFrameMax = 4096;
+constexpr size_t kHeldFlushBytes = 64 * 1024;
 const std::byte g_zeros[kZeroBytes] = {};
 char g_listen_tag, g_wake_tag, g_timer_tag;
 
@@ -87,10 +92,11 @@ public:
     LinkState state = LinkState::Connecting;
     std::mutex tx_mutex;
     std::deque<TcpOutMessage> backlog;
-    // Header-only frames (acks) held back to share the next write (under tx_mutex); they always
-    // leave before anything else on the link.
+    // Frames held back to share a later write (acks, and coalesced requests: see send), under
+    // tx_mutex; they always leave before anything else on the link.
     std::vector<std::byte> held;
     size_t held_off = 0;
+    uint64_t last_request_ns = 0;    // when the last Hold::Burst frame was sent (under tx_mutex)
     bool writing = false;            // EPOLLOUT requested (under tx_mutex)
     std::atomic<bool> broken{false}; // a write failed; the poller fails the link
     std::string remote;              // the peer's address, for messages
@@ -405,8 +411,34 @@ void TcpTransport::want_write(TcpLink &l, bool on) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, l.fd, &ev);
 }
 
+bool TcpTransport::hold_frame(TcpLink &l, const FrameHeader &h, const Gather &payload) {
+    const size_t at = l.held.size();
+    const FrameHeader fh = frame_header(h, payload.length, 0, static_cast<uint32_t>(payload.length));
+    l.held.resize(at + kHeaderBytes + payload.length);
+    std::memcpy(l.held.data() + at, &fh, kHeaderBytes);
+    std::byte *dst = l.held.data() + at + kHeaderBytes;
+    for (int i = 0; i < payload.iovcnt; ++i) {
+        if (!guarded_copy(dst, payload.iov[i].iov_base, payload.iov[i].iov_len)) {
+            l.held.resize(at);
+            return false;
+        }
+        dst += payload.iov[i].iov_len;
+    }
+    return true;
+}
+
+void TcpTransport::enlist_held(TcpLink &l, bool ack) {
+    {
+        std::lock_guard hg(held_mutex_);
+        held_list_.push_back(&l);
+        held_links_.store(held_list_.size(), std::memory_order_seq_cst);
+    }
+    // An ack's sender promised no poll: once the progress thread sleeps nothing may be held.
+    if (ack && sleeping_.load(std::memory_order_seq_cst)) flush_held();
+}
+
 SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
-                              bool, bool may_hold) {
+                              bool defer_wakeup, Hold hold) {
     if (cfg_.secret.empty()) {
         if (!warned_no_secret_.exchange(true))
             log_error("tcp: no job secret, so no TCP peer can be reached (start the job with portico-run, or "
@@ -423,24 +455,45 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
     m.token = token;
     std::unique_lock g(l->tx_mutex);
     if (l->state == LinkState::Dead || l->broken.load()) return SendStatus::Unreachable;
-    if (may_hold && payload.length == 0 && l->state == LinkState::Up && l->backlog.empty()) {
+    const bool idle_link = l->state == LinkState::Up && l->backlog.empty();
+    if (hold == Hold::Ack && payload.length == 0 && idle_link) {
         // An ack: it waits for the next write on this link (the application's next put to that
         // peer, in a ping-pong) or the next poll, whichever comes first: one system call less.
-        const FrameHeader fh = frame_header(h, 0, 0, 0);
         const bool first = l->held.empty();
-        const auto *b = reinterpret_cast<const std::byte *>(&fh);
-        l->held.insert(l->held.end(), b, b + kHeaderBytes);
+        hold_frame(*l, h, payload);
         g.unlock();
-        if (first) {
-            std::lock_guard hg(held_mutex_);
-            held_list_.push_back(l);
-            held_links_.store(held_list_.size(), std::memory_order_seq_cst);
-        }
-        // Nobody may poll before the progress thread sleeps: then nothing holds an ack.
-        if (sleeping_.load(std::memory_order_seq_cst)) flush_held();
+        if (first) enlist_held(*l, true);
         return SendStatus::Sent;
     }
-    if (l->state == LinkState::Up && l->backlog.empty()) {
+    const uint64_t now = monotonic_ns();
+    if (hold == Hold::Burst && idle_link && cfg_.coalesce_ns > 0 && payload.length <= cfg_.max_frame_payload &&
+        kHeaderBytes + payload.length <= kCoalesceFrameMax && !l->writing &&
+        (defer_wakeup || now - l->last_request_ns < cfg_.coalesce_ns)) {
+        // The link is streaming (or a bundle is open): this frame waits for the next poll, which
+        // writes everything held in one system call. A lone message never waits (the link was
+        // quiet), and a poll comes soon: the first frame held says Held, and the caller sees to
+        // it (the engine wakes its progress thread if that rests).
+        const bool first = l->held.empty();
+        if (!hold_frame(*l, h, payload)) return SendStatus::SourceFault;
+        l->last_request_ns = now;
+        if (l->held.size() - l->held_off >= kHeldFlushBytes) {
+            const Push p = write_raw(l->fd, {&l->held, &l->held_off});
+            if (p == Push::Blocked) want_write(*l, true);
+            if (p == Push::Broken) {
+                l->broken = true;
+                g.unlock();
+                interrupt(); // the poller fails the link; what was held is lost with it
+                return SendStatus::Unreachable;
+            }
+            if (l->held.empty()) return SendStatus::Sent;
+        }
+        g.unlock();
+        if (!first) return SendStatus::Sent;
+        enlist_held(*l, false);
+        return SendStatus::Held;
+    }
+    if (hold == Hold::Burst) l->last_request_ns = now;
+    if (idle_link) {
         switch (write_message_frames(l->fd, m, cfg_.max_frame_payload, {&l->held, &l->held_off})) {
         case Push::Done: return m.fault_from != UINT64_MAX ? SendStatus::SourceFault : SendStatus::Sent;
         case Push::FirstFault: return SendStatus::SourceFault;

@@ -4,7 +4,9 @@
 // peer's address follows from its Portals id alone; binding the port is how a pid is reserved.
 // A connection is used only after both ends proved they hold the job's secret (handshake.hpp).
 // Frames are written straight from the caller's memory with writev (no staging copy) and read
-// into a per-connection buffer one frame at a time (frame_decoder.hpp). Nothing blocks: a message
+// into a per-connection buffer, many frames per recv (frame_decoder.hpp). Small frames that follow
+// one another closely to the same peer are copied into one buffer and leave together at the next
+// poll (coalescing: see send), so that a burst of small messages costs a few system calls. Nothing blocks: a message
 // that does not fit into the socket waits in the link's backlog and is pushed when the socket
 // becomes writable, so a sender never stops serving incoming traffic. Connections are opened
 // lazily by the first send to a peer; until they are up, messages wait in the backlog.
@@ -30,6 +32,9 @@ struct TcpConfig {
     int connect_timeout_ms = 30000;   // connect plus handshake
     size_t max_pending_accepts = 256; // connections that have not authenticated yet
     int keepalive_idle_s = 10;        // a silent broken connection is found within idle + 3 * 5 s
+    // A request (Hold::Burst) sent to a peer less than this long after the previous one waits to
+    // share a write with what follows (0: never).
+    uint64_t coalesce_ns = 10000;
 };
 
 class TcpLink;
@@ -48,7 +53,8 @@ public:
     const char *name() const override { return "tcp"; }
     size_t max_frame_payload() const override { return cfg_.max_frame_payload; }
     SendStatus send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
-                    bool defer_wakeup = false, bool may_hold = false) override;
+                    bool defer_wakeup = false, Hold hold = Hold::No) override;
+    bool holds_frames() const override { return held_links_.load(std::memory_order_seq_cst) > 0; }
     int poll(Receiver &r) override;
     void arm_sleep() override;
     void disarm_sleep() override;
@@ -79,7 +85,10 @@ private:
     void expire_handshakes(Receiver &r);
     void arm_timer();
     int service_ready(Receiver &r, int timeout_ms);
-    void flush_held(); // writes the acks held back (see send)
+    void flush_held(); // writes the frames held back (see send)
+    // Appends a frame to l's held bytes (l.tx_mutex held); false if the payload is unreadable.
+    bool hold_frame(TcpLink &l, const FrameHeader &h, const Gather &payload);
+    void enlist_held(TcpLink &l, bool ack);
 
     PeerId self_;
     TcpConfig cfg_;
@@ -102,7 +111,7 @@ private:
     unsigned direct_turns_ = 0;        // under poll_mutex_
     std::atomic<int> writers_{0};      // links waiting for EPOLLOUT
     std::mutex held_mutex_;            // guards held_list_
-    std::vector<TcpLink *> held_list_; // links that may hold acks
+    std::vector<TcpLink *> held_list_; // links that may hold frames
     std::atomic<size_t> held_links_{0};
     std::atomic<bool> sleeping_{false}; // between arm_sleep() and disarm_sleep()
     std::atomic<uint64_t> malformed_{0};

@@ -1,0 +1,220 @@
+// TCP coalescing (tcp_transport.hpp): requests sent with Hold::Burst to a peer that was sent one
+// moments ago wait, copied, for the next poll, and then leave together in one write; a lone one
+// leaves at once. What must hold whatever the timing: every frame arrives once, in the order sent,
+// with the bytes it had when it was sent; nothing waits past a poll; an unreadable payload is a
+// SourceFault that sends nothing. The window is set to a second or to a nanosecond so that which
+// frames wait does not depend on how fast this machine runs.
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "common/guarded_copy.hpp"
+#include "transport/tcp/tcp_transport.hpp"
+
+namespace {
+
+using namespace portico::transport;
+
+constexpr uint32_t kLoopback = 0x7f000001;
+constexpr uint64_t kLongWindow = 1'000'000'000; // every request after the first waits
+constexpr uint64_t kNoWindow = 1;               // no request finds the link streaming
+
+struct Frames final : Receiver {
+    struct Got {
+        uint64_t id;
+        std::vector<std::byte> payload;
+    };
+    std::vector<Got> got;
+    void on_frame(Link &, const FrameHeader &h, const std::byte *payload) override {
+        uint64_t id;
+        std::memcpy(&id, h.protocol, sizeof id);
+        got.push_back({id, std::vector<std::byte>(payload, payload + h.t.frame_payload)});
+    }
+    void on_link_failed(Link &, bool) override {}
+    void on_send_complete(uint64_t, bool, bool) override {}
+    std::vector<uint64_t> ids() const {
+        std::vector<uint64_t> v;
+        for (const Got &g : got) v.push_back(g.id);
+        return v;
+    }
+};
+
+FrameHeader message(uint64_t id) {
+    FrameHeader h{};
+    h.t.protocol = Protocol::Portals;
+    std::memcpy(h.protocol, &id, sizeof id);
+    return h;
+}
+
+struct Pair {
+    std::unique_ptr<tcp::TcpTransport> a, b;
+    Frames ra, rb;
+
+    explicit Pair(uint64_t window) {
+        static uint32_t next = 12000 + static_cast<uint32_t>(getpid()) % 10000;
+        tcp::TcpConfig cfg;
+        cfg.secret = "tcp-coalesce-test";
+        cfg.coalesce_ns = window;
+        for (auto *t : {&a, &b}) {
+            for (int tries = 0; tries < 1000 && !*t; ++tries) {
+                try {
+                    *t = std::make_unique<tcp::TcpTransport>(kLoopback, next++, cfg);
+                } catch (const std::system_error &e) {
+                    if (e.code().value() != EADDRINUSE) throw;
+                }
+            }
+        }
+        // Bring the link from a to b up with a message that is never held.
+        EXPECT_NE(SendStatus::Unreachable, a->send(b->self(), message(0), {}, 0, true));
+        EXPECT_TRUE(poll_b_until(1));
+        rb.got.clear();
+    }
+    // Polls both until b has n frames (a generous bound on turns, not on time).
+    bool poll_b_until(size_t n) {
+        for (long i = 0; i < 20'000'000 && rb.got.size() < n; ++i) {
+            a->poll(ra);
+            b->poll(rb);
+        }
+        return rb.got.size() >= n;
+    }
+    // Polls b alone: what a holds cannot arrive, whatever b does.
+    void poll_b_only(int turns) {
+        for (int i = 0; i < turns; ++i) b->poll(rb);
+    }
+    SendStatus send(uint64_t id, const void *p, size_t n, bool bundle = false) {
+        iovec iov{const_cast<void *>(p), n};
+        return a->send(b->self(), message(id), {&iov, 1, n}, 0, true, bundle, Hold::Burst);
+    }
+};
+
+TEST(TcpCoalescing, BurstLeavesTogetherAtTheNextPollInOrderWithTheBytesSent) {
+    Pair p(kLongWindow);
+    ASSERT_TRUE(p.a && p.b);
+    uint64_t value = 101;
+    // The first request goes at once (no request was sent before); the second is the first held
+    // (Held: the caller must make a poll come); the rest join it.
+    ASSERT_EQ(SendStatus::Sent, p.send(1, &value, sizeof value));
+    ASSERT_TRUE(p.poll_b_until(1));
+    value = 102;
+    ASSERT_EQ(SendStatus::Held, p.send(2, &value, sizeof value));
+    EXPECT_TRUE(p.a->holds_frames());
+    for (uint64_t id = 3; id <= 20; ++id) {
+        value = 100 + id;
+        ASSERT_EQ(SendStatus::Sent, p.send(id, &value, sizeof value)) << id;
+    }
+    value = 0; // the frames were copied when sent
+    p.poll_b_only(10000);
+    EXPECT_EQ(std::vector<uint64_t>{1}, p.rb.ids()) << "held frames left without a poll of the sender";
+    p.a->poll(p.ra); // writes what was held
+    EXPECT_FALSE(p.a->holds_frames());
+    ASSERT_TRUE(p.poll_b_until(20));
+    ASSERT_EQ(20u, p.rb.got.size());
+    for (uint64_t i = 0; i < 20; ++i) {
+        EXPECT_EQ(i + 1, p.rb.got[i].id);
+        ASSERT_EQ(sizeof(uint64_t), p.rb.got[i].payload.size());
+        uint64_t v;
+        std::memcpy(&v, p.rb.got[i].payload.data(), sizeof v);
+        EXPECT_EQ(101 + i, v) << "frame " << i + 1;
+    }
+}
+
+TEST(TcpCoalescing, ALoneRequestIsNeverHeld) {
+    Pair p(kNoWindow);
+    ASSERT_TRUE(p.a && p.b);
+    const uint64_t value = 7;
+    for (uint64_t id = 1; id <= 5; ++id) {
+        EXPECT_EQ(SendStatus::Sent, p.send(id, &value, sizeof value));
+        EXPECT_FALSE(p.a->holds_frames());
+    }
+    p.poll_b_only(1);
+    ASSERT_TRUE(p.poll_b_until(5));
+    EXPECT_EQ((std::vector<uint64_t>{1, 2, 3, 4, 5}), p.rb.ids());
+}
+
+TEST(TcpCoalescing, HeldBytesBeyondTheBoundLeaveWithoutAPoll) {
+    Pair p(kLongWindow);
+    ASSERT_TRUE(p.a && p.b);
+    std::vector<std::byte> chunk(3000, std::byte{0x5a});
+    // 3096-byte frames: the 22nd held one passes 64 KiB, and everything held is written then.
+    constexpr uint64_t kFrames = 30;
+    for (uint64_t id = 1; id <= kFrames; ++id) ASSERT_NE(SendStatus::SourceFault, p.send(id, chunk.data(), chunk.size()));
+    for (long i = 0; i < 20'000'000 && p.rb.got.size() < 2; ++i) p.b->poll(p.rb);
+    EXPECT_GE(p.rb.got.size(), 2u) << "held bytes never left without a poll of the sender";
+    ASSERT_TRUE(p.poll_b_until(kFrames));
+    ASSERT_EQ(kFrames, p.rb.got.size());
+    for (uint64_t i = 0; i < kFrames; ++i) {
+        EXPECT_EQ(i + 1, p.rb.got[i].id);
+        EXPECT_EQ(chunk, p.rb.got[i].payload);
+    }
+}
+
+TEST(TcpCoalescing, UnreadablePayloadIsASourceFaultAndNothingOfItLeaves) {
+    portico::install_fault_guard(); // as the engine does with its first NI
+    Pair p(kLongWindow);
+    ASSERT_TRUE(p.a && p.b);
+    const long page = sysconf(_SC_PAGESIZE);
+    void *hole = mmap(nullptr, static_cast<size_t>(page), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(MAP_FAILED, hole);
+    const uint64_t value = 9;
+    ASSERT_EQ(SendStatus::Sent, p.send(1, &value, sizeof value));
+    ASSERT_EQ(SendStatus::Held, p.send(2, &value, sizeof value));
+    EXPECT_EQ(SendStatus::SourceFault, p.send(3, hole, 64));
+    EXPECT_EQ(SendStatus::Sent, p.send(4, &value, sizeof value));
+    p.a->poll(p.ra);
+    ASSERT_TRUE(p.poll_b_until(3));
+    p.poll_b_only(1000);
+    EXPECT_EQ((std::vector<uint64_t>{1, 2, 4}), p.rb.ids());
+    munmap(hole, static_cast<size_t>(page));
+}
+
+TEST(TcpCoalescing, ALargeMessageLeavesAfterTheFramesHeldBeforeIt) {
+    Pair p(kLongWindow);
+    ASSERT_TRUE(p.a && p.b);
+    const uint64_t value = 3;
+    std::vector<std::byte> big(20000, std::byte{0x33});
+    ASSERT_EQ(SendStatus::Sent, p.send(1, &value, sizeof value));
+    ASSERT_EQ(SendStatus::Held, p.send(2, &value, sizeof value));
+    ASSERT_EQ(SendStatus::Sent, p.send(3, &value, sizeof value));
+    // Too large to hold: written at once, after what was held.
+    EXPECT_EQ(SendStatus::Sent, p.send(4, big.data(), big.size()));
+    ASSERT_TRUE(p.poll_b_until(4));
+    EXPECT_EQ((std::vector<uint64_t>{1, 2, 3, 4}), p.rb.ids());
+    EXPECT_EQ(big, p.rb.got[3].payload);
+}
+
+TEST(TcpCoalescing, ABundleHoldsEvenOnAQuietLinkUntilFlushWakeups) {
+    Pair p(kNoWindow);
+    ASSERT_TRUE(p.a && p.b);
+    const uint64_t value = 5;
+    ASSERT_EQ(SendStatus::Held, p.send(1, &value, sizeof value, true));
+    ASSERT_EQ(SendStatus::Sent, p.send(2, &value, sizeof value, true));
+    p.poll_b_only(10000);
+    EXPECT_TRUE(p.rb.got.empty());
+    p.a->flush_wakeups(); // PtlEndBundle
+    EXPECT_FALSE(p.a->holds_frames());
+    for (long i = 0; i < 20'000'000 && p.rb.got.size() < 2; ++i) p.b->poll(p.rb);
+    EXPECT_EQ((std::vector<uint64_t>{1, 2}), p.rb.ids());
+}
+
+TEST(TcpCoalescing, ArmingSleepWritesWhatIsHeld) {
+    Pair p(kLongWindow);
+    ASSERT_TRUE(p.a && p.b);
+    const uint64_t value = 1;
+    ASSERT_EQ(SendStatus::Sent, p.send(1, &value, sizeof value));
+    ASSERT_EQ(SendStatus::Held, p.send(2, &value, sizeof value));
+    p.a->arm_sleep(); // a thread about to sleep in wait(): nothing may stay held
+    EXPECT_FALSE(p.a->holds_frames());
+    p.a->disarm_sleep();
+    for (long i = 0; i < 20'000'000 && p.rb.got.size() < 2; ++i) p.b->poll(p.rb);
+    EXPECT_EQ((std::vector<uint64_t>{1, 2}), p.rb.ids());
+}
+
+} // namespace
