@@ -1,6 +1,6 @@
 // TCP coalescing (tcp_transport.hpp): requests sent with Hold::Burst to a peer that was sent one
-// moments ago wait, copied, for the next poll, and then leave together in one write; a lone one
-// leaves at once. What must hold whatever the timing: every frame arrives once, in the order sent,
+// moments ago, and that do not answer something the peer sent since, wait, copied, for the next
+// poll, and then leave together in one write; a lone one leaves at once. What must hold whatever the timing: every frame arrives once, in the order sent,
 // with the bytes it had when it was sent; nothing waits past a poll; an unreadable payload is a
 // SourceFault that sends nothing. The window is set to a second or to a nanosecond so that which
 // frames wait does not depend on how fast this machine runs.
@@ -139,13 +139,36 @@ TEST(TcpCoalescing, ALoneRequestIsNeverHeld) {
     EXPECT_EQ((std::vector<uint64_t>{1, 2, 3, 4, 5}), p.rb.ids());
 }
 
+TEST(TcpCoalescing, ARequestAnsweringThePeerIsNotHeld) {
+    Pair p(kLongWindow);
+    ASSERT_TRUE(p.a && p.b);
+    const uint64_t value = 4;
+    ASSERT_EQ(SendStatus::Sent, p.send(1, &value, sizeof value));
+    ASSERT_EQ(SendStatus::Held, p.send(2, &value, sizeof value));
+    p.a->poll(p.ra);
+    ASSERT_TRUE(p.poll_b_until(2));
+    // b answers (on the connection a opened); a's next request answers that: a ping-pong.
+    ASSERT_NE(SendStatus::Unreachable, p.b->send(p.a->self(), message(50), {}, 0, true));
+    for (long i = 0; i < 20'000'000 && p.ra.got.empty(); ++i) {
+        p.a->poll(p.ra);
+        p.b->poll(p.rb);
+    }
+    ASSERT_EQ(std::vector<uint64_t>{50}, p.ra.ids());
+    EXPECT_EQ(SendStatus::Sent, p.send(3, &value, sizeof value));
+    EXPECT_EQ(SendStatus::Held, p.send(4, &value, sizeof value)) << "the one after it is a stream again";
+    p.a->poll(p.ra);
+    ASSERT_TRUE(p.poll_b_until(4));
+    EXPECT_EQ((std::vector<uint64_t>{1, 2, 3, 4}), p.rb.ids());
+}
+
 TEST(TcpCoalescing, HeldBytesBeyondTheBoundLeaveWithoutAPoll) {
     Pair p(kLongWindow);
     ASSERT_TRUE(p.a && p.b);
     std::vector<std::byte> chunk(3000, std::byte{0x5a});
     // 3096-byte frames: the 22nd held one passes 64 KiB, and everything held is written then.
     constexpr uint64_t kFrames = 30;
-    for (uint64_t id = 1; id <= kFrames; ++id) ASSERT_NE(SendStatus::SourceFault, p.send(id, chunk.data(), chunk.size()));
+    for (uint64_t id = 1; id <= kFrames; ++id)
+        ASSERT_NE(SendStatus::SourceFault, p.send(id, chunk.data(), chunk.size()));
     for (long i = 0; i < 20'000'000 && p.rb.got.size() < 2; ++i) p.b->poll(p.rb);
     EXPECT_GE(p.rb.got.size(), 2u) << "held bytes never left without a poll of the sender";
     ASSERT_TRUE(p.poll_b_until(kFrames));

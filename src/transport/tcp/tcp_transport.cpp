@@ -96,7 +96,11 @@ public:
     // tx_mutex; they always leave before anything else on the link.
     std::vector<std::byte> held;
     size_t held_off = 0;
-    uint64_t last_request_ns = 0;    // when the last Hold::Burst frame was sent (under tx_mutex)
+    uint64_t last_request_ns = 0;  // when the last Hold::Burst frame was sent (under tx_mutex)
+    uint64_t reads_at_request = 0; // reads then (under tx_mutex)
+    // recv calls that brought bytes (written by the poller, read by senders): a request sent
+    // after something came in answers it, as in a ping-pong, and is never held.
+    std::atomic<uint64_t> reads{0};
     bool writing = false;            // EPOLLOUT requested (under tx_mutex)
     std::atomic<bool> broken{false}; // a write failed; the poller fails the link
     std::string remote;              // the peer's address, for messages
@@ -466,16 +470,18 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         return SendStatus::Sent;
     }
     const uint64_t now = monotonic_ns();
+    const uint64_t reads = l->reads.load(std::memory_order_acquire);
     if (hold == Hold::Burst && idle_link && cfg_.coalesce_ns > 0 && payload.length <= cfg_.max_frame_payload &&
         kHeaderBytes + payload.length <= kCoalesceFrameMax && !l->writing &&
-        (defer_wakeup || now - l->last_request_ns < cfg_.coalesce_ns)) {
+        (defer_wakeup || (now - l->last_request_ns < cfg_.coalesce_ns && reads == l->reads_at_request))) {
         // The link is streaming (or a bundle is open): this frame waits for the next poll, which
         // writes everything held in one system call. A lone message never waits (the link was
-        // quiet), and a poll comes soon: the first frame held says Held, and the caller sees to
-        // it (the engine wakes its progress thread if that rests).
+        // quiet, or the peer has spoken since: an answer), and a poll comes soon: the first frame
+        // held says Held, and the caller sees to it (the engine wakes a resting progress thread).
         const bool first = l->held.empty();
         if (!hold_frame(*l, h, payload)) return SendStatus::SourceFault;
         l->last_request_ns = now;
+        l->reads_at_request = reads;
         if (l->held.size() - l->held_off >= kHeldFlushBytes) {
             const Push p = write_raw(l->fd, {&l->held, &l->held_off});
             if (p == Push::Blocked) want_write(*l, true);
@@ -492,7 +498,10 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         enlist_held(*l, false);
         return SendStatus::Held;
     }
-    if (hold == Hold::Burst) l->last_request_ns = now;
+    if (hold == Hold::Burst) {
+        l->last_request_ns = now;
+        l->reads_at_request = reads;
+    }
     if (idle_link) {
         switch (write_message_frames(l->fd, m, cfg_.max_frame_payload, {&l->held, &l->held_off})) {
         case Push::Done: return m.fault_from != UINT64_MAX ? SendStatus::SourceFault : SendStatus::Sent;
@@ -713,6 +722,8 @@ int TcpTransport::on_readable(TcpLink &l, Receiver &r) {
             return frames + 1;
         }
         d.produced(static_cast<size_t>(n));
+        // Before the frames are handed on: an answer to them must find the link spoken to.
+        l.reads.store(l.reads.load(std::memory_order_relaxed) + 1, std::memory_order_release);
         FrameHeader h;
         const std::byte *payload = nullptr;
         const char *why = nullptr;
