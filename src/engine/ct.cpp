@@ -3,14 +3,41 @@
 
 namespace portico::engine {
 
+CT *Engine::new_ct() {
+    if (spare_cts_.empty()) return new CT;
+    CT *ct = spare_cts_.back().release();
+    spare_cts_.pop_back();
+    return ct;
+}
+
+void Engine::retire_ct(CT *ct) {
+    if (ct->users.load(std::memory_order_seq_cst) > 0) {
+        dead_cts_.emplace_back(ct);
+        notify_waiters();
+        return;
+    }
+    // As retire_eq: only users may be touched by a thread that found it without the lock.
+    ct->ni = nullptr;
+    ct->handle = 0;
+    ct->success.store(0, std::memory_order_relaxed);
+    ct->failure.store(0, std::memory_order_relaxed);
+    ct->triggers.clear();
+    ct->firing = false;
+    spare_cts_.emplace_back(ct);
+}
+
 int Engine::ct_alloc(ptl_handle_ni_t h, ptl_handle_ct_t *out) {
     std::lock_guard g(mutex_);
     NI *ni = ni_of(h);
     if (!ni || !out) return PTL_ARG_INVALID;
     if (ni->n_cts >= ni->limits.max_cts) return PTL_NO_SPACE;
-    auto *ct = new CT;
+    CT *ct = new_ct();
     ct->ni = ni;
     ct->handle = cts_.insert(ObjType::CT, ct);
+    if (ct->handle == 0) {
+        retire_ct(ct);
+        return PTL_NO_SPACE;
+    }
     ++ni->n_cts;
     *out = ct->handle;
     return PTL_OK;
@@ -43,12 +70,7 @@ int Engine::ct_free(ptl_handle_ct_t h) {
         if (e->ct == ct) e->ct = nullptr;
     cts_.remove(h);
     --ct->ni->n_cts;
-    if (ct->users.load() > 0) {
-        dead_cts_.emplace_back(ct);
-        notify_waiters();
-    } else {
-        delete ct;
-    }
+    retire_ct(ct);
     return PTL_OK;
 }
 
@@ -61,13 +83,9 @@ void Engine::ct_add(CT *ct, uint64_t success, uint64_t failure) {
 }
 
 int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
-    CT *ct;
-    {
-        std::lock_guard g(mutex_);
-        ct = ct_of(h);
-        if (!ct || !ev) return PTL_ARG_INVALID;
-        ct->users.fetch_add(1);
-    }
+    if (!ev) return PTL_ARG_INVALID;
+    CT *ct = pin_ct(h); // no engine lock: reading a counter is two loads
+    if (!ct) return PTL_ARG_INVALID;
     // An application that polls with PtlCTGet moves its own messages (see poll_once).
     poll_once(ct->ni->ep);
     ev->success = ct->success.load(std::memory_order_acquire);
@@ -81,10 +99,7 @@ int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned
     if (aborted_.load(std::memory_order_acquire)) return PTL_ABORTED; // before the handles: see eq_poll
     if (!hs || !tests || n == 0 || !ev) return PTL_ARG_INVALID;
     WaitSet<CT> cts;
-    {
-        std::lock_guard g(mutex_);
-        if (cts.resolve(hs, n, [this](ptl_handle_any_t h) { return ct_of(h); }) != PTL_OK) return PTL_ARG_INVALID;
-    }
+    if (cts.resolve(hs, n, [this](ptl_handle_any_t h) { return pin_ct(h); }) != PTL_OK) return PTL_ARG_INVALID;
     auto ready = [&] {
         for (unsigned i = 0; i < n; ++i) {
             const uint64_t s = cts[i]->success.load(std::memory_order_acquire);

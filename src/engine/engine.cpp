@@ -117,8 +117,14 @@ void Engine::fini() {
             log_error("leaving the job: %s", e.what());
         }
     }
-    dead_eqs_.clear();
-    dead_cts_.clear();
+    // Freed while a thread was inside a wait: spare now if nobody is left inside (never deleted,
+    // see spare_eqs_).
+    std::vector<std::unique_ptr<EQ>> eqs;
+    eqs.swap(dead_eqs_);
+    for (auto &q : eqs) retire_eq(q.release());
+    std::vector<std::unique_ptr<CT>> cts;
+    cts.swap(dead_cts_);
+    for (auto &c : cts) retire_ct(c.release());
 }
 
 void Engine::abort() {

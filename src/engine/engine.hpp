@@ -429,6 +429,23 @@ private:
     void ct_add(CT *ct, uint64_t success, uint64_t failure);
     EQ *eq_of(ptl_handle_eq_t h) const { return eqs_.lookup(ObjType::EQ, h); }
     CT *ct_of(ptl_handle_ct_t h) const { return cts_.lookup(ObjType::CT, h); }
+    // Without the engine lock: the live object h names, its users count raised so that a
+    // concurrent free keeps it (the caller lowers it), or nullptr.
+    template <class T> static T *pin(const SharedHandleTable<T> &table, ObjType type, ptl_handle_any_t h) {
+        T *o = table.lookup(type, h);
+        if (!o) return nullptr;
+        o->users.fetch_add(1, std::memory_order_seq_cst);
+        // Pairs with the freer's removal from the table before its look at users (Dekker).
+        if (table.lookup(type, h) == o) return o;
+        o->users.fetch_sub(1, std::memory_order_seq_cst);
+        return nullptr;
+    }
+    EQ *pin_eq(ptl_handle_eq_t h) const { return pin(eqs_, ObjType::EQ, h); }
+    CT *pin_ct(ptl_handle_ct_t h) const { return pin(cts_, ObjType::CT, h); }
+    EQ *new_eq();
+    CT *new_ct();
+    void retire_eq(EQ *eq); // removed from the table: spare, or dead while users remain
+    void retire_ct(CT *ct);
 
     // list_entry.cpp
     bool entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, ptl_process_t initiator, uint32_t src_rank,
@@ -525,8 +542,8 @@ private:
     HandleTable<NI> nis_;
     HandleTable<MD> mds_;
     HandleTable<Entry> entries_;
-    HandleTable<EQ> eqs_;
-    HandleTable<CT> cts_;
+    SharedHandleTable<EQ> eqs_; // looked up without the lock by waiting and polling threads (pin)
+    SharedHandleTable<CT> cts_;
     std::vector<std::unique_ptr<Endpoint>> endpoints_;
     std::vector<Op> ops_;
     std::vector<uint32_t> free_ops_;
@@ -553,6 +570,10 @@ private:
     // Objects freed while another thread may still be inside a wait on them; deleted at PtlFini.
     std::vector<std::unique_ptr<EQ>> dead_eqs_;
     std::vector<std::unique_ptr<CT>> dead_cts_;
+    // Freed EQs and CTs, kept for the next allocation instead of deleted: a thread that found one
+    // without the lock may still touch its users count (pin).
+    std::vector<std::unique_ptr<EQ>> spare_eqs_;
+    std::vector<std::unique_ptr<CT>> spare_cts_;
 };
 
 // Tunables (see portico-info)

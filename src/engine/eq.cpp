@@ -3,15 +3,43 @@
 
 namespace portico::engine {
 
+EQ *Engine::new_eq() {
+    if (spare_eqs_.empty()) return new EQ;
+    EQ *eq = spare_eqs_.back().release();
+    spare_eqs_.pop_back();
+    return eq;
+}
+
+void Engine::retire_eq(EQ *eq) {
+    if (eq->users.load(std::memory_order_seq_cst) > 0) {
+        dead_eqs_.emplace_back(eq); // a waiter is still inside; it leaves when woken
+        notify_waiters();
+        return;
+    }
+    // Only users is ever touched by a thread that finds it without the lock, before it sees the
+    // handle is gone: the rest can be reset.
+    std::vector<ptl_event_t>().swap(eq->ring);
+    eq->ni = nullptr;
+    eq->handle = 0;
+    eq->head = eq->count = eq->reserved = 0;
+    eq->visible_count.store(0, std::memory_order_relaxed);
+    eq->dropped = false;
+    spare_eqs_.emplace_back(eq);
+}
+
 int Engine::eq_alloc(ptl_handle_ni_t h, ptl_size_t count, ptl_handle_eq_t *out) {
     std::lock_guard g(mutex_);
     NI *ni = ni_of(h);
     if (!ni || !out || count == 0) return PTL_ARG_INVALID;
     if (ni->n_eqs >= ni->limits.max_eqs || count > (1u << 26)) return PTL_NO_SPACE;
-    auto *eq = new EQ;
+    EQ *eq = new_eq();
     eq->ni = ni;
     eq->ring.resize(count);
     eq->handle = eqs_.insert(ObjType::EQ, eq);
+    if (eq->handle == 0) {
+        retire_eq(eq);
+        return PTL_NO_SPACE;
+    }
     ++ni->n_eqs;
     *out = eq->handle;
     return PTL_OK;
@@ -29,12 +57,7 @@ int Engine::eq_free(ptl_handle_eq_t h) {
     });
     eqs_.remove(h);
     --eq->ni->n_eqs;
-    if (eq->users.load() > 0) {
-        dead_eqs_.emplace_back(eq); // a waiter is still inside; it leaves when woken
-        notify_waiters();
-    } else {
-        delete eq;
-    }
+    retire_eq(eq);
     return PTL_OK;
 }
 
@@ -75,13 +98,11 @@ int take_event(EQ *eq, ptl_event_t *ev) {
 } // namespace
 
 int Engine::eq_get(ptl_handle_eq_t h, ptl_event_t *ev) {
-    EQ *eq;
-    {
-        std::lock_guard g(mutex_);
-        eq = eq_of(h);
-        if (!eq || !ev) return PTL_ARG_INVALID;
-        eq->users.fetch_add(1);
-    }
+    // No engine lock: applications poll with PtlEQGet, and the progress thread holds that lock
+    // while it delivers.
+    if (!ev) return PTL_ARG_INVALID;
+    EQ *eq = pin_eq(h);
+    if (!eq) return PTL_ARG_INVALID;
     int rc = take_event(eq, ev);
     if (rc == PTL_EQ_EMPTY) {
         // An application that polls with PtlEQGet moves its own messages (see poll_once).
@@ -98,10 +119,7 @@ int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, p
     if (aborted_.load(std::memory_order_acquire)) return PTL_ABORTED;
     if (!hs || n == 0 || !ev) return PTL_ARG_INVALID;
     WaitSet<EQ> eqs;
-    {
-        std::lock_guard g(mutex_);
-        if (eqs.resolve(hs, n, [this](ptl_handle_any_t h) { return eq_of(h); }) != PTL_OK) return PTL_ARG_INVALID;
-    }
+    if (eqs.resolve(hs, n, [this](ptl_handle_any_t h) { return pin_eq(h); }) != PTL_OK) return PTL_ARG_INVALID;
     int result = PTL_EQ_EMPTY;
     auto ready = [&] {
         for (unsigned i = 0; i < n; ++i) {

@@ -196,7 +196,7 @@ void Engine::destroy_ni(NI *ni) {
     });
     for (EQ *q : eqs) {
         eqs_.remove(q->handle);
-        dead_eqs_.emplace_back(q); // a thread may still be inside PtlEQWait on it
+        retire_eq(q); // a thread may still be inside PtlEQWait on it
     }
     std::vector<CT *> cts;
     cts_.for_each([&](CT *c) {
@@ -204,7 +204,7 @@ void Engine::destroy_ni(NI *ni) {
     });
     for (CT *c : cts) {
         cts_.remove(c->handle);
-        dead_cts_.emplace_back(c);
+        retire_ct(c);
     }
     nis_.remove(ni->handle);
     ni->ep->nis[ni->kind] = nullptr;

@@ -23,19 +23,20 @@ public:
     ~WaitSet() {
         for (unsigned i = 0; i < pinned_; ++i) (*this)[i]->users.fetch_sub(1);
     }
-    // Engine lock held. PTL_ARG_INVALID for an unknown handle or objects of different interfaces.
-    template <class Lookup> int resolve(const ptl_handle_any_t *hs, unsigned n, Lookup lookup) {
+    // No engine lock needed: pin (Engine::pin) returns each object with its users count raised,
+    // or nullptr. PTL_ARG_INVALID for an unknown handle or objects of different interfaces.
+    template <class Pin> int resolve(const ptl_handle_any_t *hs, unsigned n, Pin pin) {
         if (n > 8) {
             large_.resize(n);
             objs_ = large_.data();
         }
         for (unsigned i = 0; i < n; ++i) {
-            T *o = lookup(hs[i]);
-            objs_[i] = o;
-            if (!o || (ep_ && o->ni->ep != ep_)) return PTL_ARG_INVALID;
+            T *o = pin(hs[i]);
+            if (!o) return PTL_ARG_INVALID;
+            objs_[pinned_++] = o;
+            if (ep_ && o->ni->ep != ep_) return PTL_ARG_INVALID;
             ep_ = o->ni->ep;
         }
-        for (pinned_ = 0; pinned_ < n; ++pinned_) (*this)[pinned_]->users.fetch_add(1);
         return PTL_OK;
     }
     T *operator[](unsigned i) const { return static_cast<T *>(const_cast<void *>(objs_[i])); }

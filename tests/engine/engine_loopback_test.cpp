@@ -9,11 +9,13 @@
 // trigger that fires synchronously inside PtlCTInc).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "clientkit.hpp"
@@ -819,6 +821,83 @@ TEST_F(EngineLoopback, AtomicSumFetchAndCompareSwap) {
         EXPECT_EQ(100, target[0]); // the first swap wrote it, the second (100 != 16) left it
         EXPECT_EQ(28, target[1]);
     }
+}
+
+// PtlEQGet/PtlEQPoll/PtlCTGet/PtlCTPoll find their objects without the engine lock (Engine::pin)
+// while other threads allocate and free them. A handle is either live, and then names the very
+// object it was made for (each counter holds its own handle as its value, so a reader that reached
+// a recycled object would see another value), or stale, and then PTL_ARG_INVALID. Under TSan this
+// is the race detector's case for the handle tables.
+TEST_F(EngineLoopback, HandlesFoundWithoutTheLockAreLiveOrRejectedWhileOthersFree) {
+    constexpr int kSlots = 4;
+    constexpr int kRounds = 500;
+    std::atomic<uint64_t> eqs[kSlots], cts[kSlots];
+    for (int i = 0; i < kSlots; ++i) {
+        eqs[i].store(0);
+        cts[i].store(0);
+    }
+    std::atomic<bool> done{false};
+    std::atomic<long> live_reads{0}, stale_reads{0}, wrong{0}, turns{0};
+    auto reader = [&] {
+        unsigned k = 0;
+        while (!done.load(std::memory_order_acquire)) {
+            ++turns;
+            const int i = static_cast<int>(k++ % kSlots);
+            const ptl_handle_ct_t ct = cts[i].load(std::memory_order_acquire);
+            const ptl_handle_eq_t eq = eqs[i].load(std::memory_order_acquire);
+            if (ct == 0 || eq == 0) continue;
+            ptl_ct_event_t v{};
+            const int rc = a_->ct_get(ct, &v);
+            if (rc == PTL_OK) {
+                ++live_reads;
+                if (v.success != ct || v.failure != 0) ++wrong;
+            } else if (rc == PTL_ARG_INVALID) {
+                ++stale_reads;
+            } else {
+                ++wrong;
+            }
+            ptl_event_t ev{};
+            const int erc = a_->eq_get(eq, &ev);
+            if (erc != PTL_EQ_EMPTY && erc != PTL_ARG_INVALID) ++wrong;
+            unsigned which = 0;
+            const ptl_handle_eq_t both[2] = {eq, a_.eq};
+            const int prc = a_->eq_poll(both, 2, 0, &ev, &which);
+            if (prc != PTL_EQ_EMPTY && prc != PTL_ARG_INVALID) ++wrong;
+            const ptl_size_t never = ct + 1;
+            const int crc = a_->ct_poll(&ct, &never, 1, 0, &v, &which);
+            if (crc != PTL_CT_NONE_REACHED && crc != PTL_ARG_INVALID) ++wrong;
+        }
+    };
+    std::thread readers[3] = {std::thread(reader), std::thread(reader), std::thread(reader)};
+    int failures = 0; // EXPECT, not ASSERT: the readers must be joined
+    for (int r = 0; r < kRounds && failures == 0; ++r) {
+        const int i = r % kSlots;
+        ptl_handle_eq_t eq = 0;
+        ptl_handle_ct_t ct = 0;
+        failures += a_->eq_alloc(a_.ni, 4, &eq) != PTL_OK;
+        failures += a_->ct_alloc(a_.ni, &ct) != PTL_OK;
+        failures += a_->ct_set(ct, ptl_ct_event_t{ct, 0}) != PTL_OK;
+        const ptl_handle_eq_t old_eq = eqs[i].exchange(eq);
+        const ptl_handle_ct_t old_ct = cts[i].exchange(ct);
+        if (old_eq) failures += a_->eq_free(old_eq) != PTL_OK;
+        if (old_ct) failures += a_->ct_free(old_ct) != PTL_OK;
+        // Let the readers take a few turns between rounds, however the threads are scheduled.
+        for (const long seen = turns.load(); turns.load() < seen + 3;) std::this_thread::yield();
+    }
+    EXPECT_EQ(0, failures) << "allocating or freeing failed";
+    done = true;
+    for (auto &t : readers) t.join();
+    EXPECT_EQ(0, wrong.load());
+    EXPECT_GT(live_reads.load() + stale_reads.load(), 0);
+    for (int i = 0; i < kSlots; ++i) {
+        EXPECT_EQ(PTL_OK, a_->eq_free(eqs[i].load()));
+        EXPECT_EQ(PTL_OK, a_->ct_free(cts[i].load()));
+    }
+    // Freed handles stay rejected, also after their objects were reused.
+    ptl_ct_event_t v{};
+    EXPECT_EQ(PTL_ARG_INVALID, a_->ct_get(cts[0].load(), &v));
+    ptl_event_t ev{};
+    EXPECT_EQ(PTL_ARG_INVALID, a_->eq_get(eqs[0].load(), &ev));
 }
 
 } // namespace
