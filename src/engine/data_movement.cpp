@@ -484,8 +484,12 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
     h.remote_offset = offset;
     h.cookie = req.cookie;
     h.flags = flags;
-    auto st = ep.transport->send({req.src_nid, req.src_pid}, portals_frame(h), payload, 0, true, false,
-                                 may_hold ? transport::Hold::Ack : transport::Hold::No);
+    // Replies to a burst of gets coalesce like requests (the first one answers what came in and
+    // leaves at once, the rest of the batch waits for the poll that follows).
+    const transport::Hold hold =
+        may_hold ? transport::Hold::Ack : (kind == wire::Kind::Reply ? transport::Hold::Burst : transport::Hold::No);
+    auto st = ep.transport->send({req.src_nid, req.src_pid}, portals_frame(h), payload, 0, true, false, hold);
+    if (st == transport::SendStatus::Held) ep.poll_soon();
     if (st == transport::SendStatus::SourceFault) {
         // The entry's memory could not be read: the reply says so instead of carrying data.
         h.ni_fail = PTL_NI_SEGV;
