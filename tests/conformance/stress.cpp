@@ -276,6 +276,91 @@ TEST_F(Stress, ThreadedPutsLoseNoEvents) {
     expect_eq_empty(teq);
 }
 
+// Four threads of one process put into four targets at once while each target's application
+// appends and unlinks entries of the same portal table entry (issue 13, item 2's proof of the send
+// and match paths under TSan). Every put must match: two persistent MEs with the put's match bits
+// take turns (one is unlinked and appended again at the end of the list while the other stays), and
+// transient MEs with other bits come and go between them, so matching walks a list that changes.
+// Every ACK and every byte is checked; the targets stop when the initiator says it is done.
+TEST_F(Stress, FourThreadsPutIntoFourTargetsWhileTheirListsChange) {
+    constexpr int kTargets = 4, kPerThread = 1000;
+    constexpr ptl_match_bits_t kBits = 0x10, kOtherBits = 0x20;
+    constexpr ptl_pt_index_t kDonePt = kPt + 1;
+    const int me = rank();
+    if (nranks() < 1 + kTargets) GTEST_SKIP() << "needs " << 1 + kTargets << " ranks";
+    Ni ni = open_ni(kMatchingPhysical);
+    const bool target = me >= 1 && me <= kTargets;
+    std::vector<uint64_t> buf(kPerThread, 0);
+    ptl_handle_ct_t recv_ct = PTL_INVALID_HANDLE, done_ct = PTL_INVALID_HANDLE;
+    uint64_t done_word = 0;
+    if (target) {
+        recv_ct = make_ct(ni);
+        done_ct = make_ct(ni);
+        make_pt(ni, PTL_EQ_NONE, 0, kPt);
+        make_pt(ni, PTL_EQ_NONE, 0, kDonePt);
+        append_me(ni, kDonePt,
+                  me_desc(&done_word, sizeof done_word, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, ~0ull, done_ct),
+                  PTL_PRIORITY_LIST, tag(9), PTL_EQ_NONE);
+    }
+    const unsigned quiet = PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_COMM_DISABLE |
+                           PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE;
+    auto append_quiet = [&](ptl_match_bits_t bits) {
+        ptl_handle_me_t h = PTL_INVALID_HANDLE;
+        const ptl_me_t d = me_desc(buf.data(), buf.size() * sizeof(uint64_t), quiet, bits, 0, recv_ct);
+        EXPECT_PTL(PtlMEAppend(ni.h, kPt, &d, PTL_PRIORITY_LIST, nullptr, &h));
+        return h;
+    };
+    auto unlink = [](ptl_handle_me_t h) {
+        int rc;
+        while ((rc = PtlMEUnlink(h)) == PTL_IN_USE) sched_yield();
+        EXPECT_RC(PTL_OK, rc);
+    };
+    ptl_handle_me_t persistent[2] = {PTL_INVALID_HANDLE, PTL_INVALID_HANDLE};
+    if (target) {
+        persistent[0] = append_quiet(kBits);
+        persistent[1] = append_quiet(kBits);
+    }
+    barrier();
+    if (me == 0) {
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kTargets; ++t) {
+            threads.emplace_back([&, t] {
+                std::vector<uint64_t> src(kPerThread);
+                for (int i = 0; i < kPerThread; ++i) src[i] = (uint64_t(t + 1) << 32) | uint64_t(i);
+                ptl_handle_ct_t acks = make_ct(ni);
+                ptl_handle_md_t md =
+                    bind_md(ni, src.data(), src.size() * sizeof(uint64_t), PTL_EQ_NONE, acks, PTL_MD_EVENT_CT_ACK);
+                const ptl_process_t to = ni.id_of(1 + t);
+                for (int i = 0; i < kPerThread; ++i)
+                    EXPECT_PTL(PtlPut(md, 8 * static_cast<ptl_size_t>(i), 8, PTL_ACK_REQ, to, kPt, kBits,
+                                      8 * static_cast<ptl_size_t>(i), nullptr, 0));
+                EXPECT_EQ((Ct{kPerThread, 0}), ct_wait(acks, kPerThread)) << "thread " << t;
+                // Done: one put to the target's other PT.
+                EXPECT_PTL(PtlPut(md, 0, 8, PTL_NO_ACK_REQ, to, kDonePt, 0, 0, nullptr, 0));
+            });
+        }
+        for (auto &th : threads) th.join();
+    } else if (target) {
+        uint64_t turns = 0;
+        for (;;) {
+            ptl_ct_event_t done{};
+            ASSERT_PTL(PtlCTGet(done_ct, &done));
+            if (done.success > 0) break;
+            const int which = static_cast<int>(turns++ & 1);
+            const ptl_handle_me_t transient = append_quiet(kOtherBits + (turns & 7));
+            unlink(persistent[which]);
+            persistent[which] = append_quiet(kBits); // the other one matches meanwhile
+            unlink(transient);
+        }
+        EXPECT_EQ((Ct{kPerThread, 0}), ct_wait(recv_ct, kPerThread)) << "every put matched, none twice";
+        for (int i = 0; i < kPerThread; ++i)
+            ASSERT_EQ((uint64_t(me) << 32) | uint64_t(i), buf[i]) << "slot " << i << " after " << turns << " turns";
+        unlink(persistent[0]);
+        unlink(persistent[1]);
+    }
+    barrier();
+}
+
 } // namespace
 
 int main(int argc, char **argv) { return portico::test::run_all_tests(argc, argv); }
