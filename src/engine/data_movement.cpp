@@ -574,7 +574,7 @@ ptl_ni_fail_t Engine::match_request(Endpoint &ep, const wire::Header &h, Landing
     if (keeps_header && unexpected_headers(*ni) >= static_cast<size_t>(ni->limits.max_unexpected_headers))
         return (pt.options & PTL_PT_FLOWCTRL) ? flow_control(e) : drop();
     const bool full_event = pt.eq && !(e->d.options & (PTL_LE_EVENT_COMM_DISABLE | PTL_LE_EVENT_SUCCESS_DISABLE));
-    if ((pt.options & PTL_PT_FLOWCTRL) && full_event && !pt.eq->has_room()) return flow_control(e);
+    if ((pt.options & PTL_PT_FLOWCTRL) && full_event && !pt.eq->events.has_room()) return flow_control(e);
     at->e = e;
     return PTL_NI_OK;
 }

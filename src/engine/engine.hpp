@@ -22,6 +22,7 @@
 
 #include <portals4.h>
 
+#include "engine/event_ring.hpp"
 #include "engine/handles.hpp"
 #include "transport/transport.hpp"
 #include "wire/protocol.hpp"
@@ -35,20 +36,8 @@ struct Entry;
 struct EQ {
     NI *ni = nullptr;
     ptl_handle_eq_t handle = 0;
-    std::mutex mutex; // guards the ring (readers need no engine lock)
-    std::vector<ptl_event_t> ring;
-    size_t head = 0;                      // next event to read
-    size_t count = 0;                     // events waiting
-    std::atomic<size_t> visible_count{0}; // count, for a look without the lock (polling readers)
-    size_t reserved = 0;                  // slots kept for PT_DISABLED of the FLOWCTRL PTs that use this EQ
-    bool dropped = false;
-    std::atomic<int> users{0}; // threads inside a wait on this EQ
-
-    // Room for an ordinary event without eating into the reserved slots.
-    bool has_room() {
-        std::lock_guard g(mutex);
-        return count + reserved < ring.size();
-    }
+    EventRing events;          // pushed under the engine lock, taken without it
+    std::atomic<int> users{0}; // threads inside a call on this EQ (see Engine::pin)
 };
 
 struct MD;

@@ -18,12 +18,9 @@ void Engine::retire_eq(EQ *eq) {
     }
     // Only users is ever touched by a thread that finds it without the lock, before it sees the
     // handle is gone: the rest can be reset.
-    std::vector<ptl_event_t>().swap(eq->ring);
+    eq->events.release();
     eq->ni = nullptr;
     eq->handle = 0;
-    eq->head = eq->count = eq->reserved = 0;
-    eq->visible_count.store(0, std::memory_order_relaxed);
-    eq->dropped = false;
     spare_eqs_.emplace_back(eq);
 }
 
@@ -34,7 +31,7 @@ int Engine::eq_alloc(ptl_handle_ni_t h, ptl_size_t count, ptl_handle_eq_t *out) 
     if (ni->n_eqs >= ni->limits.max_eqs || count > (1u << 26)) return PTL_NO_SPACE;
     EQ *eq = new_eq();
     eq->ni = ni;
-    eq->ring.resize(count);
+    eq->events.reset(count);
     eq->handle = eqs_.insert(ObjType::EQ, eq);
     if (eq->handle == 0) {
         retire_eq(eq);
@@ -62,36 +59,16 @@ int Engine::eq_free(ptl_handle_eq_t h) {
 }
 
 void Engine::push_event(EQ *eq, const ptl_event_t &ev) {
-    {
-        std::lock_guard q(eq->mutex);
-        const size_t cap = eq->ring.size();
-        const bool reserved_use = ev.type == PTL_EVENT_PT_DISABLED;
-        if (eq->count + (reserved_use ? 0 : eq->reserved) >= cap) {
-            // Full: the oldest event is lost and the reader is told so (PTL_EQ_DROPPED).
-            eq->head = (eq->head + 1) % cap;
-            --eq->count;
-            eq->dropped = true;
-        }
-        eq->ring[(eq->head + eq->count) % cap] = ev;
-        ++eq->count;
-        eq->visible_count.store(eq->count, std::memory_order_release);
-    }
+    eq->events.push(ev, ev.type == PTL_EVENT_PT_DISABLED);
     notify_waiters(eq);
 }
 
 namespace {
 int take_event(EQ *eq, ptl_event_t *ev) {
-    // Readers poll this in loops; an empty queue is answered without its lock.
-    if (eq->visible_count.load(std::memory_order_acquire) == 0) return PTL_EQ_EMPTY;
-    std::lock_guard q(eq->mutex);
-    if (eq->count == 0) return PTL_EQ_EMPTY;
-    *ev = eq->ring[eq->head];
-    eq->head = (eq->head + 1) % eq->ring.size();
-    --eq->count;
-    eq->visible_count.store(eq->count, std::memory_order_relaxed);
-    if (eq->dropped) {
-        eq->dropped = false;
-        return PTL_EQ_DROPPED;
+    switch (eq->events.take(ev)) {
+    case EventRing::Take::Empty: return PTL_EQ_EMPTY;
+    case EventRing::Take::Dropped: return PTL_EQ_DROPPED;
+    case EventRing::Take::Ok: break;
     }
     return PTL_OK;
 }

@@ -382,12 +382,7 @@ int Engine::pt_alloc(ptl_handle_ni_t h, unsigned options, ptl_handle_eq_t eqh, p
     pt.enabled = !(options & PTL_PT_ALLOC_DISABLED);
     if ((options & PTL_PT_FLOWCTRL) && eq) {
         // One slot per flow-controlled PT stays free for its PT_DISABLED event.
-        std::lock_guard q(eq->mutex);
-        std::vector<ptl_event_t> grown(eq->ring.size() + 1);
-        for (size_t i = 0; i < eq->count; ++i) grown[i] = eq->ring[(eq->head + i) % eq->ring.size()];
-        eq->ring.swap(grown);
-        eq->head = 0;
-        ++eq->reserved;
+        eq->events.reserve_one();
     }
     *out = idx;
     return PTL_OK;
@@ -400,8 +395,7 @@ int Engine::pt_free(ptl_handle_ni_t h, ptl_pt_index_t idx) {
     PT &pt = ni->pts[idx];
     if (!pt.lists[0].empty() || !pt.lists[1].empty() || !pt.unexpected.empty() || pt.streams > 0) return PTL_PT_IN_USE;
     if ((pt.options & PTL_PT_FLOWCTRL) && pt.eq) {
-        std::lock_guard q(pt.eq->mutex);
-        --pt.eq->reserved; // the ring keeps its size; the slot simply becomes ordinary room
+        pt.eq->events.unreserve_one(); // the ring keeps its size; the slot becomes ordinary room
     }
     pt = PT{};
     return PTL_OK;

@@ -1,0 +1,153 @@
+// The ring of an event queue (spec §3.13): one producer at a time (the engine, under its lock),
+// any number of consumers without a lock (PtlEQGet/PtlEQPoll/PtlEQWait on the application's
+// threads), so that taking an event is a few atomic loads, a copy and one compare-and-swap.
+//
+// Indices count events since creation (64-bit, never wrap); event i lives in slot i % capacity,
+// stamped with seq = 2i + 2 once written (2i + 1 while being written). head is the next event to
+// take; its top bit says that events were dropped before it (the producer of a full queue drops
+// the oldest, §3.13: "older events will be overwritten by new ones"), and the consumer that takes
+// the event at head reports PTL_EQ_DROPPED and clears the bit in the same compare-and-swap. A
+// consumer copies a slot, then checks its stamp again: a slot the producer overwrote meanwhile is
+// noticed and the take is retried. Events are stored as atomic words so that such a racing copy
+// is well-defined.
+//
+// Flow control keeps `reserved` slots free for PT_DISABLED events; adding a reserved slot grows
+// the ring (grow): the producer copies the pending events into a larger storage and publishes it.
+// A consumer may still read the old storage, so it is kept until the ring is reset, which the
+// engine does only when no thread is inside (EQ users).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <portals4.h>
+
+namespace portico::engine {
+
+class EventRing {
+public:
+    enum class Take { Empty, Ok, Dropped };
+
+    EventRing() = default;
+    EventRing(const EventRing &) = delete;
+    EventRing &operator=(const EventRing &) = delete;
+
+    // Producer side (one thread at a time; the engine lock) ------------------------------------
+    void reset(size_t capacity) {
+        retired_.clear();
+        current_ = std::make_unique<Storage>(capacity);
+        storage_.store(current_.get(), std::memory_order_release);
+        head_.store(0, std::memory_order_relaxed);
+        tail_.store(0, std::memory_order_relaxed);
+        reserved_ = 0;
+    }
+    void release() { // frees the storage (no thread may be inside)
+        retired_.clear();
+        storage_.store(nullptr, std::memory_order_relaxed);
+        current_.reset();
+    }
+    size_t capacity() const { return current_ ? current_->capacity : 0; }
+    size_t reserved() const { return reserved_; }
+    // An ordinary event fits without taking a reserved slot.
+    bool has_room() const { return size() + reserved_ < capacity(); }
+    // A flow-controlled PT keeps one slot for its PT_DISABLED event.
+    void reserve_one() {
+        grow(capacity() + 1);
+        ++reserved_;
+    }
+    void unreserve_one() {
+        if (reserved_ > 0) --reserved_; // the storage keeps its size: ordinary room from now on
+    }
+
+    // Adds an event; a full ring drops its oldest (reserved slots are for uses_reserve events).
+    void push(const ptl_event_t &ev, bool uses_reserve) {
+        Storage &s = *current_;
+        const uint64_t t = tail_.load(std::memory_order_relaxed);
+        const uint64_t limit = s.capacity - (uses_reserve ? 0 : reserved_);
+        for (uint64_t h = head_.load(std::memory_order_acquire); t - (h & ~kDropped) >= limit;) {
+            // Full: the oldest goes, and whoever takes the next one is told. A failed exchange
+            // (a consumer took it first) reloads h and looks again.
+            head_.compare_exchange_weak(h, ((h & ~kDropped) + 1) | kDropped, std::memory_order_acq_rel);
+        }
+        write_slot(s, t, ev);
+        tail_.store(t + 1, std::memory_order_release);
+    }
+
+    // Consumer side (any thread, no lock) --------------------------------------------------------
+    Take take(ptl_event_t *ev) {
+        for (;;) {
+            uint64_t h = head_.load(std::memory_order_acquire);
+            const uint64_t index = h & ~kDropped;
+            if (index == tail_.load(std::memory_order_acquire)) return Take::Empty;
+            const Storage *s = storage_.load(std::memory_order_acquire);
+            const Slot &slot = s->slots[index % s->capacity];
+            const uint64_t stamp = slot.seq.load(std::memory_order_acquire);
+            if (stamp != 2 * index + 2) continue; // overwritten meanwhile, or the ring grew: look again
+            // Acquire loads: a word of a later overwrite brings its odd stamp along, so the check
+            // after the copy sees it (no fences: ThreadSanitizer does not model them).
+            uint64_t words[kWords];
+            for (size_t i = 0; i < kWords; ++i) words[i] = slot.words[i].load(std::memory_order_acquire);
+            if (slot.seq.load(std::memory_order_relaxed) != stamp) continue;
+            if (!head_.compare_exchange_strong(h, index + 1, std::memory_order_acq_rel)) continue;
+            std::memcpy(ev, words, sizeof *ev);
+            return (h & kDropped) ? Take::Dropped : Take::Ok;
+        }
+    }
+    bool empty() const {
+        return (head_.load(std::memory_order_acquire) & ~kDropped) == tail_.load(std::memory_order_acquire);
+    }
+    size_t size() const {
+        return static_cast<size_t>(tail_.load(std::memory_order_acquire) -
+                                   (head_.load(std::memory_order_acquire) & ~kDropped));
+    }
+
+private:
+    static constexpr uint64_t kDropped = uint64_t{1} << 63;
+    static constexpr size_t kWords = (sizeof(ptl_event_t) + 7) / 8;
+    struct Slot {
+        std::atomic<uint64_t> seq{0};
+        std::atomic<uint64_t> words[kWords];
+    };
+    struct Storage {
+        explicit Storage(size_t n) : capacity(n), slots(new Slot[n]) {}
+        size_t capacity;
+        std::unique_ptr<Slot[]> slots;
+    };
+
+    static void write_slot(Storage &s, uint64_t index, const ptl_event_t &ev) {
+        Slot &slot = s.slots[index % s.capacity];
+        uint64_t words[kWords] = {};
+        std::memcpy(words, &ev, sizeof ev);
+        slot.seq.store(2 * index + 1, std::memory_order_relaxed);
+        for (size_t i = 0; i < kWords; ++i) slot.words[i].store(words[i], std::memory_order_release);
+        slot.seq.store(2 * index + 2, std::memory_order_release);
+    }
+
+    // Producer: a larger storage with the pending events at their new places.
+    void grow(size_t capacity) {
+        auto bigger = std::make_unique<Storage>(capacity);
+        const uint64_t t = tail_.load(std::memory_order_relaxed);
+        for (uint64_t i = head_.load(std::memory_order_acquire) & ~kDropped; i < t; ++i) {
+            const Slot &from = current_->slots[i % current_->capacity];
+            Slot &to = bigger->slots[i % capacity];
+            for (size_t w = 0; w < kWords; ++w)
+                to.words[w].store(from.words[w].load(std::memory_order_relaxed), std::memory_order_relaxed);
+            to.seq.store(from.seq.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        }
+        storage_.store(bigger.get(), std::memory_order_release);
+        retired_.push_back(std::move(current_));
+        current_ = std::move(bigger);
+    }
+
+    std::atomic<const Storage *> storage_{nullptr}; // what consumers read
+    std::unique_ptr<Storage> current_;             // producer's view of the same
+    std::vector<std::unique_ptr<Storage>> retired_; // grown out of; consumers may still read them
+    std::atomic<uint64_t> head_{0};
+    std::atomic<uint64_t> tail_{0};
+    size_t reserved_ = 0;
+};
+
+} // namespace portico::engine
