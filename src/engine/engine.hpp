@@ -420,7 +420,7 @@ private:
     CT *ct_of(ptl_handle_ct_t h) const { return cts_.lookup(ObjType::CT, h); }
     // Without the engine lock: the live object h names, its users count raised so that a
     // concurrent free keeps it (the caller lowers it), or nullptr.
-    template <class T> static T *pin(const SharedHandleTable<T> &table, ObjType type, ptl_handle_any_t h) {
+    template <class T> static T *pin(const HandleTable<T> &table, ObjType type, ptl_handle_any_t h) {
         T *o = table.lookup(type, h);
         if (!o) return nullptr;
         o->users.fetch_add(1, std::memory_order_seq_cst);
@@ -531,8 +531,8 @@ private:
     HandleTable<NI> nis_;
     HandleTable<MD> mds_;
     HandleTable<Entry> entries_;
-    SharedHandleTable<EQ> eqs_; // looked up without the lock by waiting and polling threads (pin)
-    SharedHandleTable<CT> cts_;
+    HandleTable<EQ> eqs_; // looked up without the lock by waiting and polling threads (pin)
+    HandleTable<CT> cts_;
     std::vector<std::unique_ptr<Endpoint>> endpoints_;
     std::vector<Op> ops_;
     std::vector<uint32_t> free_ops_;

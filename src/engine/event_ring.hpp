@@ -143,7 +143,7 @@ private:
     }
 
     std::atomic<const Storage *> storage_{nullptr}; // what consumers read
-    std::unique_ptr<Storage> current_;             // producer's view of the same
+    std::unique_ptr<Storage> current_;              // producer's view of the same
     std::vector<std::unique_ptr<Storage>> retired_; // grown out of; consumers may still read them
     std::atomic<uint64_t> head_{0};
     std::atomic<uint64_t> tail_{0};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,61 +22,18 @@ inline ptl_handle_any_t make_handle(ObjType t, uint32_t gen, uint32_t slot) {
 }
 
 // Generation 0 never names a live object: PTL_EQ_NONE and PTL_CT_NONE use it.
+//
+// Changes happen under the engine lock; lookups may also run without it (the EQs and CTs that
+// waiting and polling threads name on every call, see Engine::pin): slots live in chunks that
+// never move (chunk k holds 1024 * 2^k slots, so they grow like a vector without copying) and
+// slot fields are atomics. An object found without the lock may be freed the next moment, so
+// objects looked up that way must never be returned to the allocator while the engine lives.
 template <class T> class HandleTable {
 public:
-    ptl_handle_any_t insert(ObjType type, T *obj) {
-        uint32_t slot;
-        if (!free_.empty()) {
-            slot = free_.back();
-            free_.pop_back();
-        } else {
-            slot = static_cast<uint32_t>(slots_.size());
-            slots_.push_back({});
-        }
-        slots_[slot].obj = obj;
-        return make_handle(type, slots_[slot].gen, slot);
-    }
-    T *lookup(ObjType type, ptl_handle_any_t h) const {
-        if (handle_type(h) != type) return nullptr;
-        uint32_t slot = handle_slot(h);
-        if (slot >= slots_.size()) return nullptr;
-        const Slot &s = slots_[slot];
-        return s.gen == handle_gen(h) ? s.obj : nullptr;
-    }
-    void remove(ptl_handle_any_t h) {
-        uint32_t slot = handle_slot(h);
-        if (slot >= slots_.size() || slots_[slot].gen != handle_gen(h)) return;
-        Slot &s = slots_[slot];
-        s.obj = nullptr;
-        s.gen = (s.gen + 1) & 0xFFFFFF;
-        if (s.gen == 0) s.gen = 1;
-        free_.push_back(slot);
-    }
-    template <class F> void for_each(F f) const {
-        for (const Slot &s : slots_)
-            if (s.obj) f(s.obj);
-    }
-
-private:
-    struct Slot {
-        uint32_t gen = 1;
-        T *obj = nullptr;
-    };
-    std::vector<Slot> slots_;
-    std::vector<uint32_t> free_;
-};
-
-// A HandleTable whose lookups may also run without the engine lock (lookup_unlocked), for the
-// objects that waiting and polling threads name on every call (EQs and CTs): slots live in chunks
-// that never move, and slot fields are atomics. Changes still happen under the engine lock. An
-// object found without the lock may be freed the next moment, so such objects must never be
-// returned to the allocator while the engine lives (they are recycled, see Engine::pin).
-template <class T> class SharedHandleTable {
-public:
-    SharedHandleTable() = default;
-    SharedHandleTable(const SharedHandleTable &) = delete;
-    SharedHandleTable &operator=(const SharedHandleTable &) = delete;
-    ~SharedHandleTable() {
+    HandleTable() = default;
+    HandleTable(const HandleTable &) = delete;
+    HandleTable &operator=(const HandleTable &) = delete;
+    ~HandleTable() {
         for (auto &c : chunks_) delete[] c.load(std::memory_order_relaxed);
     }
 
@@ -86,10 +44,11 @@ public:
             slot = free_.back();
             free_.pop_back();
         } else {
-            if (size_ == kChunks * kChunkSlots) return 0;
+            if (size_ == UINT32_MAX) return 0;
             slot = size_++;
-            auto &chunk = chunks_[slot / kChunkSlots];
-            if (!chunk.load(std::memory_order_relaxed)) chunk.store(new Slot[kChunkSlots], std::memory_order_release);
+            auto &chunk = chunks_[chunk_of(slot)];
+            if (!chunk.load(std::memory_order_relaxed))
+                chunk.store(new Slot[chunk_size(chunk_of(slot))], std::memory_order_release);
         }
         Slot &s = at(slot);
         s.obj.store(obj, std::memory_order_release);
@@ -99,10 +58,10 @@ public:
     T *lookup(ObjType type, ptl_handle_any_t h) const {
         if (handle_type(h) != type) return nullptr;
         const uint32_t slot = handle_slot(h);
-        if (slot >= kChunks * kChunkSlots) return nullptr;
-        const Slot *chunk = chunks_[slot / kChunkSlots].load(std::memory_order_acquire);
+        const unsigned k = chunk_of(slot);
+        const Slot *chunk = chunks_[k].load(std::memory_order_acquire);
         if (!chunk) return nullptr;
-        const Slot &s = chunk[slot % kChunkSlots];
+        const Slot &s = chunk[slot - chunk_base(k)];
         T *obj = s.obj.load(std::memory_order_seq_cst);
         return s.gen.load(std::memory_order_seq_cst) == handle_gen(h) ? obj : nullptr;
     }
@@ -126,14 +85,20 @@ public:
     }
 
 private:
-    static constexpr uint32_t kChunkSlots = 1024;
-    static constexpr uint32_t kChunks = 4096; // 4 Mi objects of one kind at once
+    static constexpr unsigned kFirstBits = 10; // chunk 0: 1024 slots
+    static constexpr unsigned kChunks = 23;    // 1024 * (2^23 - 1) slots > 2^32
     struct Slot {
         std::atomic<uint32_t> gen{1};
         std::atomic<T *> obj{nullptr};
     };
+    static unsigned chunk_of(uint32_t slot) {
+        return static_cast<unsigned>(std::bit_width((uint64_t{slot} >> kFirstBits) + 1)) - 1;
+    }
+    static uint64_t chunk_base(unsigned k) { return ((uint64_t{1} << k) - 1) << kFirstBits; }
+    static uint64_t chunk_size(unsigned k) { return uint64_t{1} << (k + kFirstBits); }
     Slot &at(uint32_t slot) const {
-        return chunks_[slot / kChunkSlots].load(std::memory_order_relaxed)[slot % kChunkSlots];
+        const unsigned k = chunk_of(slot);
+        return chunks_[k].load(std::memory_order_relaxed)[slot - chunk_base(k)];
     }
 
     std::atomic<Slot *> chunks_[kChunks] = {};

@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <vector>
+
 #include "common/guarded_copy.hpp"
 #include "engine/handles.hpp"
 #include "transport/transport.hpp"
@@ -33,6 +35,30 @@ TEST(Handles, NoneHandlesNeverNameAnObject) {
     EXPECT_EQ(nullptr, t.lookup(engine::ObjType::EQ, PTL_EQ_NONE));
     EXPECT_EQ(nullptr, t.lookup(engine::ObjType::CT, PTL_CT_NONE));
     EXPECT_EQ(nullptr, t.lookup(engine::ObjType::EQ, PTL_INVALID_HANDLE));
+}
+
+TEST(Handles, SlotsAcrossChunkBoundariesKeepTheirObjects) {
+    // Chunks of 1024, 2048, 4096, ... slots: 8000 objects span four of them.
+    engine::HandleTable<int> t;
+    std::vector<int> objs(8000);
+    std::vector<ptl_handle_any_t> hs;
+    for (int &o : objs) hs.push_back(t.insert(engine::ObjType::MD, &o));
+    for (size_t i = 0; i < objs.size(); ++i) {
+        ASSERT_EQ(i, engine::handle_slot(hs[i]));
+        ASSERT_EQ(&objs[i], t.lookup(engine::ObjType::MD, hs[i])) << "slot " << i;
+    }
+    for (size_t i : {1023u, 1024u, 3071u, 3072u, 7167u}) {
+        t.remove(hs[i]);
+        EXPECT_EQ(nullptr, t.lookup(engine::ObjType::MD, hs[i]));
+    }
+    size_t live = 0;
+    t.for_each([&](int *) { ++live; });
+    EXPECT_EQ(objs.size() - 5, live);
+    int extra = 0;
+    const ptl_handle_any_t reused = t.insert(engine::ObjType::MD, &extra);
+    EXPECT_EQ(&extra, t.lookup(engine::ObjType::MD, reused));
+    EXPECT_EQ(nullptr,
+              t.lookup(engine::ObjType::MD, engine::make_handle(engine::ObjType::MD, 1, 9000))); // never issued
 }
 
 TEST(GuardedCopy, FaultBecomesFalseNotACrash) {
