@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/guarded_copy.hpp"
+#include "free_endpoint.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace {
@@ -59,19 +60,12 @@ struct Pair {
     Frames ra, rb;
 
     explicit Pair(uint64_t window) {
-        static uint32_t next = 12000 + static_cast<uint32_t>(getpid()) % 10000;
         tcp::TcpConfig cfg;
         cfg.secret = "tcp-coalesce-test";
         cfg.coalesce_ns = window;
-        for (auto *t : {&a, &b}) {
-            for (int tries = 0; tries < 1000 && !*t; ++tries) {
-                try {
-                    *t = std::make_unique<tcp::TcpTransport>(kLoopback, next++, cfg);
-                } catch (const std::system_error &e) {
-                    if (e.code().value() != EADDRINUSE) throw;
-                }
-            }
-        }
+        auto make = [&](uint32_t pid) { return std::make_unique<tcp::TcpTransport>(kLoopback, pid, cfg); };
+        a = portico::test::open_free(make);
+        b = portico::test::open_free(make);
         // Bring the link from a to b up with a message that is never held.
         EXPECT_NE(SendStatus::Unreachable, a->send(b->self(), message(0), {}, 0, true));
         EXPECT_TRUE(poll_b_until(1));

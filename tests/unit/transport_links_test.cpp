@@ -18,6 +18,7 @@
 #include <system_error>
 #include <vector>
 
+#include "free_endpoint.hpp"
 #include "transport/shm/shm_transport.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
@@ -44,18 +45,8 @@ struct Recorder final : Receiver {
     bool has(const std::string &s) const { return std::find(seen.begin(), seen.end(), s) != seen.end(); }
 };
 
-// Opens an endpoint on the first free pid from a per-process starting point (tests of other
-// processes may run at the same time).
 std::unique_ptr<Transport> open_free(const std::function<std::unique_ptr<Transport>(uint32_t)> &make) {
-    static uint32_t next = 2000 + static_cast<uint32_t>(getpid()) % 10000;
-    for (int tries = 0; tries < 1000; ++tries) {
-        try {
-            return make(next++);
-        } catch (const std::system_error &e) {
-            if (e.code().value() != EADDRINUSE) throw;
-        }
-    }
-    return nullptr;
+    return portico::test::open_free(make);
 }
 
 // A message whose protocol header starts with `cookie`.
