@@ -51,10 +51,13 @@ uint64_t start_ticks_of(int pid) {
 
 int pidfd_open(int pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
-std::string board_name(uint64_t nonce) {
-    char name[64];
-    std::snprintf(name, sizeof name, "/portico-%u-%016llx", static_cast<unsigned>(::geteuid()),
-                  static_cast<unsigned long long>(nonce));
+// Per job (rank 0's nonce) and per machine (its lowest rank): two "machines" that share
+// /dev/shm and the pids (network namespaces, containers with the host's IPC) must not share a
+// board, whose slots are numbered within the machine.
+std::string board_name(uint64_t nonce, int first_rank) {
+    char name[80];
+    std::snprintf(name, sizeof name, "/portico-%u-%016llx-%d", static_cast<unsigned>(::geteuid()),
+                  static_cast<unsigned long long>(nonce), first_rank);
     return name;
 }
 
@@ -76,7 +79,7 @@ std::unique_ptr<PeerWatch> PeerWatch::start(const std::vector<LocalMember> &memb
     w->self_ = self;
     w->on_death_ = std::move(on_death);
     w->owner_pid_ = ::getpid();
-    w->name_ = board_name(nonce);
+    w->name_ = board_name(nonce, members.front().rank);
     // A kernel without pidfd_open (before 5.3) cannot watch; say so rather than watch half.
     const int probe = pidfd_open(w->owner_pid_);
     if (probe < 0) {

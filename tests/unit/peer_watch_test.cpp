@@ -37,11 +37,14 @@ std::string read_line(int fd) {
     return line;
 }
 
-// Forks n ranks (job ranks 10, 11, ...), starts their watches, then lets each do what it is told;
-// kill_after_start lists the ranks the parent kills with SIGKILL. Waits for every rank to end.
-Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t> &kill_after_start = {}) {
+uint64_t job_nonce() { return (uint64_t(::getpid()) << 20) ^ uint64_t(::time(nullptr)); }
+
+// Forks n ranks (job ranks first_rank, first_rank + 1, ...: the ranks of one machine), starts
+// their watches, then lets each do what it is told; kill_after_start lists the ranks the parent
+// kills with SIGKILL. Waits for every rank to end.
+Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t> &kill_after_start = {},
+              int first_rank = 10, uint64_t nonce = job_nonce()) {
     const size_t n = behaviours.size();
-    const uint64_t nonce = (uint64_t(::getpid()) << 20) ^ uint64_t(::time(nullptr));
     int report[2];
     EXPECT_EQ(::pipe(report), 0);
     std::vector<int> go(n);
@@ -55,15 +58,16 @@ Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t
             ::close(report[0]);
             std::vector<LocalMember> members(n);
             for (size_t j = 0; j < n; ++j) {
-                members[j].rank = int(10 + j);
+                members[j].rank = first_rank + int(j);
                 if (::read(p[0], &members[j].os_pid, sizeof(int)) != sizeof(int)) ::_exit(90);
             }
             const int out = report[1];
             std::string why;
             auto w = PeerWatch::start(
                 members, i, nonce,
-                [out, i](int code, const std::string &what) {
-                    const std::string line = std::to_string(10 + i) + ":" + std::to_string(code) + ":" + what + "\n";
+                [out, i, first_rank](int code, const std::string &what) {
+                    const std::string line =
+                        std::to_string(first_rank + int(i)) + ":" + std::to_string(code) + ":" + what + "\n";
                     [[maybe_unused]] ssize_t k = ::write(out, line.data(), line.size());
                     PeerWatch::current()->aborting(code); // as Job::abort does
                     ::_exit(code);
@@ -107,7 +111,8 @@ Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t
     for (size_t i = 0; i < n; ++i) EXPECT_EQ(read_line(report[0]), "started");
     // Every rank has mapped the board, so the last one unlinked it.
     char name[96];
-    std::snprintf(name, sizeof name, "/dev/shm/portico-%u-%016llx", unsigned(::geteuid()), (unsigned long long)nonce);
+    std::snprintf(name, sizeof name, "/dev/shm/portico-%u-%016llx-%d", unsigned(::geteuid()), (unsigned long long)nonce,
+                  first_rank);
     struct stat st;
     EXPECT_NE(::stat(name, &st), 0) << name << " is still there";
     // The ranks act one after another, in rank order: a rank that ends by itself has ended before
@@ -180,4 +185,29 @@ TEST(PeerWatch, TwoRanksThatBothEndCleanlyReportNothing) {
     const Ring r = run_ring({{Does::Exit, 0}, {Does::LeaveThenExit0}});
     EXPECT_EQ(r.reports, "");
     for (int s : r.statuses) EXPECT_EQ(code_of(s), 0);
+}
+
+// Two machines of one job that share /dev/shm and the pids (network namespaces on one host, as in
+// the multihost tests): each machine's ring has its own board. With one board per job, slot 0 was
+// both rings' first rank, and a rank took its neighbour for a stranger (another process's start
+// time in the slot) and ended a healthy job.
+TEST(PeerWatch, TwoMachinesOfOneJobSharingDevShmDoNotMixTheirBoards) {
+    const uint64_t nonce = job_nonce();
+    for (int round = 0; round < 5; ++round) {
+        // The second machine's ring runs from a forked process of its own (no thread: forking
+        // from a threaded process is what TSan cannot follow), at the same time as the first's.
+        const pid_t other = ::fork();
+        if (other == 0) {
+            const Ring b = run_ring({{Does::LeaveThenExit0}, {Does::LeaveThenExit0}}, {}, 20, nonce + round);
+            bool clean = b.reports.empty();
+            for (int s : b.statuses) clean = clean && code_of(s) == 0;
+            ::_exit(clean ? 0 : 1);
+        }
+        const Ring a = run_ring({{Does::LeaveThenExit0}, {Does::LeaveThenExit0}}, {}, 10, nonce + round);
+        int status = -1;
+        ::waitpid(other, &status, 0);
+        EXPECT_EQ(a.reports, "") << "round " << round;
+        for (int s : a.statuses) EXPECT_EQ(code_of(s), 0);
+        EXPECT_EQ(code_of(status), 0) << "round " << round << ": the other machine's ranks reported a death";
+    }
 }
