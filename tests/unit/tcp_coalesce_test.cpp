@@ -221,6 +221,24 @@ TEST(TcpCoalescing, ABundleHoldsEvenOnAQuietLinkUntilFlushWakeups) {
     EXPECT_EQ((std::vector<uint64_t>{1, 2}), p.rb.ids());
 }
 
+TEST(TcpCoalescing, AHeldAckWaitsPastFlushWakeupsForTheNextWrite) {
+    // A thread about to wait calls flush_wakeups (for bundles); a held ack must not leave there in
+    // a system call of its own: in a ping-pong the application's next put, right after the wait,
+    // carries it.
+    Pair p(kNoWindow);
+    ASSERT_TRUE(p.a && p.b);
+    ASSERT_EQ(SendStatus::Sent, p.a->send(p.b->self(), message(1), {}, 0, true, false, Hold::Ack));
+    EXPECT_TRUE(p.a->holds_frames());
+    p.a->flush_wakeups();
+    EXPECT_TRUE(p.a->holds_frames());
+    p.poll_b_only(10000);
+    EXPECT_TRUE(p.rb.got.empty()) << "the ack left on its own";
+    const uint64_t value = 2;
+    ASSERT_EQ(SendStatus::Sent, p.send(2, &value, sizeof value)); // a lone request: written at once, after the ack
+    for (long i = 0; i < 20'000'000 && p.rb.got.size() < 2; ++i) p.b->poll(p.rb);
+    EXPECT_EQ((std::vector<uint64_t>{1, 2}), p.rb.ids());
+}
+
 TEST(TcpCoalescing, ArmingSleepWritesWhatIsHeld) {
     Pair p(kLongWindow);
     ASSERT_TRUE(p.a && p.b);

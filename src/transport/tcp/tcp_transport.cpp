@@ -480,6 +480,7 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         // held says Held, and the caller sees to it (the engine wakes a resting progress thread).
         const bool first = l->held.empty();
         if (!hold_frame(*l, h, payload)) return SendStatus::SourceFault;
+        if (defer_wakeup) bundle_held_.store(true, std::memory_order_relaxed);
         l->last_request_ns = now;
         l->reads_at_request = reads;
         if (l->held.size() - l->held_off >= kHeldFlushBytes) {
@@ -877,7 +878,11 @@ void TcpTransport::arm_sleep() {
 void TcpTransport::disarm_sleep() { sleeping_.store(false, std::memory_order_relaxed); }
 
 void TcpTransport::flush_wakeups() {
-    if (held_links_.load(std::memory_order_relaxed) > 0) flush_held();
+    // Only a bundle's frames must leave here (PtlEndBundle, or a thread about to wait, which
+    // calls this on every wait): a held ack keeps waiting for the application's next put, which
+    // in a ping-pong comes right after the wait, or for the next poll.
+    if (bundle_held_.exchange(false, std::memory_order_relaxed) && held_links_.load(std::memory_order_relaxed) > 0)
+        flush_held();
 }
 
 int TcpTransport::poll(Receiver &r) {

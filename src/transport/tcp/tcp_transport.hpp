@@ -113,7 +113,8 @@ private:
     std::mutex held_mutex_;            // guards held_list_
     std::vector<TcpLink *> held_list_; // links that may hold frames
     std::atomic<size_t> held_links_{0};
-    std::atomic<bool> sleeping_{false}; // between arm_sleep() and disarm_sleep()
+    std::atomic<bool> sleeping_{false};    // between arm_sleep() and disarm_sleep()
+    std::atomic<bool> bundle_held_{false}; // a frame of an open bundle is held (flush_wakeups)
     std::atomic<uint64_t> malformed_{0};
     std::atomic<uint64_t> refused_{0};
 };
