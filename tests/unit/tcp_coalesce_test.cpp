@@ -155,6 +155,40 @@ TEST(TcpCoalescing, ARequestAnsweringThePeerIsNotHeld) {
     EXPECT_EQ((std::vector<uint64_t>{1, 2, 3, 4}), p.rb.ids());
 }
 
+TEST(TcpCoalescing, AnAnswerOnThePeersOwnConnectionCountsToo) {
+    // Two processes that first send to each other at the same moment keep a connection each, and
+    // each answers on its own: what b sends arrives on the connection b opened, not on the one a
+    // sends on. An answer must still be recognised as one (GASNet's blocking puts over TCP were
+    // held and waited for a poll until it was).
+    tcp::TcpConfig cfg;
+    cfg.secret = "tcp-coalesce-test";
+    cfg.coalesce_ns = kLongWindow;
+    auto make = [&](uint32_t pid) { return std::make_unique<tcp::TcpTransport>(kLoopback, pid, cfg); };
+    auto a = portico::test::open_free(make), b = portico::test::open_free(make);
+    ASSERT_TRUE(a && b);
+    Frames ra, rb;
+    ASSERT_NE(SendStatus::Unreachable, a->send(b->self(), message(0), {}, 0, true));   // before either polls:
+    ASSERT_NE(SendStatus::Unreachable, b->send(a->self(), message(100), {}, 0, true)); // a connection each
+    for (long i = 0; i < 20'000'000 && (ra.got.empty() || rb.got.empty()); ++i) {
+        a->poll(ra);
+        b->poll(rb);
+    }
+    ASSERT_FALSE(ra.got.empty() || rb.got.empty());
+    const uint64_t value = 6;
+    iovec iov{const_cast<uint64_t *>(&value), sizeof value};
+    const Gather g{&iov, 1, sizeof value};
+    ASSERT_EQ(SendStatus::Sent, a->send(b->self(), message(1), g, 0, true, false, Hold::Burst));
+    ASSERT_EQ(SendStatus::Held, a->send(b->self(), message(2), g, 0, true, false, Hold::Burst));
+    a->poll(ra);
+    for (long i = 0; i < 20'000'000 && rb.got.size() < 3; ++i) b->poll(rb);
+    ASSERT_EQ(3u, rb.got.size());
+    ASSERT_NE(SendStatus::Unreachable, b->send(a->self(), message(101), {}, 0, true)); // b's answer
+    for (long i = 0; i < 20'000'000 && ra.got.size() < 2; ++i) a->poll(ra);
+    ASSERT_EQ((std::vector<uint64_t>{100, 101}), ra.ids());
+    EXPECT_EQ(SendStatus::Sent, a->send(b->self(), message(3), g, 0, true, false, Hold::Burst))
+        << "a request answering the peer was held";
+}
+
 TEST(TcpCoalescing, HeldBytesBeyondTheBoundLeaveWithoutAPoll) {
     Pair p(kLongWindow);
     ASSERT_TRUE(p.a && p.b);

@@ -97,10 +97,12 @@ public:
     std::vector<std::byte> held;
     size_t held_off = 0;
     uint64_t last_request_ns = 0;  // when the last Hold::Burst frame was sent (under tx_mutex)
-    uint64_t reads_at_request = 0; // reads then (under tx_mutex)
-    // recv calls that brought bytes (written by the poller, read by senders): a request sent
-    // after something came in answers it, as in a ping-pong, and is never held.
-    std::atomic<uint64_t> reads{0};
+    uint64_t reads_at_request = 0; // *reads then (under tx_mutex)
+    // recv calls that brought bytes from this peer, on any of its links (two processes that
+    // connect at the same moment keep a link each, and answers come on the other one): a request
+    // sent after something came in answers it, as in a ping-pong, and is never held. Set when
+    // the link comes up (under tx_mutex), counted by the poller, read by senders.
+    std::shared_ptr<std::atomic<uint64_t>> reads;
     bool writing = false;            // EPOLLOUT requested (under tx_mutex)
     std::atomic<bool> broken{false}; // a write failed; the poller fails the link
     std::string remote;              // the peer's address, for messages
@@ -470,7 +472,7 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         return SendStatus::Sent;
     }
     const uint64_t now = monotonic_ns();
-    const uint64_t reads = l->reads.load(std::memory_order_acquire);
+    const uint64_t reads = l->reads ? l->reads->load(std::memory_order_acquire) : 0;
     if (hold == Hold::Burst && idle_link && cfg_.coalesce_ns > 0 && payload.length <= cfg_.max_frame_payload &&
         kHeaderBytes + payload.length <= kCoalesceFrameMax && !l->writing &&
         (defer_wakeup || (now - l->last_request_ns < cfg_.coalesce_ns && reads == l->reads_at_request))) {
@@ -693,8 +695,16 @@ void TcpTransport::advance_handshake(TcpLink &l, Receiver &r) {
 void TcpTransport::become_up(TcpLink &l, Receiver &r) {
     l.decoder = std::make_unique<FrameDecoder>(cfg_.max_frame_payload);
     l.ever_up = true;
+    std::shared_ptr<std::atomic<uint64_t>> reads;
+    {
+        std::lock_guard g(links_mutex_);
+        auto &shared = peer_reads_[l.peer.key()];
+        if (!shared) shared = std::make_shared<std::atomic<uint64_t>>(0);
+        reads = shared;
+    }
     {
         std::lock_guard g(l.tx_mutex);
+        l.reads = std::move(reads);
         l.state = LinkState::Up;
     }
     handshaking_.fetch_sub(1);
@@ -724,7 +734,7 @@ int TcpTransport::on_readable(TcpLink &l, Receiver &r) {
         }
         d.produced(static_cast<size_t>(n));
         // Before the frames are handed on: an answer to them must find the link spoken to.
-        l.reads.store(l.reads.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+        l.reads->fetch_add(1, std::memory_order_release);
         FrameHeader h;
         const std::byte *payload = nullptr;
         const char *why = nullptr;

@@ -97,7 +97,8 @@ private:
     int wake_fd_ = -1;  // eventfd: interrupt() and "a backlog needs pushing"
     int timer_fd_ = -1; // timerfd: handshake deadlines
 
-    std::mutex links_mutex_; // guards send_links_, owned_, pending_accepts_
+    std::mutex links_mutex_; // guards send_links_, owned_, pending_accepts_, peer_reads_
+    std::unordered_map<uint64_t, std::shared_ptr<std::atomic<uint64_t>>> peer_reads_; // TcpLink::reads
     std::unordered_map<uint64_t, TcpLink *> send_links_;
     std::vector<std::unique_ptr<TcpLink>> owned_;
     std::atomic<size_t> handshaking_{0};
