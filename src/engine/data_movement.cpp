@@ -656,9 +656,8 @@ void Engine::answer_get(Endpoint &ep, transport::Link &link, const Arrival &a, c
     ptl_ni_fail_t fail;
     if (h.flags & wire::kFlagRendezvous) {
         if (char *dst = segment_memory(a, at.mlength)) {
-            fail = copy_out_of(region_of(*at.e), at.offset, reinterpret_cast<std::byte *>(dst), at.mlength)
-                       ? PTL_NI_OK
-                       : PTL_NI_SEGV;
+            fail = copy_from(region_of(*at.e), at.offset, reinterpret_cast<std::byte *>(dst), at.mlength) ? PTL_NI_OK
+                                                                                                          : PTL_NI_SEGV;
         } else {
             fail = at.mlength && link.write_peer(iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), h.rdv_addr,
                                                  at.mlength)

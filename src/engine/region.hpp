@@ -37,82 +37,54 @@ inline void *address_at(const Region &r, ptl_size_t off) {
     return r.iovcnt ? static_cast<std::byte *>(r.iov[r.iovcnt - 1].iov_base) + r.iov[r.iovcnt - 1].iov_len : nullptr;
 }
 
-// Appends the pieces of [off, off+len) to out.
-inline void gather(const Region &r, ptl_size_t off, ptl_size_t len, std::vector<iovec> &out) {
-    if (len == 0) return;
-    if (!r.iov) {
-        out.push_back({reinterpret_cast<void *>(r.base + off), len});
-        return;
-    }
+// Calls piece(address, bytes) for each contiguous piece of [off, off+len) in order; false if any
+// call returned false (every piece is still visited: a copy fills what it can).
+template <class Piece> bool for_each_piece(const Region &r, ptl_size_t off, ptl_size_t len, Piece piece) {
+    if (len == 0) return true;
+    if (!r.iov) return piece(reinterpret_cast<std::byte *>(r.base + off), len);
+    bool ok = true;
     for (size_t i = 0; i < r.iovcnt && len > 0; ++i) {
         if (off >= r.iov[i].iov_len) {
             off -= r.iov[i].iov_len;
             continue;
         }
         const ptl_size_t take = std::min(len, r.iov[i].iov_len - off);
-        out.push_back({static_cast<std::byte *>(r.iov[i].iov_base) + off, take});
+        ok &= piece(static_cast<std::byte *>(r.iov[i].iov_base) + off, take);
         len -= take;
         off = 0;
     }
+    return ok;
+}
+
+// Appends the pieces of [off, off+len) to out.
+inline void gather(const Region &r, ptl_size_t off, ptl_size_t len, std::vector<iovec> &out) {
+    for_each_piece(r, off, len, [&out](std::byte *p, ptl_size_t n) {
+        out.push_back({p, n});
+        return true;
+    });
 }
 
 // Copies n bytes into the region at off; false if the destination faulted.
 inline bool copy_into(const Region &r, ptl_size_t off, const std::byte *src, size_t n) {
-    if (!r.iov) return guarded_copy(reinterpret_cast<void *>(r.base + off), src, n);
-    bool ok = true;
-    for (size_t i = 0; i < r.iovcnt && n > 0; ++i) {
-        if (off >= r.iov[i].iov_len) {
-            off -= r.iov[i].iov_len;
-            continue;
-        }
-        const size_t take = std::min<size_t>(n, r.iov[i].iov_len - off);
-        ok &= guarded_copy(static_cast<std::byte *>(r.iov[i].iov_base) + off, src, take);
-        src += take;
-        n -= take;
-        off = 0;
-    }
-    return ok;
+    return for_each_piece(r, off, n, [&src](std::byte *p, ptl_size_t k) {
+        const bool ok = guarded_copy(p, src, k);
+        src += k;
+        return ok;
+    });
 }
 
 // Copies n bytes out of the region at off; false if the source faulted.
-inline bool copy_out_of(const Region &r, ptl_size_t off, std::byte *dst, size_t n) {
-    if (!r.iov) return guarded_copy(dst, reinterpret_cast<const void *>(r.base + off), n);
-    bool ok = true;
-    for (size_t i = 0; i < r.iovcnt && n > 0; ++i) {
-        if (off >= r.iov[i].iov_len) {
-            off -= r.iov[i].iov_len;
-            continue;
-        }
-        const size_t take = std::min<size_t>(n, r.iov[i].iov_len - off);
-        ok &= guarded_copy(dst, static_cast<const std::byte *>(r.iov[i].iov_base) + off, take);
-        dst += take;
-        n -= take;
-        off = 0;
-    }
-    return ok;
+inline bool copy_from(const Region &r, ptl_size_t off, std::byte *dst, size_t n) {
+    return for_each_piece(r, off, n, [&dst](std::byte *p, ptl_size_t k) {
+        const bool ok = guarded_copy(dst, p, k);
+        dst += k;
+        return ok;
+    });
 }
 
 inline ptl_uid_t my_uid() {
     static const ptl_uid_t uid = static_cast<ptl_uid_t>(getuid());
     return uid;
-}
-
-// Copies n bytes out of the region at off; false if the source faulted.
-inline bool copy_from(const Region &r, ptl_size_t off, std::byte *dst, size_t n) {
-    if (!r.iov) return guarded_copy(dst, reinterpret_cast<const void *>(r.base + off), n);
-    bool ok = true;
-    for (size_t i = 0; i < r.iovcnt && n > 0; ++i) {
-        if (off >= r.iov[i].iov_len) {
-            off -= r.iov[i].iov_len;
-            continue;
-        }
-        const size_t take = std::min<size_t>(n, r.iov[i].iov_len - off);
-        ok &= guarded_copy(dst, static_cast<const std::byte *>(r.iov[i].iov_base) + off, take);
-        dst += take;
-        n -= take;
-        off = 0;
-    }
-    return ok;
 }
 
 } // namespace portico::engine
