@@ -3,13 +3,6 @@
 
 namespace portico::engine {
 
-CT *Engine::new_ct() {
-    if (spare_cts_.empty()) return new CT;
-    CT *ct = spare_cts_.back().release();
-    spare_cts_.pop_back();
-    return ct;
-}
-
 void Engine::retire_ct(CT *ct) {
     if (ct->users.load(std::memory_order_seq_cst) > 0) {
         dead_cts_.emplace_back(ct);
@@ -31,7 +24,7 @@ int Engine::ct_alloc(ptl_handle_ni_t h, ptl_handle_ct_t *out) {
     NI *ni = ni_of(h);
     if (!ni || !out) return PTL_ARG_INVALID;
     if (ni->n_cts >= ni->limits.max_cts) return PTL_NO_SPACE;
-    CT *ct = new_ct();
+    CT *ct = reuse_or_new(spare_cts_);
     ct->ni = ni;
     ct->handle = cts_.insert(ObjType::CT, ct);
     if (ct->handle == 0) {

@@ -431,8 +431,13 @@ private:
     }
     EQ *pin_eq(ptl_handle_eq_t h) const { return pin(eqs_, ObjType::EQ, h); }
     CT *pin_ct(ptl_handle_ct_t h) const { return pin(cts_, ObjType::CT, h); }
-    EQ *new_eq();
-    CT *new_ct();
+    // A freed object kept for reuse (spare_eqs_, spare_cts_), or a new one.
+    template <class T> static T *reuse_or_new(std::vector<std::unique_ptr<T>> &spares) {
+        if (spares.empty()) return new T;
+        T *o = spares.back().release();
+        spares.pop_back();
+        return o;
+    }
     void retire_eq(EQ *eq); // removed from the table: spare, or dead while users remain
     void retire_ct(CT *ct);
 

@@ -3,13 +3,6 @@
 
 namespace portico::engine {
 
-EQ *Engine::new_eq() {
-    if (spare_eqs_.empty()) return new EQ;
-    EQ *eq = spare_eqs_.back().release();
-    spare_eqs_.pop_back();
-    return eq;
-}
-
 void Engine::retire_eq(EQ *eq) {
     if (eq->users.load(std::memory_order_seq_cst) > 0) {
         dead_eqs_.emplace_back(eq); // a waiter is still inside; it leaves when woken
@@ -29,7 +22,7 @@ int Engine::eq_alloc(ptl_handle_ni_t h, ptl_size_t count, ptl_handle_eq_t *out) 
     NI *ni = ni_of(h);
     if (!ni || !out || count == 0) return PTL_ARG_INVALID;
     if (ni->n_eqs >= ni->limits.max_eqs || count > (1u << 26)) return PTL_NO_SPACE;
-    EQ *eq = new_eq();
+    EQ *eq = reuse_or_new(spare_eqs_);
     eq->ni = ni;
     eq->events.reset(count);
     eq->handle = eqs_.insert(ObjType::EQ, eq);

@@ -471,9 +471,11 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         if (first) enlist_held(*l, true);
         return SendStatus::Sent;
     }
-    const uint64_t now = monotonic_ns();
-    const uint64_t reads = l->reads ? l->reads->load(std::memory_order_acquire) : 0;
-    if (hold == Hold::Burst && idle_link && cfg_.coalesce_ns > 0 && payload.length <= cfg_.max_frame_payload &&
+    // Only a request can be held, or start the window of the next one: no clock read for others.
+    const bool request = hold == Hold::Burst;
+    const uint64_t now = request ? monotonic_ns() : 0;
+    const uint64_t reads = request && l->reads ? l->reads->load(std::memory_order_acquire) : 0;
+    if (request && idle_link && cfg_.coalesce_ns > 0 && payload.length <= cfg_.max_frame_payload &&
         kHeaderBytes + payload.length <= kCoalesceFrameMax && !l->writing &&
         (defer_wakeup || (now - l->last_request_ns < cfg_.coalesce_ns && reads == l->reads_at_request))) {
         // The link is streaming (or a bundle is open): this frame waits for the next poll, which
@@ -501,7 +503,7 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         enlist_held(*l, false);
         return SendStatus::Held;
     }
-    if (hold == Hold::Burst) {
+    if (request) {
         l->last_request_ns = now;
         l->reads_at_request = reads;
     }
