@@ -34,8 +34,12 @@ void Watchdog::watch() {
             continue;
         }
         if (++idle_s < limit_s_.load(std::memory_order_relaxed)) continue;
-        const std::string msg = "no progress for " + std::to_string(idle_s) + " s: " + describe_() +
-                                " (an event lost or a hang in the engine)";
+        // A rank waiting for its peer (a raw baseline, a barrier) is not stuck in Portals itself.
+        const bool peer = limit_s_.load(std::memory_order_relaxed) == kWatchdogPeerS;
+        const std::string msg =
+            "no progress for " + std::to_string(idle_s) +
+            " s: " + (peer ? "waiting for the peer in a raw baseline or a barrier, after " : "") + describe_() +
+            (peer ? " (the peer is stuck, or starved of CPU)" : " (an event lost or a hang in the engine)");
         std::fprintf(stderr, "portico-bench: rank %d: %s\n", job_.rank(), msg.c_str());
         job_.abort(1, msg); // ends the whole job; does not return
     }

@@ -91,10 +91,8 @@ wire::Header Engine::request_header(NI *ni, wire::Kind kind, ptl_pt_index_t pt, 
     h.ni_kind = static_cast<uint8_t>(ni->kind);
     h.pt_index = pt;
     h.uid = my_uid();
-    h.src_nid = ni->ep->transport->self().nid;
-    h.src_pid = ni->ep->transport->self().pid;
-    h.src_rank = ni->rank;
-    h.match_bits = ni->matching() ? bits : 0; // non-matching NIs carry no match bits
+    h.src_rank = ni->logical() ? ni->rank : 0; // a physical NI's target names us by the link's nid/pid
+    h.match_bits = ni->matching() ? bits : 0;  // non-matching NIs carry no match bits
     h.remote_offset = remote_offset;
     h.length = length;
     h.cookie = cookie;
@@ -388,7 +386,10 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const transport::
         return;
     }
     Arrival a{{}, payload, f.t.frame_payload, f.t.payload_total, fault};
-    std::memcpy(&a.h, f.protocol, sizeof a.h);
+    const bool decoded = wire::decode(f.protocol, f.t.protocol_bytes, &a.h);
+    // The sender is who the transport says the link is with, whatever the peer might claim.
+    a.h.src_nid = link.peer.nid;
+    a.h.src_pid = link.peer.pid;
     const wire::Header &h = a.h;
     if (rx.active) {
         // A new message before the previous one's payload ended: the peer broke the protocol.
@@ -400,7 +401,7 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const transport::
         }
         rx = RxState{};
     }
-    if (f.t.protocol != transport::Protocol::Portals || !wire::header_is_sane(h)) {
+    if (f.t.protocol != transport::Protocol::Portals || !decoded || !wire::header_is_sane(h)) {
         // Not ours to read: its continuation frames, if any, find no message and are dropped too.
         log_error("malformed message from %08x/%u; dropped", link.peer.nid, link.peer.pid);
         malformed();
@@ -476,10 +477,7 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
     h.ni_kind = req.ni_kind;
     h.ni_fail = static_cast<uint8_t>(fail);
     h.list = static_cast<uint8_t>(list);
-    h.pt_index = req.pt_index;
-    h.uid = my_uid();
-    h.src_nid = ep.transport->self().nid;
-    h.src_pid = ep.transport->self().pid;
+    // No pt_index or uid: nothing at the initiator reads them, and a zero costs no bytes on the wire.
     h.length = mlength;
     h.remote_offset = offset;
     h.cookie = req.cookie;

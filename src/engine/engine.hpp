@@ -177,13 +177,14 @@ struct Landing {
     bool spent = false; // the entry unlinks once this request is done with it
 };
 
-// Portals' header as the protocol header of a message's first frame (transport/transport.hpp).
+// Portals' header, encoded, as the protocol header of a message's first frame
+// (transport/transport.hpp).
 inline transport::FrameHeader portals_frame(const wire::Header &h) {
-    static_assert(sizeof(wire::Header) == transport::kProtocolHeaderBytes);
-    transport::FrameHeader f; // the protocol part is all written below; no need to zero it first
+    static_assert(wire::kMaxEncodedBytes <= transport::kProtocolHeaderBytes);
+    transport::FrameHeader f; // only the encoded bytes of the protocol part are ever read
     f.t = transport::TransportHeader{};
     f.t.protocol = transport::Protocol::Portals;
-    std::memcpy(f.protocol, &h, sizeof h);
+    f.t.protocol_bytes = static_cast<uint8_t>(wire::encode(h, f.protocol));
     return f;
 }
 

@@ -1,17 +1,19 @@
 // The transport layer: moves messages between endpoints as frames, reliably and in order per link.
 //
 // The engine (the "NIC") sits above it and never sees sockets or rings; a transport never looks
-// inside a protocol's header. Every frame starts with a FrameHeader: the transport's own 16 bytes
-// (which protocol, whether this frame starts a message, how much payload it carries, whether the
-// sender could read it) and the protocol's header, opaque here. Transports bound the payload of one
-// frame; a longer message is its first frame plus continuation frames, which a transport never
-// interleaves with another message on the same link.
+// inside a protocol's header. Every frame starts with the transport's own 16 bytes (which
+// protocol, whether this frame starts a message, how much payload it carries, whether the sender
+// could read it, how long the protocol's header is), then a first frame's protocol header, opaque
+// here and as long as the protocol made it (up to 80 bytes), then the payload. Transports bound
+// the payload of one frame; a longer message is its first frame plus continuation frames, which a
+// transport never interleaves with another message on the same link.
 #pragma once
 
 #include <bit>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <sys/uio.h>
 
 namespace portico::transport {
@@ -20,7 +22,7 @@ namespace portico::transport {
 // port would byte-swap here; until one exists, building for such a machine fails.
 static_assert(std::endian::native == std::endian::little, "Portico's frames are little-endian");
 
-inline constexpr uint8_t kFrameVersion = 2;
+inline constexpr uint8_t kFrameVersion = 3;
 
 // The protocols that share an endpoint's transports (links, progress, sleep and wake-up).
 enum class Protocol : uint8_t {
@@ -37,8 +39,8 @@ inline constexpr uint8_t kFrameGoodbye = 4;
 struct TransportHeader {
     uint8_t version; // kFrameVersion
     Protocol protocol;
-    uint8_t flags; // kFrame*
-    uint8_t reserved;
+    uint8_t flags;          // kFrame*
+    uint8_t protocol_bytes; // length of the protocol header that follows (first frames; 0 after)
     uint32_t frame_payload; // payload bytes carried by this frame
     uint64_t payload_total; // first frame: payload bytes of the whole message, this frame and the rest
 };
@@ -46,12 +48,30 @@ static_assert(sizeof(TransportHeader) == 16);
 
 inline constexpr size_t kProtocolHeaderBytes = 80;
 
-// The start of every frame: a fixed size, so that a frame's payload is always at the same place.
+// A frame's header as senders pass it and receivers get it. On the wire only the first
+// t.protocol_bytes of `protocol` follow the transport header (wire_header_bytes).
 struct FrameHeader {
     TransportHeader t;
-    std::byte protocol[kProtocolHeaderBytes]; // the protocol's header in a first frame; zeros after
+    std::byte protocol[kProtocolHeaderBytes]; // the protocol's header in a first frame
 };
-static_assert(sizeof(FrameHeader) == 96, "the frame header's layout is part of the protocol");
+inline constexpr size_t kMaxWireHeaderBytes = sizeof(FrameHeader);
+
+inline size_t wire_header_bytes(const FrameHeader &h) { return sizeof(TransportHeader) + h.t.protocol_bytes; }
+
+// Reads the header of a frame from the first `available` bytes at p (from the network: nothing
+// is trusted). Returns its size on the wire, or 0 if the bytes cannot hold the header they
+// announce; the caller checks the rest with frame_is_sane.
+inline size_t read_wire_header(const std::byte *p, size_t available, FrameHeader *h) {
+    if (available < sizeof(TransportHeader)) return 0;
+    std::memcpy(&h->t, p, sizeof h->t);
+    const size_t n = wire_header_bytes(*h);
+    if (h->t.protocol_bytes > kProtocolHeaderBytes || available < n) return 0;
+    std::memcpy(h->protocol, p + sizeof h->t, h->t.protocol_bytes);
+    return n;
+}
+
+// Writes h's wire form (wire_header_bytes(h) bytes) to p.
+inline void write_wire_header(std::byte *p, const FrameHeader &h) { std::memcpy(p, &h, wire_header_bytes(h)); }
 
 // The header of frame `index` of a message whose first frame header is `first` and whose payload
 // is `total` bytes, carrying `frame_bytes` of it.
@@ -62,7 +82,7 @@ inline FrameHeader frame_header(const FrameHeader &first, uint64_t total, uint64
         h.t.flags = kFrameFirst;
         h.t.payload_total = total;
     } else {
-        h = FrameHeader{};
+        h.t = TransportHeader{};
         h.t.protocol = first.t.protocol;
     }
     h.t.version = kFrameVersion;
@@ -75,6 +95,8 @@ inline FrameHeader frame_header(const FrameHeader &first, uint64_t total, uint64
 inline bool frame_is_sane(const FrameHeader &h, size_t frame_bytes_available) {
     if (h.t.version != kFrameVersion) return false;
     if (h.t.flags & ~(kFrameFirst | kFrameSourceFault | kFrameGoodbye)) return false;
+    if (h.t.protocol_bytes > kProtocolHeaderBytes) return false;
+    if (!(h.t.flags & kFrameFirst) && h.t.protocol_bytes != 0) return false;
     if ((h.t.flags & kFrameGoodbye) && (h.t.flags != kFrameGoodbye || h.t.frame_payload != 0)) return false;
     if (h.t.frame_payload > frame_bytes_available) return false;
     if ((h.t.flags & kFrameFirst) && h.t.frame_payload > h.t.payload_total) return false;

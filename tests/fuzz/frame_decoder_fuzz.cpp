@@ -2,7 +2,8 @@
 // a connection: the first 72 bytes go through the handshake checks as an acceptor would see them,
 // the rest through the frame decoder, cut into reads of sizes taken from the input itself. The
 // decoder must never read or write out of bounds, never hand out a frame larger than allowed,
-// and always make progress.
+// and always make progress. A first frame's protocol header goes through the Portals header's
+// decoder, whose result must survive encoding and decoding again unchanged.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "transport/tcp/frame_decoder.hpp"
 #include "transport/tcp/handshake.hpp"
+#include "wire/protocol.hpp"
 
 using namespace portico::transport::tcp;
 
@@ -57,6 +59,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 return 0; // the transport closes the connection here
             }
             if (h.t.frame_payload > max_payload) std::abort();
+            if (h.t.protocol_bytes > portico::transport::kProtocolHeaderBytes) std::abort();
+            portico::wire::Header w, again;
+            if ((h.t.flags & portico::transport::kFrameFirst) &&
+                portico::wire::decode(h.protocol, h.t.protocol_bytes, &w)) {
+                std::byte out[portico::wire::kMaxEncodedBytes];
+                const size_t encoded = portico::wire::encode(w, out);
+                if (encoded > h.t.protocol_bytes || !portico::wire::decode(out, encoded, &again)) std::abort();
+                if (std::memcmp(&w, &again, sizeof w) != 0) std::abort();
+            }
             // Touch the whole payload: ASan reports any byte outside the buffer.
             volatile uint8_t sum = 0;
             for (uint32_t i = 0; i < h.t.frame_payload; ++i) sum = sum + static_cast<uint8_t>(payload[i]);

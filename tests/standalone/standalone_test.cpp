@@ -384,11 +384,11 @@ TEST(StandaloneTcp, HostileTrafficIsDroppedCountedAndSurvived) {
         p.kind = portico::wire::Kind::Put;
         FrameHeader first{};
         first.t.protocol = portico::transport::Protocol::Portals;
-        std::memcpy(first.protocol, &p, sizeof p);
+        first.t.protocol_bytes = static_cast<uint8_t>(portico::wire::encode(p, first.protocol));
         FrameHeader h = portico::transport::frame_header(first, payload, 0, static_cast<uint32_t>(payload));
         mutate(h);
-        std::vector<char> bytes(sizeof h + payload, 'x');
-        std::memcpy(bytes.data(), &h, sizeof h);
+        std::vector<char> bytes(portico::transport::wire_header_bytes(h) + payload, 'x');
+        std::memcpy(bytes.data(), &h, portico::transport::wire_header_bytes(h));
         return bytes;
     };
     auto bad_frame = [&](auto mutate, size_t payload) {

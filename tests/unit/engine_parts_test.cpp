@@ -1,5 +1,7 @@
 // Pieces of the engine that need no peer: handles, the fault guard, header validation.
+#include <cstring>
 #include <gtest/gtest.h>
+#include <random>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -90,12 +92,116 @@ TEST(FrameHeader, InsaneFrameHeadersAreRejected) {
     h.t.version = transport::kFrameVersion;
     h.t.flags |= 0x40; // no such flag
     EXPECT_FALSE(transport::frame_is_sane(h, 16));
-    // A continuation frame carries no total and the protocol's header area is zero.
-    const transport::FrameHeader next = transport::frame_header(h, 100, 1, 50);
+    h.t.flags = transport::kFrameFirst;
+    h.t.protocol_bytes = transport::kProtocolHeaderBytes + 1; // more than a protocol header can be
+    EXPECT_FALSE(transport::frame_is_sane(h, 16));
+    // A continuation frame carries no total and no protocol header.
+    h.t.protocol_bytes = 24;
+    transport::FrameHeader next = transport::frame_header(h, 100, 1, 50);
     EXPECT_EQ(0, next.t.flags);
     EXPECT_EQ(transport::Protocol::Portals, next.t.protocol);
+    EXPECT_EQ(0, next.t.protocol_bytes);
+    EXPECT_EQ(sizeof(transport::TransportHeader), transport::wire_header_bytes(next));
     EXPECT_TRUE(transport::frame_is_sane(next, 50));
-    EXPECT_EQ(std::byte{0}, next.protocol[0]);
+    next.t.protocol_bytes = 8;
+    EXPECT_FALSE(transport::frame_is_sane(next, 50)) << "a continuation frame with a protocol header";
+}
+
+TEST(FrameHeader, TheWireFormCarriesOnlyTheProtocolBytesInUse) {
+    transport::FrameHeader first{};
+    first.t.protocol = transport::Protocol::Portals;
+    first.t.protocol_bytes = 24;
+    for (int i = 0; i < 24; ++i) first.protocol[i] = std::byte(i + 1);
+    const transport::FrameHeader h = transport::frame_header(first, 8, 0, 8);
+    std::byte wire_form[transport::kMaxWireHeaderBytes + 8];
+    transport::write_wire_header(wire_form, h);
+    transport::FrameHeader back;
+    EXPECT_EQ(0u, transport::read_wire_header(wire_form, 16 + 23, &back)) << "cut short";
+    ASSERT_EQ(16u + 24, transport::read_wire_header(wire_form, sizeof wire_form, &back));
+    EXPECT_EQ(0, std::memcmp(&h, &back, 16 + 24));
+    std::byte huge[transport::kMaxWireHeaderBytes + 8] = {};
+    std::memcpy(huge, wire_form, 16);
+    huge[3] = std::byte{transport::kProtocolHeaderBytes + 1};
+    EXPECT_EQ(0u, transport::read_wire_header(huge, sizeof huge, &back)) << "a protocol header too long";
+}
+
+// A header whose every field is set, to see each travel.
+wire::Header full_header(uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    wire::Header h{};
+    h.kind = wire::Kind::FetchAtomic;
+    h.ni_kind = 3;
+    h.flags = static_cast<uint8_t>(rng());
+    h.ack_req = 1;
+    h.ni_fail = 2;
+    h.list = 1;
+    h.atomic_op = 7;
+    h.atomic_type = 9;
+    h.pt_index = static_cast<uint32_t>(rng());
+    h.uid = static_cast<uint32_t>(rng());
+    h.src_rank = static_cast<uint32_t>(rng());
+    h.match_bits_hi = static_cast<uint32_t>(rng());
+    h.match_bits = rng();
+    h.hdr_data = rng();
+    h.remote_offset = rng();
+    h.length = rng();
+    h.cookie = rng();
+    h.rdv_addr = rng();
+    return h;
+}
+
+TEST(WireHeader, EncodingKeepsEveryFieldButTheSendersIdWhichTheLinkGives) {
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+        wire::Header h = full_header(seed);
+        h.src_nid = 0x0a000001;
+        h.src_pid = 77;
+        std::byte out[wire::kMaxEncodedBytes];
+        const size_t n = wire::encode(h, out);
+        EXPECT_EQ(wire::kMaxEncodedBytes, n);
+        wire::Header back;
+        ASSERT_TRUE(wire::decode(out, n, &back));
+        h.src_nid = h.src_pid = 0; // not on the wire
+        EXPECT_EQ(0, std::memcmp(&h, &back, sizeof h)) << "seed " << seed;
+    }
+}
+
+TEST(WireHeader, ZeroFieldsCostNothingSoASmallPutFitsOneCacheLine) {
+    wire::Header put{};
+    put.kind = wire::Kind::Put;
+    put.ni_kind = wire::kNiMatching;
+    put.uid = 1000;
+    put.length = 8;
+    std::byte out[wire::kMaxEncodedBytes];
+    const size_t n = wire::encode(put, out);
+    EXPECT_EQ(32u, n); // lead, small (ni_kind), ids (uid), length
+    // The shared-memory ring's record prefix, the transport's header, this and 8 bytes of payload.
+    EXPECT_LE(8 + sizeof(transport::TransportHeader) + n + 8, 64u);
+    wire::Header back;
+    ASSERT_TRUE(wire::decode(out, n, &back));
+    EXPECT_EQ(0, std::memcmp(&put, &back, sizeof put));
+    wire::Header bare{};
+    bare.kind = wire::Kind::Get;
+    EXPECT_EQ(sizeof(wire::EncodedLead), wire::encode(bare, out));
+}
+
+TEST(WireHeader, DecodingRejectsWhatNoEncoderWrites) {
+    const wire::Header h = full_header(3);
+    std::byte out[wire::kMaxEncodedBytes + 8] = {};
+    const size_t n = wire::encode(h, out);
+    wire::Header back;
+    EXPECT_FALSE(wire::decode(out, n - 8, &back)) << "fewer words than announced";
+    EXPECT_FALSE(wire::decode(out, n + 8, &back)) << "more bytes than announced";
+    EXPECT_FALSE(wire::decode(out, 7, &back)) << "shorter than the lead";
+    std::byte bad[wire::kMaxEncodedBytes + 8];
+    std::memcpy(bad, out, sizeof bad);
+    bad[3] = std::byte{0x80}; // present bit 15: no such word
+    EXPECT_FALSE(wire::decode(bad, n, &back));
+    std::memcpy(bad, out, sizeof bad);
+    bad[8 + 7] = std::byte{1}; // the small word's padding
+    EXPECT_FALSE(wire::decode(bad, n, &back));
+    std::memcpy(bad, out, sizeof bad);
+    bad[n - 1] = std::byte{1}; // match_bits_hi's padding (the last word)
+    EXPECT_FALSE(wire::decode(bad, n, &back));
 }
 
 TEST(WireHeader, OnlyKnownKindsAreSane) {

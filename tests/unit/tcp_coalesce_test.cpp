@@ -52,6 +52,7 @@ FrameHeader message(uint64_t id) {
     FrameHeader h{};
     h.t.protocol = Protocol::Portals;
     std::memcpy(h.protocol, &id, sizeof id);
+    h.t.protocol_bytes = sizeof id;
     return h;
 }
 

@@ -130,8 +130,8 @@ std::vector<std::byte> frame(bool first, size_t payload, uint8_t fill, uint64_t 
     h.t.flags = first ? kFrameFirst : 0;
     h.t.frame_payload = static_cast<uint32_t>(payload);
     h.t.payload_total = first ? (total == UINT64_MAX ? payload : total) : 0;
-    std::vector<std::byte> out(sizeof h + payload, std::byte{fill});
-    std::memcpy(out.data(), &h, sizeof h);
+    std::vector<std::byte> out(wire_header_bytes(h) + payload, std::byte{fill});
+    write_wire_header(out.data(), h);
     return out;
 }
 
@@ -196,7 +196,7 @@ TEST(FrameDecoder, AnySplitOfTheStreamGivesTheSameFrames) {
 TEST(FrameDecoder, OversizedFrameIsMalformedBeforeItsPayloadArrives) {
     std::mt19937 cut(3);
     auto f = frame(false, 5000, 1);
-    auto stream = std::vector<std::byte>(f.begin(), f.begin() + sizeof(FrameHeader)); // header only
+    auto stream = std::vector<std::byte>(f.begin(), f.begin() + sizeof(TransportHeader)); // header only
     Decoded d = decode(stream, 4096, cut);
     EXPECT_TRUE(d.malformed);
     EXPECT_TRUE(d.frames.empty());

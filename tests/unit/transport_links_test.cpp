@@ -54,6 +54,7 @@ FrameHeader message(uint64_t cookie) {
     FrameHeader h{};
     h.t.protocol = Protocol::Portals;
     std::memcpy(h.protocol, &cookie, sizeof cookie);
+    h.t.protocol_bytes = sizeof cookie;
     return h;
 }
 

@@ -26,7 +26,6 @@ namespace {
 
 constexpr uint32_t kHelloMagic = 0x50544c34; // "PTL4"
 constexpr uint32_t kSegmentVersion = 2;
-constexpr size_t kHeaderBytes = sizeof(FrameHeader);
 
 struct Hello {
     uint32_t magic;
@@ -165,7 +164,7 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
     if (cfg_.ring_bytes < 16 * 1024 || (cfg_.ring_bytes & (cfg_.ring_bytes - 1)) != 0)
         throw std::invalid_argument("PORTICO_SHM_RING_BYTES must be a power of two >= 16 KiB");
     // Several frames must fit in a ring at once, or a large message would stall on every frame.
-    max_frame_payload_ = std::min<size_t>(64 * 1024, cfg_.ring_bytes / 4) - kHeaderBytes - kCacheLine;
+    max_frame_payload_ = std::min<size_t>(64 * 1024, cfg_.ring_bytes / 4) - kMaxWireHeaderBytes - kCacheLine;
     links_.reset(new ShmLink *[cfg_.max_links]);
     if (cfg_.single_copy) {
         // Under Yama ptrace_scope=1 only ancestors may use process_vm_readv on us; let peers of the
@@ -457,19 +456,20 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
     bool pushed = false, complete = true;
     while (!c.header_sent || c.sent < c.total) {
         const size_t chunk = std::min(max_frame_payload_, c.total - c.sent);
-        std::byte *p = l.tx.reserve(kHeaderBytes + chunk);
+        FrameHeader h = frame_header(m.h, c.total, c.header_sent ? 1 : 0, static_cast<uint32_t>(chunk));
+        const size_t header_bytes = wire_header_bytes(h);
+        std::byte *p = l.tx.reserve(header_bytes + chunk);
         if (!p) {
             complete = false;
             break;
         }
-        FrameHeader h = frame_header(m.h, c.total, c.header_sent ? 1 : 0, static_cast<uint32_t>(chunk));
-        bool ok = gather_copy(p + kHeaderBytes, c.iov, c.iovcnt, c.sent, chunk);
+        bool ok = gather_copy(p + header_bytes, c.iov, c.iovcnt, c.sent, chunk);
         if (!ok) {
             if (!c.header_sent) return false; // nothing sent yet: the caller reports the fault
             h.t.flags |= kFrameSourceFault;
             c.fault = true;
         }
-        std::memcpy(p, &h, kHeaderBytes);
+        write_wire_header(p, h);
         l.tx.commit();
         pushed = true;
         c.header_sent = true;
@@ -656,19 +656,15 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
             break;
         }
         FrameHeader h;
-        if (bytes < kHeaderBytes) {
-            malformed_.fetch_add(1);
-            fail_link(l, r);
-            break;
-        }
-        std::memcpy(&h, body, kHeaderBytes); // copy first: the peer can still write the ring
-        if (!frame_is_sane(h, bytes - kHeaderBytes)) {
+        // Copied first: the peer can still write the ring.
+        const size_t header_bytes = read_wire_header(body, bytes, &h);
+        if (header_bytes == 0 || !frame_is_sane(h, bytes - header_bytes)) {
             malformed_.fetch_add(1);
             log_error("shm: malformed frame from %08x/%u; closing the link", l.peer.nid, l.peer.pid);
             fail_link(l, r);
             break;
         }
-        r.on_frame(l, h, body + kHeaderBytes);
+        r.on_frame(l, h, body + header_bytes);
         l.rx.release();
         ++work;
     }

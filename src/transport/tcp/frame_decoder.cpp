@@ -6,7 +6,7 @@
 namespace portico::transport::tcp {
 
 namespace {
-constexpr size_t kHeaderBytes = sizeof(FrameHeader);
+constexpr size_t kHeaderBytes = kMaxWireHeaderBytes; // the longest a frame's header can be
 }
 
 FrameDecoder::FrameDecoder(size_t max_frame_payload)
@@ -29,8 +29,8 @@ std::byte *FrameDecoder::space() {
 
 FrameDecoder::Result FrameDecoder::next(FrameHeader *h, const std::byte **payload, const char **why) {
     const size_t avail = end_ - begin_;
-    if (avail < kHeaderBytes) return Result::NeedMore;
-    std::memcpy(h, buf_.get() + begin_, kHeaderBytes);
+    if (avail < sizeof(TransportHeader)) return Result::NeedMore;
+    std::memcpy(&h->t, buf_.get() + begin_, sizeof h->t);
     if (h->t.version != kFrameVersion) {
         *why = "unknown protocol version";
         return Result::Malformed;
@@ -43,9 +43,11 @@ FrameDecoder::Result FrameDecoder::next(FrameHeader *h, const std::byte **payloa
         *why = "inconsistent header";
         return Result::Malformed;
     }
-    if (avail < kHeaderBytes + h->t.frame_payload) return Result::NeedMore;
-    *payload = buf_.get() + begin_ + kHeaderBytes;
-    current_ = kHeaderBytes + h->t.frame_payload;
+    const size_t header_bytes = wire_header_bytes(*h);
+    if (avail < header_bytes + h->t.frame_payload) return Result::NeedMore;
+    std::memcpy(h->protocol, buf_.get() + begin_ + sizeof h->t, h->t.protocol_bytes);
+    *payload = buf_.get() + begin_ + header_bytes;
+    current_ = header_bytes + h->t.frame_payload;
     return Result::Frame;
 }
 

@@ -23,7 +23,6 @@ namespace portico::transport::tcp {
 
 namespace {
 
-constexpr size_t kHeaderBytes = sizeof(FrameHeader);
 constexpr int kMaxIov = 64;
 constexpr int kMaxFramesPerWrite = 16;
 constexpr size_t kMaxBytesPerWrite = 1 << 20;
@@ -161,6 +160,28 @@ uint64_t frame_count(uint64_t total, uint64_t max_payload) {
     return total == 0 ? 1 : (total + max_payload - 1) / max_payload;
 }
 
+// Where a message's bytes lie in the stream: its first frame's header is as long as the protocol
+// made it, every continuation frame's is the transport's 16 bytes.
+struct StreamLayout {
+    uint64_t first_header; // wire_header_bytes of the first frame
+    uint64_t max_payload;
+    uint64_t total;
+    uint64_t frames() const { return frame_count(total, max_payload); }
+    uint64_t first_frame_bytes() const { return first_header + std::min(max_payload, total); }
+    uint64_t bytes() const { return first_header + (frames() - 1) * sizeof(TransportHeader) + total; }
+    // The frame that stream position pos falls in, and how far into it.
+    void locate(uint64_t pos, uint64_t *frame, uint64_t *in_frame) const {
+        if (pos < first_frame_bytes()) {
+            *frame = 0;
+            *in_frame = pos;
+            return;
+        }
+        const uint64_t rest = pos - first_frame_bytes(), per = sizeof(TransportHeader) + max_payload;
+        *frame = 1 + rest / per;
+        *in_frame = rest % per;
+    }
+};
+
 // Bytes that must leave before anything else on a link (held acks), and how far they got.
 struct RawBytes {
     std::vector<std::byte> *bytes;
@@ -190,9 +211,9 @@ Push write_raw(int fd, RawBytes raw) {
 
 // Writes as much of m as the socket takes, after what is left of raw (in the same sendmsg).
 Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload, RawBytes raw) {
-    const uint64_t frame_bytes = kHeaderBytes + max_payload;
-    const uint64_t frames = frame_count(m.total, max_payload);
-    const uint64_t stream_bytes = frames * kHeaderBytes + m.total;
+    const StreamLayout layout{wire_header_bytes(m.h), max_payload, m.total};
+    const uint64_t frames = layout.frames();
+    const uint64_t stream_bytes = layout.bytes();
     while (m.stream_pos < stream_bytes) {
         iovec iov[kMaxIov];
         FrameHeader headers[kMaxFramesPerWrite];
@@ -203,8 +224,8 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload, RawByt
             iov[n++] = {raw.bytes->data() + *raw.off, raw_bytes};
             bytes += raw_bytes;
         }
-        uint64_t f = m.stream_pos / frame_bytes;
-        uint64_t in_frame = m.stream_pos % frame_bytes;
+        uint64_t f, in_frame;
+        layout.locate(m.stream_pos, &f, &in_frame);
         for (; f < frames && nh < kMaxFramesPerWrite && n < kMaxIov - 1 && bytes < kMaxBytesPerWrite;
              ++f, in_frame = 0) {
             const uint64_t off = f * max_payload;
@@ -220,11 +241,13 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload, RawByt
             FrameHeader &h = headers[nh++];
             h = frame_header(m.h, m.total, f, static_cast<uint32_t>(len));
             if (f >= m.fault_from) h.t.flags |= kFrameSourceFault;
-            if (in_frame < kHeaderBytes) {
-                iov[n++] = {reinterpret_cast<std::byte *>(&h) + in_frame, kHeaderBytes - in_frame};
-                bytes += kHeaderBytes - in_frame;
+            // FrameHeader's memory is the wire form's prefix (write_wire_header).
+            const uint64_t header_bytes = wire_header_bytes(h);
+            if (in_frame < header_bytes) {
+                iov[n++] = {reinterpret_cast<std::byte *>(&h) + in_frame, header_bytes - in_frame};
+                bytes += header_bytes - in_frame;
             }
-            const uint64_t skip = in_frame > kHeaderBytes ? in_frame - kHeaderBytes : 0;
+            const uint64_t skip = in_frame > header_bytes ? in_frame - header_bytes : 0;
             bool whole = true;
             if (f >= m.fault_from) {
                 for (uint64_t z = skip; z < len && whole; z += kZeroBytes) {
@@ -267,8 +290,9 @@ Push write_message_frames(int fd, TcpOutMessage &m, uint64_t max_payload, RawByt
 
 // Keeps the unsent rest of m in memory of its own (the caller may reuse its buffers).
 void take_copy(TcpOutMessage &m, uint64_t max_payload) {
-    const uint64_t frame_bytes = kHeaderBytes + max_payload;
-    const uint64_t first_frame = m.stream_pos / frame_bytes;
+    const StreamLayout layout{wire_header_bytes(m.h), max_payload, m.total};
+    uint64_t first_frame, in_frame;
+    layout.locate(m.stream_pos, &first_frame, &in_frame);
     const uint64_t from = std::min(m.total, first_frame * max_payload);
     std::vector<std::byte> copy(m.total - from);
     for (uint64_t off = from; off < m.total; off += max_payload) {
@@ -420,9 +444,10 @@ void TcpTransport::want_write(TcpLink &l, bool on) {
 bool TcpTransport::hold_frame(TcpLink &l, const FrameHeader &h, const Gather &payload) {
     const size_t at = l.held.size();
     const FrameHeader fh = frame_header(h, payload.length, 0, static_cast<uint32_t>(payload.length));
-    l.held.resize(at + kHeaderBytes + payload.length);
-    std::memcpy(l.held.data() + at, &fh, kHeaderBytes);
-    std::byte *dst = l.held.data() + at + kHeaderBytes;
+    const size_t header_bytes = wire_header_bytes(fh);
+    l.held.resize(at + header_bytes + payload.length);
+    write_wire_header(l.held.data() + at, fh);
+    std::byte *dst = l.held.data() + at + header_bytes;
     for (int i = 0; i < payload.iovcnt; ++i) {
         if (!guarded_copy(dst, payload.iov[i].iov_base, payload.iov[i].iov_len)) {
             l.held.resize(at);
@@ -476,7 +501,7 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
     const uint64_t now = request ? monotonic_ns() : 0;
     const uint64_t reads = request && l->reads ? l->reads->load(std::memory_order_acquire) : 0;
     if (request && idle_link && cfg_.coalesce_ns > 0 && payload.length <= cfg_.max_frame_payload &&
-        kHeaderBytes + payload.length <= kCoalesceFrameMax && !l->writing &&
+        wire_header_bytes(h) + payload.length <= kCoalesceFrameMax && !l->writing &&
         (defer_wakeup || (now - l->last_request_ns < cfg_.coalesce_ns && reads == l->reads_at_request))) {
         // The link is streaming (or a bundle is open): this frame waits for the next poll, which
         // writes everything held in one system call. A lone message never waits (the link was
@@ -948,7 +973,7 @@ void TcpTransport::farewell() {
         std::lock_guard t(l->tx_mutex);
         // Behind a backlog the goodbye could not go now; the peer then sees an unexplained close.
         if (l->state != LinkState::Up || l->broken.load() || !l->backlog.empty()) continue;
-        l->held.insert(l->held.end(), b, b + kHeaderBytes); // after any held acks
+        l->held.insert(l->held.end(), b, b + wire_header_bytes(bye)); // after any held acks
         if (write_raw(l->fd, {&l->held, &l->held_off}) == Push::Broken) l->broken = true;
     }
 }
