@@ -36,6 +36,14 @@ int Engine::check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, pt
 int Engine::atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
                    ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
                    void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op, ptl_datatype_t type) {
+    // As put: an atomic that nothing at this end observes takes no engine lock (put_unlocked).
+    if (MD *md = pin_md(mdh)) {
+        const int rc = untracked(md, length) ? atomic_unlocked(md, local_offset, length, ack, target, pt, bits,
+                                                               remote_offset, hdr_data, op, type)
+                                             : -1;
+        md->users.fetch_sub(1, std::memory_order_seq_cst);
+        if (rc >= 0) return rc;
+    }
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
     int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
@@ -59,6 +67,23 @@ int Engine::fetch_atomic(ptl_handle_md_t get_mdh, ptl_size_t local_get_offset, p
     return atomic_locked(get_md, local_get_offset, put_md, local_put_offset, length, PTL_NO_ACK_REQ, target, pt, bits,
                          remote_offset, user_ptr, hdr_data, atomics::takes_operand(op) ? operand : nullptr, op, type,
                          put_md->ni->bundle_depth > 0);
+}
+
+int Engine::atomic_unlocked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+                            ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
+                            ptl_op_t op, ptl_datatype_t type) {
+    int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
+    transport::PeerId peer;
+    if (rc == PTL_OK) rc = check_put(md, local_offset, length, ack, target, &peer);
+    if (rc != PTL_OK) return rc;
+    wire::Header h = request_header(md->ni, wire::Kind::Atomic, pt, bits, remote_offset, length, 0);
+    h.ack_req = static_cast<uint8_t>(ack); // no kFlagWantAck: nothing here could observe an ack
+    h.atomic_op = static_cast<uint8_t>(op);
+    h.atomic_type = static_cast<uint8_t>(type);
+    h.hdr_data = hdr_data;
+    iovec piece{static_cast<char *>(md->desc.start) + local_offset, length};
+    send_untracked(md->ni, peer, h, {&piece, length ? 1 : 0, length}, false);
+    return PTL_OK;
 }
 
 int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_size_t local_offset, ptl_size_t length,

@@ -187,6 +187,16 @@ void Engine::complete_reply(uint64_t cookie, const wire::Header *h, ptl_ni_fail_
 int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
                 ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
                 void *user_ptr, ptl_hdr_data_t hdr_data) {
+    // A put that nothing at this end observes needs no engine state: it is checked, built and
+    // handed to the transport (whose links have locks of their own) without the engine lock, so
+    // that threads sending at once do not queue behind each other or behind the progress thread.
+    if (MD *md = pin_md(mdh)) {
+        const int rc = untracked(md, length)
+                           ? put_unlocked(md, local_offset, length, ack, target, pt, bits, remote_offset, hdr_data)
+                           : -1;
+        md->users.fetch_sub(1, std::memory_order_seq_cst);
+        if (rc >= 0) return rc;
+    }
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
     if (!md) return PTL_ARG_INVALID;
@@ -194,16 +204,61 @@ int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
                       md->ni->bundle_depth > 0);
 }
 
-int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
-                       ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
-                       ptl_hdr_data_t hdr_data, bool bundled) {
+// Nothing can observe the SEND or ACK of a put from an MD without EQ or CT; such a put tracks no
+// operation unless it goes single copy or is large (a message that has to wait is then copied,
+// which costs more than tracking from kTrackFromBytes on). Small contiguous ones are decided
+// here, without the lock: everything read is fixed while the MD is bound.
+bool Engine::untracked(const MD *md, ptl_size_t length) {
+    return !md->eq && !md->ct && !(md->desc.options & PTL_IOVEC) && length < kTrackFromBytes && length < kSegmentFrom &&
+           length < md->ni->ep->direct_from && md->ni->bundle_depth.load() == 0;
+}
+
+int Engine::check_put(const MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+                      transport::PeerId *peer) {
     if (!valid_ack(ack)) return PTL_ARG_INVALID;
     if (local_offset > md->length || length > md->length - local_offset) return PTL_ARG_INVALID;
     if ((md->desc.options & PTL_MD_UNRELIABLE) && ack != PTL_NO_ACK_REQ) return PTL_ARG_INVALID;
-    NI *ni = md->ni;
-    transport::PeerId peer;
-    if (!resolve_target(ni, target, &peer) || length > ni->limits.max_msg_size) return PTL_ARG_INVALID;
+    if (!resolve_target(md->ni, target, peer) || length > md->ni->limits.max_msg_size) return PTL_ARG_INVALID;
+    return PTL_OK;
+}
+
+wire::Header Engine::put_header(const MD *md, ptl_size_t length, ptl_ack_req_t ack, ptl_pt_index_t pt,
+                                ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
+                                uint64_t cookie) const {
     // No ack is asked for when nothing could observe it (no EQ and no CT on the MD).
+    const bool want_ack = ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
+    wire::Header h = request_header(md->ni, wire::Kind::Put, pt, bits, remote_offset, length, cookie);
+    h.flags = (want_ack ? wire::kFlagWantAck : 0) | ((md->desc.options & PTL_MD_UNORDERED) ? wire::kFlagUnordered : 0);
+    h.ack_req = static_cast<uint8_t>(ack);
+    h.hdr_data = hdr_data;
+    return h;
+}
+
+void Engine::send_untracked(NI *ni, transport::PeerId peer, const wire::Header &h, const transport::Gather &payload,
+                            bool bundled) {
+    const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, 0, true, bundled, transport::Hold::Burst);
+    if (st == transport::SendStatus::Held) ni->ep->poll_soon();
+    if (st == transport::SendStatus::SourceFault || st == transport::SendStatus::Unreachable)
+        log_debug("put to %08x/%u: %s", peer.nid, peer.pid,
+                  st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
+}
+
+int Engine::put_unlocked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+                         ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data) {
+    transport::PeerId peer;
+    if (const int rc = check_put(md, local_offset, length, ack, target, &peer); rc != PTL_OK) return rc;
+    iovec piece{static_cast<char *>(md->desc.start) + local_offset, length};
+    send_untracked(md->ni, peer, put_header(md, length, ack, pt, bits, remote_offset, hdr_data, 0),
+                   {&piece, length ? 1 : 0, length}, false);
+    return PTL_OK;
+}
+
+int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+                       ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
+                       ptl_hdr_data_t hdr_data, bool bundled) {
+    transport::PeerId peer;
+    if (const int rc = check_put(md, local_offset, length, ack, target, &peer); rc != PTL_OK) return rc;
+    NI *ni = md->ni;
     const bool want_ack = ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
     transport::Transport &tr = *ni->ep->transport;
     const bool copy = (md->desc.options & PTL_MD_VOLATILE) && length <= ni->limits.max_volatile_size;
@@ -215,26 +270,14 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
         contiguous ? single_copy(*ni->ep, peer, static_cast<const char *>(md->desc.start) + local_offset, length, &ref)
                    : SingleCopy::None;
     const bool rendezvous = how != SingleCopy::None;
-    // Nothing can observe the SEND or ACK of a put from an MD without EQ or CT; such a put tracks
-    // no operation unless it goes single copy or is large (a message that has to wait is then
-    // copied, which costs more than tracking from kTrackFromBytes on).
     const bool tracked = md->eq || md->ct || rendezvous || length >= kTrackFromBytes;
     const uint64_t cookie = tracked ? start_op(wire::Kind::Put, md, user_ptr, local_offset, length, peer) : 0;
 
-    wire::Header h = request_header(ni, wire::Kind::Put, pt, bits, remote_offset, length, cookie);
-    h.flags = (want_ack ? wire::kFlagWantAck : 0) | ((md->desc.options & PTL_MD_UNORDERED) ? wire::kFlagUnordered : 0);
-    h.ack_req = static_cast<uint8_t>(ack);
-    h.hdr_data = hdr_data;
+    wire::Header h = put_header(md, length, ack, pt, bits, remote_offset, hdr_data, cookie);
     iov_scratch_.clear();
     if (!tracked) {
         gather(region_of(*md), local_offset, length, iov_scratch_);
-        const auto st =
-            tr.send(peer, portals_frame(h), {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, 0,
-                    true, bundled, transport::Hold::Burst);
-        if (st == transport::SendStatus::Held) ni->ep->poll_soon();
-        if (st == transport::SendStatus::SourceFault || st == transport::SendStatus::Unreachable)
-            log_debug("put to %08x/%u: %s", peer.nid, peer.pid,
-                      st == transport::SendStatus::SourceFault ? "source fault" : "unreachable");
+        send_untracked(ni, peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length}, bundled);
         return PTL_OK;
     }
     Op &op = ops_[static_cast<uint32_t>(cookie)];

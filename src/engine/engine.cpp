@@ -125,6 +125,9 @@ void Engine::fini() {
     std::vector<std::unique_ptr<CT>> cts;
     cts.swap(dead_cts_);
     for (auto &c : cts) retire_ct(c.release());
+    std::vector<std::unique_ptr<MD>> mds;
+    mds.swap(dead_mds_);
+    for (auto &m : mds) retire_md(m.release());
 }
 
 void Engine::abort() {

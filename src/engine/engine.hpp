@@ -85,6 +85,7 @@ struct MD {
     int pending = 0; // operations whose SEND or REPLY has not been delivered
     int refs = 0;    // operations that still refer to it (acks included)
     bool released = false;
+    std::atomic<int> users{0}; // threads sending from it without the engine lock (Engine::pin)
 };
 
 struct Unexpected {
@@ -216,8 +217,8 @@ struct NI {
     bool map_static = false;        // supplied by the launcher; PtlSetMap answers IGNORED
     ptl_rank_t rank = 0;
     int n_mds = 0, n_eqs = 0, n_cts = 0, n_entries = 0, n_triggered = 0;
-    int bundle_depth = 0;
-    std::vector<Entry *> retired; // auto-unlinked entries, freed at an append once nothing points into them
+    std::atomic<int> bundle_depth{0}; // read without the lock by puts that take none
+    std::vector<Entry *> retired;     // auto-unlinked entries, freed at an append once nothing points into them
 
     bool matching() const { return kind & wire::kNiMatching; }
     bool logical() const { return kind & wire::kNiLogical; }
@@ -411,7 +412,7 @@ private:
     // The job service's secret and rank map (bootstrap/job.hpp); engine.cpp.
     std::string job_secret();
     int fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self);
-    bool resolve_target(NI *ni, ptl_process_t target, transport::PeerId *peer);
+    static bool resolve_target(const NI *ni, ptl_process_t target, transport::PeerId *peer);
     void destroy_ni(NI *ni);
 
     // eq.cpp / ct.cpp (engine lock held by callers that produce events)
@@ -432,6 +433,7 @@ private:
     }
     EQ *pin_eq(ptl_handle_eq_t h) const { return pin(eqs_, ObjType::EQ, h); }
     CT *pin_ct(ptl_handle_ct_t h) const { return pin(cts_, ObjType::CT, h); }
+    MD *pin_md(ptl_handle_md_t h) const { return pin(mds_, ObjType::MD, h); }
     // A freed object kept for reuse (spare_eqs_, spare_cts_), or a new one.
     template <class T> static T *reuse_or_new(std::vector<std::unique_ptr<T>> &spares) {
         if (spares.empty()) return new T;
@@ -441,6 +443,7 @@ private:
     }
     void retire_eq(EQ *eq); // removed from the table: spare, or dead while users remain
     void retire_ct(CT *ct);
+    void retire_md(MD *md);
 
     // list_entry.cpp
     bool entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, ptl_process_t initiator, uint32_t src_rank,
@@ -462,6 +465,20 @@ private:
     // calls and by triggered operations when they fire.
     // bundled: the application started it on an NI inside a bundle, so a sleeping peer's wakeup
     // may wait for PtlEndBundle (never for operations fired by triggers or for responses).
+    // put without the engine lock (untracked puts), and the pieces both paths share.
+    static bool untracked(const MD *md, ptl_size_t length);
+    static int check_put(const MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                         ptl_process_t target, transport::PeerId *peer);
+    wire::Header put_header(const MD *md, ptl_size_t length, ptl_ack_req_t ack, ptl_pt_index_t pt,
+                            ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
+                            uint64_t cookie) const;
+    static void send_untracked(NI *ni, transport::PeerId peer, const wire::Header &h, const transport::Gather &payload,
+                               bool bundled);
+    int put_unlocked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+                     ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data);
+    int atomic_unlocked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
+                        ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
+                        ptl_op_t op, ptl_datatype_t type);
     int put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
                    ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
                    ptl_hdr_data_t hdr_data, bool bundled = false);
@@ -565,10 +582,12 @@ private:
     // Objects freed while another thread may still be inside a wait on them; deleted at PtlFini.
     std::vector<std::unique_ptr<EQ>> dead_eqs_;
     std::vector<std::unique_ptr<CT>> dead_cts_;
+    std::vector<std::unique_ptr<MD>> dead_mds_;
     // Freed EQs and CTs, kept for the next allocation instead of deleted: a thread that found one
     // without the lock may still touch its users count (pin).
     std::vector<std::unique_ptr<EQ>> spare_eqs_;
     std::vector<std::unique_ptr<CT>> spare_cts_;
+    std::vector<std::unique_ptr<MD>> spare_mds_;
 };
 
 // Tunables (see portico-info)

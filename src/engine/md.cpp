@@ -18,16 +18,15 @@ int Engine::md_bind(ptl_handle_ni_t h, const ptl_md_t *d, ptl_handle_md_t *out) 
     if (d->eq_handle != PTL_EQ_NONE && (!(eq = eq_of(d->eq_handle)) || eq->ni != ni)) return PTL_ARG_INVALID;
     if (d->ct_handle != PTL_CT_NONE && (!(ct = ct_of(d->ct_handle)) || ct->ni != ni)) return PTL_ARG_INVALID;
     if (ni->n_mds >= ni->limits.max_mds) return PTL_NO_SPACE;
-    auto *md = new MD;
+    if ((d->options & PTL_IOVEC) &&
+        (d->length > static_cast<ptl_size_t>(ni->limits.max_iovecs) || (d->length && !d->start)))
+        return PTL_ARG_INVALID;
+    MD *md = reuse_or_new(spare_mds_);
     md->ni = ni;
     md->desc = *d;
     md->eq = eq;
     md->ct = ct;
     if (d->options & PTL_IOVEC) {
-        if (d->length > static_cast<ptl_size_t>(ni->limits.max_iovecs) || (d->length && !d->start)) {
-            delete md;
-            return PTL_ARG_INVALID;
-        }
         const auto *v = static_cast<const ptl_iovec_t *>(d->start);
         md->iov.assign(v, v + d->length);
         for (const ptl_iovec_t &e : md->iov) md->length += e.iov_len;
@@ -49,12 +48,33 @@ int Engine::md_release(ptl_handle_md_t h) {
     mds_.remove(h);
     --md->ni->n_mds;
     md->released = true;
-    if (md->refs == 0) delete md; // otherwise the last late ACK deletes it
+    if (md->refs == 0) retire_md(md); // otherwise the last late ACK retires it
     return PTL_OK;
 }
 
 void Engine::md_release_ref(MD *md) {
-    if (--md->refs == 0 && md->released) delete md;
+    if (--md->refs == 0 && md->released) retire_md(md);
+}
+
+void Engine::retire_md(MD *md) {
+    // A put that found the MD without the lock (put_unlocked) may still be sending from it; it
+    // only reads it, and the handle is gone, so nothing new can start: keep it until PtlFini.
+    if (md->users.load(std::memory_order_seq_cst) > 0) {
+        dead_mds_.emplace_back(md);
+        return;
+    }
+    // Never deleted while the engine lives: a thread that found it without the lock may still
+    // touch its users count (Engine::pin), as for EQs and CTs.
+    md->ni = nullptr;
+    md->handle = 0;
+    md->iov.clear();
+    md->length = 0;
+    md->eq = nullptr;
+    md->ct = nullptr;
+    md->pending = 0;
+    md->refs = 0;
+    md->released = false;
+    spare_mds_.emplace_back(md);
 }
 
 } // namespace portico::engine

@@ -188,7 +188,7 @@ void Engine::destroy_ni(NI *ni) {
     });
     for (MD *m : mds) {
         mds_.remove(m->handle);
-        delete m;
+        retire_md(m);
     }
     std::vector<EQ *> eqs;
     eqs_.for_each([&](EQ *q) {
@@ -340,7 +340,7 @@ int Engine::get_phys_id(ptl_handle_ni_t h, ptl_process_t *id) {
     return PTL_OK;
 }
 
-bool Engine::resolve_target(NI *ni, ptl_process_t target, transport::PeerId *peer) {
+bool Engine::resolve_target(const NI *ni, ptl_process_t target, transport::PeerId *peer) {
     if (ni->logical()) {
         if (target.rank >= ni->map.size()) return false;
         const ptl_process_t &p = ni->map[target.rank];

@@ -823,6 +823,101 @@ TEST_F(EngineLoopback, AtomicSumFetchAndCompareSwap) {
     }
 }
 
+// A put from an MD without EQ or CT takes no engine lock (issue 13, item 2): it carries what a
+// locked put carries, and threads putting through MDs that another thread releases and binds
+// again either send (PTL_OK, and the message arrives) or are told the handle is stale
+// (PTL_ARG_INVALID), never reach a recycled MD's fields. Under TSan, the race detector's case for
+// the MD table and the send path without the lock.
+TEST_F(EngineLoopback, PutsWithoutTheLockArriveOrSeeAStaleHandleWhileOthersRebindTheirMds) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> first(24), landing(8);
+    int tag = 0;
+    append(b_, pt, me_desc(first.data(), first.size(), 0x5A, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE), &tag);
+    const auto payload = pattern(8, 9);
+    const ptl_md_t quiet =
+        ck::md_desc(const_cast<unsigned char *>(payload.data()), payload.size(), 0, PTL_EQ_NONE, PTL_CT_NONE);
+    ptl_handle_md_t md = 0;
+    ASSERT_EQ(PTL_OK, a_->md_bind(a_.ni, &quiet, &md));
+    ASSERT_EQ(PTL_OK, a_->put(md, 0, 8, PTL_ACK_REQ, b_.id, pt, 0x5A, 16, nullptr, 0xABCD));
+    const ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(&tag, ev.user_ptr);
+    EXPECT_EQ(0x5Au, ev.match_bits);
+    EXPECT_EQ(0xABCDu, ev.hdr_data);
+    EXPECT_EQ(8u, ev.rlength);
+    EXPECT_EQ(8u, ev.mlength);
+    EXPECT_EQ(16u, ev.remote_offset);
+    expect_from(ev, a_);
+    EXPECT_EQ(payload, std::vector<unsigned char>(first.begin() + 16, first.end()));
+    EXPECT_EQ(PTL_EVENT_AUTO_UNLINK, next(b_).type);
+    EXPECT_EQ(PTL_ARG_INVALID, a_->put(md, 4, 8, PTL_NO_ACK_REQ, b_.id, pt, 0, 0, nullptr, 0)) << "past the MD's end";
+    // An atomic from it takes the same way: two sums into one counter.
+    int64_t sum = 5;
+    const int64_t addend = 37;
+    const ptl_md_t addend_md = ck::md_desc(const_cast<int64_t *>(&addend), sizeof addend, 0, PTL_EQ_NONE, PTL_CT_NONE);
+    ptl_handle_md_t amd = 0;
+    ASSERT_EQ(PTL_OK, a_->md_bind(a_.ni, &addend_md, &amd));
+    int sum_tag = 0;
+    append(b_, pt, me_desc(&sum, sizeof sum, 0x77, 0, PTL_ME_OP_PUT), &sum_tag);
+    for (int i = 0; i < 2; ++i)
+        ASSERT_EQ(PTL_OK, a_->atomic(amd, 0, 8, PTL_NO_ACK_REQ, b_.id, pt, 0x77, 0, nullptr, 0, PTL_SUM, PTL_INT64_T));
+    EXPECT_EQ(PTL_ARG_INVALID,
+              a_->atomic(amd, 0, 4, PTL_NO_ACK_REQ, b_.id, pt, 0x77, 0, nullptr, 0, PTL_SUM, PTL_INT64_T))
+        << "not a whole item";
+    for (int i = 0; i < 2; ++i) {
+        const ptl_event_t aev = next(b_);
+        EXPECT_EQ(PTL_EVENT_ATOMIC, aev.type);
+        EXPECT_EQ(&sum_tag, aev.user_ptr);
+        EXPECT_EQ(PTL_SUM, aev.atomic_operation);
+        EXPECT_EQ(PTL_INT64_T, aev.atomic_type);
+    }
+    EXPECT_EQ(5 + 2 * 37, sum);
+    EXPECT_EQ(PTL_OK, a_->md_release(amd));
+    EXPECT_EQ(PTL_OK, a_->md_release(md));
+    EXPECT_EQ(PTL_ARG_INVALID, a_->put(md, 0, 8, PTL_NO_ACK_REQ, b_.id, pt, 0, 0, nullptr, 0)) << "released";
+
+    const ptl_handle_ct_t ct = ct_alloc(b_);
+    ptl_me_t counted = me_desc(landing.data(), landing.size(), 0, kAnyBits,
+                               PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_COMM_DISABLE);
+    counted.ct_handle = ct;
+    append(b_, pt, counted, nullptr);
+    constexpr int kSlots = 4, kRounds = 500;
+    std::atomic<ptl_handle_md_t> mds[kSlots];
+    for (auto &m : mds) {
+        ptl_handle_md_t h = 0;
+        ASSERT_EQ(PTL_OK, a_->md_bind(a_.ni, &quiet, &h));
+        m.store(h);
+    }
+    std::atomic<bool> done{false};
+    std::atomic<long> sent{0}, stale{0}, wrong{0}, turns{0};
+    auto sender = [&] {
+        unsigned k = 0;
+        while (!done.load(std::memory_order_acquire)) {
+            ++turns;
+            const int rc = a_->put(mds[k++ % kSlots].load(), 0, 8, PTL_NO_ACK_REQ, b_.id, pt, 0, 0, nullptr, 0);
+            rc == PTL_OK ? ++sent : rc == PTL_ARG_INVALID ? ++stale : ++wrong;
+        }
+    };
+    std::thread senders[3] = {std::thread(sender), std::thread(sender), std::thread(sender)};
+    int failures = 0; // EXPECT, not ASSERT: the senders must be joined
+    for (int r = 0; r < kRounds && failures == 0; ++r) {
+        ptl_handle_md_t h = 0;
+        failures += a_->md_bind(a_.ni, &quiet, &h) != PTL_OK;
+        failures += a_->md_release(mds[r % kSlots].exchange(h)) != PTL_OK;
+        for (const long seen = turns.load(); turns.load() < seen + 3;) std::this_thread::yield();
+    }
+    done = true;
+    for (auto &t : senders) t.join();
+    EXPECT_EQ(0, failures) << "binding or releasing failed";
+    EXPECT_EQ(0, wrong.load());
+    EXPECT_GT(sent.load(), 0);
+    const ptl_ct_event_t c = ct_wait(b_, ct, static_cast<ptl_size_t>(sent.load()));
+    EXPECT_EQ(static_cast<ptl_size_t>(sent.load()), c.success) << "every put that said PTL_OK arrived, once";
+    EXPECT_EQ(0u, c.failure);
+    EXPECT_EQ(payload, landing);
+    for (auto &m : mds) EXPECT_EQ(PTL_OK, a_->md_release(m.load()));
+}
+
 // PtlEQGet/PtlEQPoll/PtlCTGet/PtlCTPoll find their objects without the engine lock (Engine::pin)
 // while other threads allocate and free them. A handle is either live, and then names the very
 // object it was made for (each counter holds its own handle as its value, so a reader that reached
