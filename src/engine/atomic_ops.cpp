@@ -99,6 +99,7 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     const bool fetch = get_md != nullptr;
     const bool want_ack = !fetch && ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
 
+    const transport::Hold hold = ni->ep->request_hold(); // before this operation counts
     const uint64_t cookie =
         start_op(fetch ? wire::Kind::FetchAtomic : wire::Kind::Atomic, md, user_ptr, local_offset, length, peer);
     Op &o = ops_[static_cast<uint32_t>(cookie)];
@@ -127,7 +128,7 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     // Always copied if it has to wait: the operand is the caller's and atomics are small.
     const auto st = ni->ep->transport->send(peer, portals_frame(h),
                                             {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total}, cookie,
-                                            true, bundled, transport::Hold::Burst);
+                                            true, bundled, hold);
     switch (st) {
     case transport::SendStatus::Held: ni->ep->poll_soon(); [[fallthrough]];
     case transport::SendStatus::Sent: complete_send(cookie, PTL_NI_OK); break;

@@ -81,6 +81,7 @@ uint64_t Engine::start_op(wire::Kind kind, MD *md, void *user_ptr, ptl_size_t lo
     op.peer = peer;
     ++md->pending;
     ++md->refs;
+    md->ni->ep->count_op(1);
     return cookie;
 }
 
@@ -109,6 +110,7 @@ Op *Engine::op_of(uint64_t cookie) {
 void Engine::free_op_if_done(uint64_t cookie) {
     Op *op = op_of(cookie);
     if (!op || op->await_send || op->await_ack || op->await_reply) return;
+    op->ni->ep->count_op(-1);
     md_release_ref(op->md);
     if (op->get_md) md_release_ref(op->get_md);
     op->in_use = false;
@@ -236,7 +238,7 @@ wire::Header Engine::put_header(const MD *md, ptl_size_t length, ptl_ack_req_t a
 
 void Engine::send_untracked(NI *ni, transport::PeerId peer, const wire::Header &h, const transport::Gather &payload,
                             bool bundled) {
-    const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, 0, true, bundled, transport::Hold::Burst);
+    const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, 0, true, bundled, ni->ep->request_hold());
     if (st == transport::SendStatus::Held) ni->ep->poll_soon();
     if (st == transport::SendStatus::SourceFault || st == transport::SendStatus::Unreachable)
         log_debug("put to %08x/%u: %s", peer.nid, peer.pid,
@@ -271,6 +273,7 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
                    : SingleCopy::None;
     const bool rendezvous = how != SingleCopy::None;
     const bool tracked = md->eq || md->ct || rendezvous || length >= kTrackFromBytes;
+    const transport::Hold hold = ni->ep->request_hold(); // before this operation counts
     const uint64_t cookie = tracked ? start_op(wire::Kind::Put, md, user_ptr, local_offset, length, peer) : 0;
 
     wire::Header h = put_header(md, length, ack, pt, bits, remote_offset, hdr_data, cookie);
@@ -300,8 +303,7 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
         gather(region_of(*md), local_offset, length, iov_scratch_);
         payload = {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length};
     }
-    const auto st = tr.send(peer, portals_frame(h), payload, cookie, copy || payload.iov == &ref_iov, bundled,
-                            transport::Hold::Burst);
+    const auto st = tr.send(peer, portals_frame(h), payload, cookie, copy || payload.iov == &ref_iov, bundled, hold);
     switch (st) {
     case transport::SendStatus::Held: ni->ep->poll_soon(); [[fallthrough]];
     case transport::SendStatus::Sent:
@@ -338,6 +340,7 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
     transport::PeerId peer;
     if (!resolve_target(ni, target, &peer) || length > ni->limits.max_msg_size) return PTL_ARG_INVALID;
 
+    const transport::Hold hold = ni->ep->request_hold(); // before this operation counts
     const uint64_t cookie = start_op(wire::Kind::Get, md, user_ptr, local_offset, length, peer);
     ops_[static_cast<uint32_t>(cookie)].await_reply = true;
     wire::Header h = request_header(ni, wire::Kind::Get, pt, bits, remote_offset, length, cookie);
@@ -356,8 +359,8 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
         h.flags |= wire::kFlagSegment;
         payload = {&ref_iov, 1, sizeof ref};
     }
-    const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, cookie, how == SingleCopy::Segment,
-                                            bundled, transport::Hold::Burst);
+    const auto st =
+        ni->ep->transport->send(peer, portals_frame(h), payload, cookie, how == SingleCopy::Segment, bundled, hold);
     if (st == transport::SendStatus::Held) ni->ep->poll_soon();
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
     return PTL_OK;

@@ -164,8 +164,14 @@ void Endpoint::poll_soon() {
     // held frames and polls instead of resting, or we see it rest and wake it. Its park_seen was
     // read before that store, so a bump here always ends the park, even one not yet begun; an
     // interrupt leaves the transport's wait fd readable until the wait reads it.
+    //
+    // A parked thread is left alone: it parks because the application is calling Portals, whose
+    // next wait polls (and writes what is held), and it wakes by itself within
+    // PORTICO_PROGRESS_PARK_US if the application stops. Waking it here made it write every held
+    // frame as soon as it was held: one futex wake and one write per message of a burst, the
+    // opposite of holding them (TCP put_bw at 8 B was 5 us per put).
     const uint8_t r = resting.load(std::memory_order_seq_cst);
-    if (r == kAwake) return;
+    if (r == kAwake || r == kParked) return;
     if (r != kArmed) {
         park_word.fetch_add(1, std::memory_order_seq_cst);
         futex_wake(park_word);

@@ -278,6 +278,18 @@ struct Endpoint {
     void poll_soon();
 
     int poll() { return transport->poll(*receiver); }
+
+    // Tracked operations of this endpoint not yet done (most wait for an ack or a reply). Changed
+    // under the engine lock, read without it by puts that take none.
+    std::atomic<int> live_ops{0};
+    // How a new request may wait in the transport: with earlier ones unanswered the link is
+    // streaming, whatever comes back meanwhile (transport::Hold::Stream).
+    transport::Hold request_hold() const {
+        return live_ops.load(std::memory_order_relaxed) > 0 ? transport::Hold::Stream : transport::Hold::Burst;
+    }
+    void count_op(int delta) {
+        live_ops.store(live_ops.load(std::memory_order_relaxed) + delta, std::memory_order_relaxed);
+    }
 };
 
 class Engine {

@@ -178,6 +178,7 @@ void Engine::destroy_ni(NI *ni) {
     }
     for (Op &op : ops_)
         if (op.in_use && op.ni == ni) {
+            ni->ep->count_op(-1);
             op.in_use = false;
             op.gen++;
             free_ops_.push_back(static_cast<uint32_t>(&op - ops_.data()));

@@ -169,9 +169,15 @@ enum class Hold : uint8_t {
     // poll(), whichever comes first (never past a sleep: arm_sleep() writes it). Returns Sent.
     Ack,
     // A request of the application's: it may wait for the next poll() if the transport finds the
-    // link streaming (TCP: it wrote to that peer moments ago), so that a burst of small messages
-    // leaves in a few system calls while a lone message leaves at once. Returns Held if it waits.
+    // link streaming (TCP: it wrote to that peer moments ago, and nothing came back since: a
+    // request that answers the peer, as in a ping-pong, leaves at once), so that a burst of small
+    // messages leaves in a few system calls while a lone message leaves at once. Returns Held if
+    // it waits.
     Burst,
+    // As Burst, from a sender with earlier requests still unanswered (a window of puts whose acks
+    // are coming back): what comes in is those answers, not something this request answers, so
+    // only the time since the previous request counts.
+    Stream,
 };
 
 class Transport {

@@ -84,9 +84,9 @@ struct Pair {
     void poll_b_only(int turns) {
         for (int i = 0; i < turns; ++i) b->poll(rb);
     }
-    SendStatus send(uint64_t id, const void *p, size_t n, bool bundle = false) {
+    SendStatus send(uint64_t id, const void *p, size_t n, bool bundle = false, Hold hold = Hold::Burst) {
         iovec iov{const_cast<void *>(p), n};
-        return a->send(b->self(), message(id), {&iov, 1, n}, 0, true, bundle, Hold::Burst);
+        return a->send(b->self(), message(id), {&iov, 1, n}, 0, true, bundle, hold);
     }
 };
 
@@ -154,6 +154,30 @@ TEST(TcpCoalescing, ARequestAnsweringThePeerIsNotHeld) {
     p.a->poll(p.ra);
     ASSERT_TRUE(p.poll_b_until(4));
     EXPECT_EQ((std::vector<uint64_t>{1, 2, 3, 4}), p.rb.ids());
+}
+
+TEST(TcpCoalescing, AStreamWithEarlierRequestsUnansweredIsHeldWhateverComesBack) {
+    // A window of puts whose acks come back while it is still being sent: what comes in answers
+    // the earlier puts, the next put answers nothing, and it joins the burst (Hold::Stream).
+    Pair p(kLongWindow);
+    ASSERT_TRUE(p.a && p.b);
+    const uint64_t value = 5;
+    ASSERT_EQ(SendStatus::Sent, p.send(1, &value, sizeof value, false, Hold::Stream));
+    ASSERT_TRUE(p.poll_b_until(1));
+    ASSERT_NE(SendStatus::Unreachable, p.b->send(p.a->self(), message(60), {}, 0, true)); // "an ack"
+    for (long i = 0; i < 20'000'000 && p.ra.got.empty(); ++i) {
+        p.a->poll(p.ra);
+        p.b->poll(p.rb);
+    }
+    ASSERT_EQ(std::vector<uint64_t>{60}, p.ra.ids());
+    EXPECT_EQ(SendStatus::Held, p.send(2, &value, sizeof value, false, Hold::Stream))
+        << "a stream's request is held although something came back since the last one";
+    EXPECT_EQ(SendStatus::Sent, p.send(3, &value, sizeof value, false, Hold::Stream));
+    p.poll_b_only(10000);
+    EXPECT_EQ(std::vector<uint64_t>{1}, p.rb.ids()) << "held frames left without a poll of the sender";
+    p.a->poll(p.ra);
+    ASSERT_TRUE(p.poll_b_until(3));
+    EXPECT_EQ((std::vector<uint64_t>{1, 2, 3}), p.rb.ids());
 }
 
 TEST(TcpCoalescing, AnAnswerOnThePeersOwnConnectionCountsToo) {

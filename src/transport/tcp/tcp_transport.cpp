@@ -497,12 +497,13 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         return SendStatus::Sent;
     }
     // Only a request can be held, or start the window of the next one: no clock read for others.
-    const bool request = hold == Hold::Burst;
+    const bool request = hold == Hold::Burst || hold == Hold::Stream;
     const uint64_t now = request ? monotonic_ns() : 0;
     const uint64_t reads = request && l->reads ? l->reads->load(std::memory_order_acquire) : 0;
+    const bool answers = hold == Hold::Burst && reads != l->reads_at_request;
     if (request && idle_link && cfg_.coalesce_ns > 0 && payload.length <= cfg_.max_frame_payload &&
         wire_header_bytes(h) + payload.length <= kCoalesceFrameMax && !l->writing &&
-        (defer_wakeup || (now - l->last_request_ns < cfg_.coalesce_ns && reads == l->reads_at_request))) {
+        (defer_wakeup || (now - l->last_request_ns < cfg_.coalesce_ns && !answers))) {
         // The link is streaming (or a bundle is open): this frame waits for the next poll, which
         // writes everything held in one system call. A lone message never waits (the link was
         // quiet, or the peer has spoken since: an answer), and a poll comes soon: the first frame
