@@ -273,8 +273,9 @@ struct Endpoint {
 
     // Unpark and arm: a thread is about to sleep and needs the progress thread to listen.
     void request_arm();
-    // The transport holds frames for the next poll (SendStatus::Held): a parked progress thread
-    // must not wait out its park, since the application may not poll again for a while.
+    // The transport holds frames for the next poll (SendStatus::Held): a progress thread asleep in
+    // the transport must poll (a parked one wakes within its park, and the application that made
+    // it park polls on its next wait).
     void poll_soon();
 
     int poll() { return transport->poll(*receiver); }

@@ -10,7 +10,6 @@
 // acks and replies. Fields are little-endian (the transport layer asserts the machine is).
 #pragma once
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -135,14 +134,15 @@ inline bool decode(const std::byte *in, size_t n, Header *h) {
     if (n < sizeof lead) return false;
     std::memcpy(&lead, in, sizeof lead);
     if (lead.present >> kEncodedWords) return false;
-    if (n != sizeof lead + 8 * size_t(std::popcount(lead.present))) return false;
     uint64_t words[kEncodedWords] = {};
     size_t at = sizeof lead;
     for (unsigned i = 0; i < kEncodedWords; ++i) {
         if (!(lead.present & (1u << i))) continue;
+        if (n - at < 8) return false; // fewer words than announced
         std::memcpy(&words[i], in + at, 8);
         at += 8;
     }
+    if (at != n) return false; // more bytes than announced
     const uint64_t small = words[kWordSmall];
     if ((small >> 48) != 0 || (words[kWordMatchBitsHi] >> 32) != 0) return false;
     *h = Header{};
