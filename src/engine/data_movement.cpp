@@ -418,6 +418,11 @@ RxState &rx_of(Endpoint &ep, transport::Link &link) {
 void Engine::handle_frame(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f,
                           const std::byte *payload) {
     std::lock_guard g(mutex_);
+    handle_frame_locked(ep, link, f, payload);
+}
+
+void Engine::handle_frame_locked(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f,
+                                 const std::byte *payload) {
     RxState &rx = rx_of(ep, link);
     const bool fault = f.t.flags & transport::kFrameSourceFault;
     auto malformed = [&] {

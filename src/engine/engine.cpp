@@ -261,8 +261,25 @@ void Engine::progress_loop(Endpoint &ep) {
     }
 }
 
+namespace {
+// This thread holds the engine lock for a run of frames (begin_frames). A thread, not a receiver,
+// property: the transports of one endpoint may be polled by two threads at once.
+thread_local bool t_in_frame_run = false;
+} // namespace
+
+void EndpointReceiver::begin_frames() {
+    engine_.mutex_.lock();
+    t_in_frame_run = true;
+}
+void EndpointReceiver::end_frames() {
+    t_in_frame_run = false;
+    engine_.mutex_.unlock();
+}
 void EndpointReceiver::on_frame(transport::Link &link, const transport::FrameHeader &h, const std::byte *payload) {
-    engine_.handle_frame(ep_, link, h, payload);
+    if (t_in_frame_run)
+        engine_.handle_frame_locked(ep_, link, h, payload);
+    else
+        engine_.handle_frame(ep_, link, h, payload);
 }
 void EndpointReceiver::on_link_failed(transport::Link &link, bool last) { engine_.handle_link_failed(ep_, link, last); }
 void EndpointReceiver::on_send_complete(uint64_t token, bool ok, bool source_fault) {

@@ -234,6 +234,9 @@ public:
     void on_frame(transport::Link &link, const transport::FrameHeader &h, const std::byte *payload) override;
     void on_link_failed(transport::Link &link, bool last) override;
     void on_send_complete(uint64_t token, bool ok, bool source_fault) override;
+    // The engine lock is taken once for a run of frames instead of once per frame.
+    void begin_frames() override;
+    void end_frames() override;
 
 private:
     Engine &engine_;
@@ -385,6 +388,8 @@ public:
 
     // ---- called by the transport receiver (data_movement.cpp)
     void handle_frame(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f, const std::byte *payload);
+    void handle_frame_locked(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f,
+                             const std::byte *payload);
     void handle_link_failed(Endpoint &ep, transport::Link &link, bool last);
     void report_lost_peer(transport::PeerId peer);
     // Says goodbye on every link (a normal exit that skipped PtlFini).

@@ -141,6 +141,33 @@ public:
     virtual void on_link_failed(Link &link, bool last) = 0;
     // A message that send() returned Queued for has left (ok) or was abandoned (!ok).
     virtual void on_send_complete(uint64_t token, bool ok, bool source_fault) = 0;
+    // A run of frames that one poll delivers from one link: nothing but on_frame is called
+    // between begin_frames() and end_frames(), so a receiver may take its lock once for the run.
+    virtual void begin_frames() {}
+    virtual void end_frames() {}
+};
+
+// A transport's side of Receiver::begin_frames/end_frames: begun before the first frame of a run,
+// ended before anything else is said to the receiver (and at the end of the scope).
+class FrameRun {
+public:
+    explicit FrameRun(Receiver &r) : r_(r) {}
+    ~FrameRun() { end(); }
+    FrameRun(const FrameRun &) = delete;
+    FrameRun &operator=(const FrameRun &) = delete;
+    void frame(Link &link, const FrameHeader &h, const std::byte *payload) {
+        if (!open_) r_.begin_frames();
+        open_ = true;
+        r_.on_frame(link, h, payload);
+    }
+    void end() {
+        if (open_) r_.end_frames();
+        open_ = false;
+    }
+
+private:
+    Receiver &r_;
+    bool open_ = false;
 };
 
 // The payload of a message: a gather list read at the time the bytes are pushed.

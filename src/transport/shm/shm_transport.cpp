@@ -643,11 +643,13 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
     if (cfg_.single_copy && !l.probed && l.header()->probe_addr[1 - l.side].load(std::memory_order_acquire) != 0)
         probe_peer(l);
     int work = 0;
+    FrameRun run(r);
     while (work < budget) {
         size_t bytes = 0;
         bool corrupt = false;
         const std::byte *body = l.rx.peek(&bytes, &corrupt);
         if (!body) {
+            run.end();
             if (corrupt) {
                 malformed_.fetch_add(1);
                 log_error("shm: corrupt ring from %08x/%u; closing the link", l.peer.nid, l.peer.pid);
@@ -659,15 +661,17 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
         // Copied first: the peer can still write the ring.
         const size_t header_bytes = read_wire_header(body, bytes, &h);
         if (header_bytes == 0 || !frame_is_sane(h, bytes - header_bytes)) {
+            run.end();
             malformed_.fetch_add(1);
             log_error("shm: malformed frame from %08x/%u; closing the link", l.peer.nid, l.peer.pid);
             fail_link(l, r);
             break;
         }
-        r.on_frame(l, h, body + header_bytes);
+        run.frame(l, h, body + header_bytes);
         l.rx.release();
         ++work;
     }
+    run.end();
     if (work) {
         full_fence();
         auto &waiting = l.rx.control()->producer_waiting;

@@ -766,10 +766,12 @@ int TcpTransport::on_readable(TcpLink &l, Receiver &r) {
         FrameHeader h;
         const std::byte *payload = nullptr;
         const char *why = nullptr;
+        FrameRun run(r); // the frames of this recv
         for (;;) {
             const auto res = d.next(&h, &payload, &why);
             if (res == FrameDecoder::Result::NeedMore) break;
             if (res == FrameDecoder::Result::Malformed) {
+                run.end();
                 malformed_.fetch_add(1);
                 log_error("tcp: malformed frame from %08x/%u (%s); closing the connection", l.peer.nid, l.peer.pid,
                           why);
@@ -779,7 +781,7 @@ int TcpTransport::on_readable(TcpLink &l, Receiver &r) {
             if (h.t.flags & kFrameGoodbye)
                 l.said_goodbye = true; // the close that follows is on purpose
             else
-                r.on_frame(l, h, payload);
+                run.frame(l, h, payload);
             d.consume();
             ++frames;
         }
