@@ -137,7 +137,12 @@ void peer_ends(const std::function<std::unique_ptr<Transport>(uint32_t)> &make, 
             Recorder rb;
             if (!b || b->send(a->self(), message(1), {}, 0, true) == SendStatus::Unreachable) ::_exit(2);
             char c;
-            while (::read(seen[0], &c, 1) != 1) b->poll(rb); // until the parent has frame 1
+            for (;;) { // until the parent has frame 1
+                const ssize_t n = ::read(seen[0], &c, 1);
+                if (n == 1) break;
+                if (n == 0) ::_exit(3); // the parent is gone (failed, or killed at its timeout)
+                b->poll(rb);
+            }
             if (how == PeerEnds::FarewellThenExit) b->farewell();
             ::_exit(0); // no destructor: the kernel closes what b had open
         }
