@@ -36,14 +36,14 @@ int Engine::check_atomic(MD *get_md, ptl_size_t local_get_offset, MD *put_md, pt
 int Engine::atomic(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
                    ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
                    void *user_ptr, ptl_hdr_data_t hdr_data, ptl_op_t op, ptl_datatype_t type) {
-    // As put: an atomic that nothing at this end observes takes no engine lock (put_unlocked).
-    if (MD *md = pin_md(mdh)) {
-        const int rc = untracked(md, length) ? atomic_unlocked(md, local_offset, length, ack, target, pt, bits,
-                                                               remote_offset, hdr_data, op, type)
-                                             : -1;
-        md->users.fetch_sub(1, std::memory_order_seq_cst);
-        if (rc >= 0) return rc;
-    }
+    // As put: an atomic that nothing at this end observes takes no engine lock.
+    if (const int rc = unlocked_if_untracked(mdh, length,
+                                             [&](MD *md) {
+                                                 return atomic_unlocked(md, local_offset, length, ack, target, pt, bits,
+                                                                        remote_offset, hdr_data, op, type);
+                                             });
+        rc >= 0)
+        return rc;
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
     int rc = check_atomic(nullptr, 0, md, local_offset, length, op, type, static_cast<int>(atomics::Call::Atomic));
@@ -90,12 +90,10 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
                           ptl_ack_req_t ack, ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits,
                           ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data, const void *operand,
                           ptl_op_t op, ptl_datatype_t type, bool bundled) {
-    if (ack != PTL_NO_ACK_REQ && ack != PTL_ACK_REQ && ack != PTL_CT_ACK_REQ && ack != PTL_OC_ACK_REQ)
-        return PTL_ARG_INVALID;
-    if ((md->desc.options & PTL_MD_UNRELIABLE) && (ack != PTL_NO_ACK_REQ || get_md)) return PTL_ARG_INVALID;
-    NI *ni = md->ni;
     transport::PeerId peer;
-    if (!resolve_target(ni, target, &peer)) return PTL_ARG_INVALID;
+    if (const int rc = check_put(md, local_offset, length, ack, target, &peer); rc != PTL_OK) return rc;
+    if ((md->desc.options & PTL_MD_UNRELIABLE) && get_md) return PTL_ARG_INVALID; // no reply could come
+    NI *ni = md->ni;
     const bool fetch = get_md != nullptr;
     const bool want_ack = !fetch && ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
 

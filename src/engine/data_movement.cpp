@@ -192,13 +192,13 @@ int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
     // A put that nothing at this end observes needs no engine state: it is checked, built and
     // handed to the transport (whose links have locks of their own) without the engine lock, so
     // that threads sending at once do not queue behind each other or behind the progress thread.
-    if (MD *md = pin_md(mdh)) {
-        const int rc = untracked(md, length)
-                           ? put_unlocked(md, local_offset, length, ack, target, pt, bits, remote_offset, hdr_data)
-                           : -1;
-        md->users.fetch_sub(1, std::memory_order_seq_cst);
-        if (rc >= 0) return rc;
-    }
+    if (const int rc = unlocked_if_untracked(mdh, length,
+                                             [&](MD *md) {
+                                                 return put_unlocked(md, local_offset, length, ack, target, pt, bits,
+                                                                     remote_offset, hdr_data);
+                                             });
+        rc >= 0)
+        return rc;
     std::lock_guard g(mutex_);
     MD *md = mds_.lookup(ObjType::MD, mdh);
     if (!md) return PTL_ARG_INVALID;

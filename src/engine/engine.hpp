@@ -485,6 +485,15 @@ private:
     // may wait for PtlEndBundle (never for operations fired by triggers or for responses).
     // put without the engine lock (untracked puts), and the pieces both paths share.
     static bool untracked(const MD *md, ptl_size_t length);
+    // send(md) with md pinned and no engine lock, if mdh names an MD and the operation is
+    // untracked; its result, or -1 when the caller must take the locked path.
+    template <class Send> int unlocked_if_untracked(ptl_handle_md_t mdh, ptl_size_t length, Send send) {
+        MD *md = pin_md(mdh);
+        if (!md) return -1;
+        const int rc = untracked(md, length) ? send(md) : -1;
+        md->users.fetch_sub(1, std::memory_order_seq_cst);
+        return rc;
+    }
     static int check_put(const MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
                          ptl_process_t target, transport::PeerId *peer);
     wire::Header put_header(const MD *md, ptl_size_t length, ptl_ack_req_t ack, ptl_pt_index_t pt,

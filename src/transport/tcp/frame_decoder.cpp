@@ -45,7 +45,7 @@ FrameDecoder::Result FrameDecoder::next(FrameHeader *h, const std::byte **payloa
     }
     const size_t header_bytes = wire_header_bytes(*h);
     if (avail < header_bytes + h->t.frame_payload) return Result::NeedMore;
-    std::memcpy(h->protocol, buf_.get() + begin_ + sizeof h->t, h->t.protocol_bytes);
+    read_wire_header(buf_.get() + begin_, avail, h); // all of it is here and checked: cannot fail
     *payload = buf_.get() + begin_ + header_bytes;
     current_ = header_bytes + h->t.frame_payload;
     return Result::Frame;
