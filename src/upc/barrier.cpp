@@ -14,7 +14,7 @@
 // - notify completes earlier writes (a strict write, UPC §5.2) and wait fences after.
 // - A thread returns from wait only after its forwards to its children are acknowledged, so
 //   teardown after the final barrier never strands a child.
-#include "upc/state.hpp"
+#include "state.hpp"
 
 #include <atomic>
 #include <climits>

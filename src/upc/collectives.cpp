@@ -44,7 +44,7 @@
 // Design errata settled here (notes §4.10): exchange sends chunk j of its own block to block j
 // (the listing copied gather_all); UPC_LOGOR is a logical or (PTL_LOR), not PTL_LAND;
 // prefix_reduce is a scan; the sync modes are honoured.
-#include "upc/runtime.hpp"
+#include "runtime.hpp"
 
 #include <upc_collective.h>
 

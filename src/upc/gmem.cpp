@@ -13,7 +13,7 @@
 // - fence (upc_fence, notify, unlock) completes everything.
 // Node-local targets need none of this for same-address order (stores are program-ordered on
 // one core); strict accesses to them are fenced with full memory barriers.
-#include "upc/state.hpp"
+#include "state.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -25,7 +25,7 @@
 // Locking: a CSWAP spinlock in the HeapHeader (never a upc_lock_t, whose queue links may come from
 // this heap: erratum §4.7). Every metadata put is complete before the lock word is released, so
 // the next holder, which may read through Portals or through its own mapping, sees all of it.
-#include "upc/runtime.hpp"
+#include "runtime.hpp"
 
 #include <upc.h>
 

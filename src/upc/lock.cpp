@@ -15,7 +15,7 @@
 // Memory model (UPC §5.2): upc_unlock begins with a fence, so the critical section's writes are
 // complete before the next holder can start; upc_lock and a successful upc_lock_attempt end with
 // an acquire fence, so nothing of the critical section is read before the lock is held.
-#include "upc/runtime.hpp"
+#include "runtime.hpp"
 
 #include <upc.h>
 

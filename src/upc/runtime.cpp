@@ -1,6 +1,6 @@
 // Start-up, teardown and the job's end: the Portals objects of design Table 9.1, the segments and
 // which of them this process maps, upc_global_exit and the exit watcher.
-#include "upc/state.hpp"
+#include "state.hpp"
 
 #include <portico_runtime.h>
 

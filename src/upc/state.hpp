@@ -3,8 +3,8 @@
 // program's thread (UPC threads are processes), its exit watcher only reads the exit counter.
 #pragma once
 
-#include "clientkit/clientkit.hpp"
-#include "upc/runtime.hpp"
+#include "clientkit.hpp"
+#include "runtime.hpp"
 
 #include <portico_ext.h>
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # readme_test.sh BUILD_DIR SOURCE_DIR
 # The README's install instructions, run as written (test install.readme): `cmake --install` of
-# the finished build into a temporary prefix, then the commands of README's "Using it" and "GASNet"
+# the finished build into a temporary prefix, then the commands of README's "Using it", "GASNet" and "UPC"
 # sections, taken from README.md itself (only the placeholders /opt/portico, P and the build
 # directory are replaced, so the README cannot drift from what works), with LD_LIBRARY_PATH unset;
 # then every installed program from the prefix, and the same after moving the prefix.
@@ -72,13 +72,36 @@ ok=$(grep -c "gasnet ok" "$tmp/gasnet.out" || true)
 [ "$ok" = "$np" ] || { cat "$tmp/gasnet.out"; fail "the GASNet program: $ok of $np nodes ok"; }
 echo "GASNet program: $np nodes ok"
 
+# --- "UPC" --------------------------------------------------------------------------------------
+mapfile -t upc < <(block "UPC")
+[ ${#upc[@]} -eq 4 ] || fail "README 'UPC' should have 4 commands, found ${#upc[@]}: ${upc[*]}"
+[[ ${upc[0]} == "export PKG_CONFIG_PATH=P/"* && ${upc[3]} == "P/bin/portico-run "* ]] \
+    || fail "README's UPC commands no longer use the prefix placeholder P: ${upc[*]}"
+mkdir "$tmp/upc"
+cp "$src/tests/install/upc_prog.c" "$tmp/upc/prog.c"
+cp "$src/tests/install/upc_prog.cpp" "$tmp/upc/prog.cpp"
+u=""
+for l in "${upc[@]}"; do
+    u+="${l//P\//$prefix/}"$'\n'
+done
+echo "+ $u"
+(cd "$tmp/upc" && timeout -k 5 120 bash -euc "$u") > "$tmp/upc.out"
+np=$(sed -n 's/.*portico-run -n \([0-9]*\).*/\1/p' <<< "${upc[3]}")
+ok=$(grep -c "upc ok" "$tmp/upc.out" || true)
+okx=$(grep -c "upc++ ok" "$tmp/upc.out" || true)
+[ "$ok" = "$np" ] && [ "$okx" = "$np" ] || { cat "$tmp/upc.out"; fail "the UPC programs: $ok and $okx of $np threads ok"; }
+echo "UPC programs (C and C++): $np threads ok"
+
 # --- what the install holds, and every installed program ----------------------------------------
 for f in include/portals4.h include/portals.h include/portico_runtime.h include/portico_ext.h include/gasnet.h \
          include/gasnet_tools.h lib/libportals.so lib/libportals.so.4 lib/libportals.so.4.3.0 \
          lib/libgasnet-portico.so lib/libgasnet-portico.so.1 lib/pkgconfig/portals4.pc \
          lib/pkgconfig/gasnet-seq.pc lib/pkgconfig/gasnet-parsync.pc lib/pkgconfig/gasnet-par.pc \
          bin/portico-run bin/portico-info bin/portico-bench bin/portals_demo bin/triggered_collectives \
-         bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench; do
+         bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench \
+         include/upc.h include/upc_strict.h include/upc_relaxed.h include/upc_collective.h \
+         include/portico/upc_abi.h include/portico/upc.hpp lib/libportico-upc.so lib/libportico-upc.so.1 \
+         lib/libportico-upc-main.a lib/pkgconfig/portico-upc.pc bin/upc_vector_add bin/upc_heat bin/upc_int_sort; do
     [ -e "$prefix/$f" ] || fail "the install lacks $f"
 done
 
@@ -105,6 +128,7 @@ tools() {
     expect 1 "AM Short round trip" "$run" -n 2 "$p/bin/gasnet_pingpong" 100
     expect 1 "total correct" "$run" -n 2 "$p/bin/gasnet_histogram"
     expect + '"test":"put_lat"' "$run" -n 2 "$p/bin/gasnet_bench" put_lat --short --json --iters 100 --reps 1
+    expect 1 "0 wrong: OK" "$run" -n 2 "$p/bin/upc_vector_add"
     # The libraries come from this prefix, not from the build tree (whose paths the programs must
     # no longer carry).
     for b in "$p"/bin/* "$user"; do
