@@ -32,6 +32,15 @@ template <class T> T load(const std::byte *p) {
     return v;
 }
 
+// Integer SUM, PROD and DIFF wrap modulo 2^N, as the hardware's do: computed in 64-bit unsigned
+// arithmetic (signed overflow, and int promotion of small unsigned types, would be undefined).
+template <class T, class F> T wrapping(T x, T y, F f) {
+    if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(f(static_cast<uint64_t>(x), static_cast<uint64_t>(y)));
+    else
+        return static_cast<T>(f(x, y));
+}
+
 template <class T>
 void apply_typed(ptl_op_t op, std::byte *target, const std::byte *init, const std::byte *operand, size_t count) {
     constexpr bool integer = std::is_integral_v<T>;
@@ -42,9 +51,9 @@ void apply_typed(ptl_op_t op, std::byte *target, const std::byte *init, const st
         const T a = load<T>(init + i * sizeof(T));
         T r = t;
         switch (op) {
-        case PTL_SUM: r = static_cast<T>(t + a); break;
-        case PTL_PROD: r = static_cast<T>(t * a); break;
-        case PTL_DIFF: r = static_cast<T>(t - a); break; // the target minus the initiator's value
+        case PTL_SUM: r = wrapping(t, a, [](auto x, auto y) { return x + y; }); break;
+        case PTL_PROD: r = wrapping(t, a, [](auto x, auto y) { return x * y; }); break;
+        case PTL_DIFF: r = wrapping(t, a, [](auto x, auto y) { return x - y; }); break; // target minus initiator
         case PTL_SWAP: r = a; break;
         case PTL_CSWAP: r = load<T>(operand) == t ? a : t; break;
         case PTL_CSWAP_NE: r = load<T>(operand) != t ? a : t; break;
