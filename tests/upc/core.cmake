@@ -28,3 +28,7 @@ endforeach()
 # Shared statics in the upc_shared section, as a UPC compiler emits them.
 upc_c_test(upc_statics_test statics_test.c)
 upc_mp_tests(statics upc_statics_test THREADS 1 2 4)
+
+# 10^4 barriers with uneven work, also on 7 and 16 threads (more processes than cores).
+upc_c_test(upc_barrier_stress_test barrier_stress_test.c)
+upc_mp_tests(barrier_stress upc_barrier_stress_test THREADS 2 7 16 TIMEOUT 240)
