@@ -25,6 +25,7 @@
 
 #include "bench.hpp"
 #include "bench_settings.hpp"
+#include "bw.hpp"
 #include "job.hpp"
 #include "portals_util.hpp"
 #include "report.hpp"
@@ -33,15 +34,10 @@
 #include "watchdog.hpp"
 
 namespace portico::bench {
-namespace {
-
-constexpr size_t kMaxSize = 16u << 20;
-constexpr size_t kBigCopy = 64u << 20;
 
 // memcpy through a volatile pointer: the compiler cannot drop or merge the copies.
-void *(*volatile g_copy)(void *, const void *, size_t) = std::memcpy;
+static void *(*volatile g_copy)(void *, const void *, size_t) = std::memcpy;
 
-// MB/s of `copies` memcpys of `size` bytes from `src` to `dst`.
 double memcpy_rate(unsigned char *dst, const unsigned char *src, size_t size, uint64_t copies) {
     const uint64_t t0 = now_ns();
     for (uint64_t i = 0; i < copies; ++i) g_copy(dst, src, size);
@@ -49,114 +45,10 @@ double memcpy_rate(unsigned char *dst, const unsigned char *src, size_t size, ui
     return static_cast<double>(size) * static_cast<double>(copies) * 1000.0 / static_cast<double>(t1 - t0);
 }
 
-class Bandwidth {
-public:
-    Bandwidth(Job &job, bool get) : rank_(job.rank()), get_(get), buf_(kMaxSize) {
-        if (settings::kBenchSegment.get()) buf_.use_segment();
-        ct_ = ck::alloc_ct(ni_.get());
-        pt_ = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
-        me_ = ck::append_me(ni_.get(), pt_.index(),
-                            ck::me_desc(buf_.data(), buf_.size(), PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_CT_COMM,
-                                        0, 0, ct_.get()));
-        md_ = ck::bind_md(ni_.get(), ck::md_desc(buf_.data(), buf_.size(), PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY,
-                                                 PTL_EQ_NONE, ct_.get()));
-        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[rank_ == 0 ? 1 : 0];
-    }
+namespace {
 
-    unsigned char *buffer() { return buf_.data(); }
-    // PORTICO_BENCH_SEGMENT: this rank's buffer as a shared segment (nullptr otherwise).
-    const portico_segment_t *segment() const { return buf_.segment(); }
-
-    // Before a repetition, the side whose buffer is the source stamps it.
-    void stamp(size_t size, uint64_t v) {
-        if ((rank_ == 0) == get_) return;
-        std::memcpy(buf_.data(), &v, 8);
-        std::memcpy(buf_.data() + size - 8, &v, 8);
-    }
-    // After it (and a barrier), the destination checks the stamp.
-    void check_stamp(size_t size, uint64_t v) {
-        if ((rank_ == 0) != get_) return;
-        uint64_t head, tail;
-        std::memcpy(&head, buf_.data(), 8);
-        std::memcpy(&tail, buf_.data() + size - 8, 8);
-        if (head != v || tail != v)
-            throw Error(std::string(get_ ? "get" : "put") + " of " + std::to_string(size) +
-                        " bytes: the destination does not hold the data sent");
-    }
-
-    // Rank 0: `msgs` operations of `size` bytes in windows of `window`; returns MB/s. Rank 1: 0.
-    double run(size_t size, uint64_t msgs, uint64_t window, Watchdog &dog) {
-        if (rank_ != 0) return 0;
-        size_.store(size, std::memory_order_relaxed);
-        const std::string what = std::string(get_ ? "gets" : "puts") + " of " + std::to_string(size) +
-                                 " bytes in windows of " + std::to_string(window) + " (counted on the MD's CT)";
-        const uint64_t t0 = now_ns();
-        for (uint64_t done = 0; done < msgs;) {
-            const uint64_t n = std::min(window, msgs - done);
-            for (uint64_t i = 0; i < n; ++i) {
-                if (get_)
-                    check(PtlGet(md_.get(), 0, size, peer_.id, peer_.pt, 0, 0, nullptr), "PtlGet");
-                else
-                    check(PtlPut(md_.get(), 0, size, PTL_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
-                started_.store(started_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            }
-            ck::wait_ct(ct_.get(), started(), what.c_str());
-            done += n;
-            dog.beat();
-        }
-        const uint64_t t1 = now_ns();
-        return static_cast<double>(size) * static_cast<double>(msgs) * 1000.0 / static_cast<double>(t1 - t0);
-    }
-
-    uint64_t started() const { return started_.load(std::memory_order_relaxed); }
-    uint64_t counted() {
-        ptl_ct_event_t c;
-        check(PtlCTGet(ct_.get(), &c), "PtlCTGet");
-        if (c.failure) throw Error(std::to_string(c.failure) + " operations failed at the target");
-        return c.success;
-    }
-    std::string describe() const {
-        return std::string(get_ ? "gets" : "puts") + " of " + std::to_string(size_.load(std::memory_order_relaxed)) +
-               " bytes: " + std::to_string(started()) + " started, waiting for their completion on the counter";
-    }
-
-private:
-    int rank_;
-    bool get_;
-    ck::Library lib_;
-    ck::Ni ni_{kPhysicalMatching};
-    // The buffer: ordinary memory, or a shared segment (PORTICO_BENCH_SEGMENT).
-    class Buffer {
-    public:
-        explicit Buffer(size_t n) : vec_(n) {}
-        ~Buffer() {
-            if (seg_) portico_segment_destroy(seg_, &id_);
-        }
-        Buffer(const Buffer &) = delete;
-        Buffer &operator=(const Buffer &) = delete;
-        void use_segment() {
-            void *p = nullptr;
-            if (portico_segment_create(vec_.size(), nullptr, &p, &id_) != PTL_OK)
-                throw Error("portico_segment_create of " + std::to_string(vec_.size()) + " bytes failed");
-            seg_ = static_cast<unsigned char *>(p);
-        }
-        unsigned char *data() { return seg_ ? seg_ : vec_.data(); }
-        size_t size() const { return vec_.size(); }
-        const portico_segment_t *segment() const { return seg_ ? &id_ : nullptr; }
-
-    private:
-        std::vector<unsigned char> vec_;
-        unsigned char *seg_ = nullptr;
-        portico_segment_t id_{};
-    };
-    Buffer buf_;
-    ck::Ct ct_;
-    ck::Pt pt_;
-    ck::Me me_;
-    ck::Md md_;
-    Peer peer_;
-    std::atomic<uint64_t> started_{0}, size_{0};
-};
+constexpr size_t kMaxSize = Bandwidth::kMaxSize;
+constexpr size_t kBigCopy = 64u << 20;
 
 // The baseline's destination under PORTICO_BENCH_SEGMENT: a segment rank 1 creates for it alone
 // (its benchmark buffer must not be written by the baseline: it is the source of the gets),
@@ -245,9 +137,8 @@ void run_bw(Context &ctx, bool get) {
 
     uint64_t stamp = 0;
     for (size_t size : sizes) {
-        const uint64_t window = std::clamp<uint64_t>((64ull << 20) / size, 2, 64);
-        uint64_t msgs = std::clamp<uint64_t>(bytes / size, window, std::max(p.iters, window));
-        msgs = (msgs + window - 1) / window * window;
+        const uint64_t window = BwCounts::window_of(size);
+        const uint64_t msgs = BwCounts::messages(size, bytes, p.iters);
         const uint64_t copies = std::max<uint64_t>(msgs, std::min<uint64_t>(1ull << 21, (16ull << 20) / size));
         std::vector<double> value, baseline, baseline2;
         for (int r = -1; r < p.reps; ++r) { // r = -1: warm-up (shorter)
@@ -292,8 +183,11 @@ void run_bw(Context &ctx, bool get) {
     }
     // Rank 1's counter must have seen every operation rank 0 started.
     const auto counts = job.allgather(std::to_string(bw.started()));
-    if (job.rank() == 1 && std::to_string(bw.counted()) != counts[0])
-        throw Error("rank 1 counted " + std::to_string(bw.counted()) + " operations, rank 0 started " + counts[0]);
+    if (job.rank() == 1) {
+        const uint64_t counted = bw.counted(std::stoull(counts[0]));
+        if (std::to_string(counted) != counts[0])
+            throw Error("rank 1 counted " + std::to_string(counted) + " operations, rank 0 started " + counts[0]);
+    }
     job.barrier();
 }
 

@@ -1,11 +1,12 @@
 # Smoke test of one portico-bench test in short mode (run by ctest, see CMakeLists.txt):
 #   cmake -DRUN=portico-run -DBENCH=portico-bench -DTEST=put_lat [-DNPROCS=2] [-DUNIT=us] [-DBETTER=lower]
-#         [-DTRANSPORT=shm] [-DENV=PORTICO_TRANSPORT=tcp] [-DKIND=regex] [-DALLOW_ZERO=1] [-DPLOT=dir]
-#         -P check_bench_json.cmake
+#         [-DTRANSPORT=shm] [-DENV=PORTICO_TRANSPORT=tcp[+NAME=value...]] [-DKIND=regex] [-DVARIANT=regex]
+#         [-DALLOW_ZERO=1] [-DPLOT=dir] -P check_bench_json.cmake
 # The test must exit 0 and print only well-formed JSON objects (at least one) with the documented
-# fields and expected test/transport/unit/better/procs values. No timing is asserted (CI machines
-# are noisy). With PLOT, the run also writes DIR/TEST.svg (--plot) and the JSON is plotted again
-# from the file (--from); both SVG files must be complete.
+# fields and expected test/transport/unit/better/procs values; with VARIANT, every line has a
+# `variant` that matches it. No timing is asserted (CI machines are noisy). With PLOT, the run also
+# writes DIR/TEST.svg (--plot) and the JSON is plotted again from the file (--from); both SVG files
+# must be complete.
 if(NOT NPROCS)
   set(NPROCS 2)
 endif()
@@ -24,9 +25,11 @@ if(PLOT)
   list(APPEND cmd --plot ${PLOT}/${TEST}.svg)
 endif()
 # Always run with a defined transport setting: ENV (e.g. PORTICO_TRANSPORT=tcp) or the default.
+# Several variables are joined with '+' (a ';' would split the caller's list of runs).
 if(NOT ENV)
   set(ENV PORTICO_TRANSPORT=auto)
 endif()
+string(REPLACE "+" ";" ENV "${ENV}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ENV} ${cmd}
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 message(STATUS "stdout:\n${out}")
@@ -68,6 +71,12 @@ foreach(line IN LISTS lines)
   endif()
   if(KIND AND NOT v_baseline_kind MATCHES "${KIND}")
     message(FATAL_ERROR "baseline_kind '${v_baseline_kind}' does not match '${KIND}'")
+  endif()
+  if(VARIANT)
+    string(JSON v_variant ERROR_VARIABLE verr GET "${line}" variant)
+    if(verr OR NOT v_variant MATCHES "${VARIANT}")
+      message(FATAL_ERROR "variant '${v_variant}' missing or not matching '${VARIANT}' in '${line}'")
+    endif()
   endif()
   if(NOT v_baseline GREATER 0 OR NOT v_ratio GREATER_EQUAL 0)
     message(FATAL_ERROR "the baseline must be positive in '${line}'")

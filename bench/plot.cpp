@@ -184,8 +184,8 @@ Axes axes_for(const std::vector<const Result *> &rs, double ox, double oy) {
 void draw_titles(std::ostringstream &o, double ox, double oy, const Axes &a, const Result &first, bool by_procs) {
     o << "<text x=\"" << ox + kPanelW / 2 << "\" y=\"" << oy + 18
       << "\" text-anchor=\"middle\" font-size=\"14\" font-weight=\"bold\">"
-      << esc(first.test + " (" + first.transport + (by_procs ? "" : ", " + std::to_string(first.procs) + " processes") +
-             ")")
+      << esc(first.test + (first.variant.empty() ? "" : " " + first.variant) + " (" + first.transport +
+             (by_procs ? "" : ", " + std::to_string(first.procs) + " processes") + ")")
       << "</text>\n";
     o << "<text x=\"" << ox + kPanelW / 2 << "\" y=\"" << oy + 34 << "\" text-anchor=\"middle\" fill=\"#555\">"
       << esc(first.unit + ", " + first.better + " is better; medians, bars = min..max over repetitions") << "</text>\n";
@@ -321,6 +321,7 @@ std::vector<Result> read_json_results(const std::string &file) {
             throw Error(file + ":" + std::to_string(lineno) + ": not a portico-bench result line");
         Result r;
         r.test = text(m, "test");
+        r.variant = text(m, "variant");
         r.transport = text(m, "transport");
         r.procs = static_cast<int>(number(m, "procs", 0));
         r.size = static_cast<uint64_t>(number(m, "size", 0));
@@ -349,7 +350,8 @@ void write_svg(const std::string &file, const std::vector<Result> &results) {
     std::vector<std::string> keys;
     std::map<std::string, std::vector<const Result *>> groups;
     for (const Result &r : results) {
-        const std::string key = r.test + "/" + r.transport + "/" + (r.size > 0 ? std::to_string(r.procs) : "");
+        const std::string key =
+            r.test + "/" + r.variant + "/" + r.transport + "/" + (r.size > 0 ? std::to_string(r.procs) : "");
         if (!groups.count(key)) keys.push_back(key);
         groups[key].push_back(&r);
     }

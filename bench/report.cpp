@@ -73,9 +73,11 @@ double Result::ratio() const { return has_baseline && baseline.median > 0 ? valu
 double Result::ratio2() const { return has_baseline2 && baseline2.median > 0 ? value.median / baseline2.median : NAN; }
 
 std::string to_json(const Result &r) {
-    std::string line = "{\"test\":" + json_string(r.test) + ",\"transport\":" + json_string(r.transport) +
-                       ",\"procs\":" + std::to_string(r.procs) + ",\"size\":" + std::to_string(r.size) +
-                       ",\"value\":" + json_number(r.value.median) + ",\"unit\":" + json_string(r.unit);
+    std::string line = "{\"test\":" + json_string(r.test);
+    if (!r.variant.empty()) line += ",\"variant\":" + json_string(r.variant);
+    line += ",\"transport\":" + json_string(r.transport) + ",\"procs\":" + std::to_string(r.procs) +
+            ",\"size\":" + std::to_string(r.size) + ",\"value\":" + json_number(r.value.median) +
+            ",\"unit\":" + json_string(r.unit);
     if (r.has_baseline)
         line += ",\"baseline\":" + json_number(r.baseline.median) + ",\"ratio\":" + json_number(r.ratio());
     line += ",\"better\":" + json_string(r.better) + ",\"min\":" + json_number(r.value.min) +
@@ -122,7 +124,8 @@ void Reporter::result(Result r) {
             base = stats_cell(r.baseline, r.unit);
             ratio = num(r.ratio());
         }
-        std::printf("%-17s %8llu  %-36s %-36s %7s", r.test.c_str(), static_cast<unsigned long long>(r.size),
+        const std::string name = r.variant.empty() ? r.test : r.test + " " + r.variant;
+        std::printf("%-17s %8llu  %-36s %-36s %7s", name.c_str(), static_cast<unsigned long long>(r.size),
                     stats_cell(r.value, r.unit).c_str(), base.c_str(), ratio.c_str());
         if (r.has_baseline2)
             std::printf("  %-36s %7s", stats_cell(r.baseline2, r.unit).c_str(), num(r.ratio2()).c_str());

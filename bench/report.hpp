@@ -8,6 +8,8 @@
 //   repetition), baseline, baseline_min, baseline_max, ratio (value / baseline, medians),
 //   baseline_kind (what the baseline is) and, for the bandwidth tests, a second baseline:
 //   baseline2, baseline2_min, baseline2_max, ratio2, baseline2_kind (memcpy of 64 MiB, out of cache).
+//   Tests that measure several things under one name add `variant` (after `test`), e.g. the UPC
+//   tests' "memget/portals": the operation and the path it took.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@ namespace portico::bench {
 
 struct Result {
     std::string test;
+    std::string variant;           // empty: no JSON field
     std::string transport = "shm"; // the Reporter sets it to the job's transport
     int procs = 0;
     uint64_t size = 0;
