@@ -31,8 +31,7 @@ int upc_main(int argc, char **argv, char **envp) {
     CHECK(!upc_pts_is_null(regions) && !upc_pts_is_null(sums));
     unsigned char *shadow = calloc(T, REGION), *buf = malloc(REGION);
     CHECK(shadow && buf);
-    for (unsigned t = 0; t < T; t++)
-        upc_memset(upc_pts_add(regions, ME * T + t, REGION, 1, T), 0, REGION);
+    for (unsigned t = 0; t < T; t++) upc_memset(upc_pts_add(regions, ME * T + t, REGION, 1, T), 0, REGION);
     unsigned s = 777u + 31u * ME;
     for (int i = 0; i < ops; i++) {
         const unsigned t = rnd(&s) % T;
@@ -46,13 +45,16 @@ int upc_main(int argc, char **argv, char **envp) {
         const int strict = rnd(&s) % 4 == 0;
         if (kind < 4) { /* write */
             for (size_t k = 0; k < len; k++) buf[k] = (unsigned char)rnd(&s);
-            if (len == 4 && !strict) __putsi2(p, (uint32_t)(buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24));
+            if (len == 4 && !strict)
+                __putsi2(p, (uint32_t)(buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24));
             else if (len == 8 && strict) {
                 uint64_t v;
                 memcpy(&v, buf, 8);
                 __putsdi2(p, v);
-            } else if (strict) __putsblk3(p, buf, len);
-            else upc_memput(p, buf, len);
+            } else if (strict)
+                __putsblk3(p, buf, len);
+            else
+                upc_memput(p, buf, len);
             memcpy(sh + off, buf, len);
         } else if (kind < 8) { /* read */
             if (len == 2 && !strict) {
@@ -60,8 +62,10 @@ int upc_main(int argc, char **argv, char **envp) {
                 memcpy(buf, &v, 2);
             } else if (len == 1 && strict) {
                 buf[0] = __getsqi2(p);
-            } else if (strict) __getsblk3(buf, p, len);
-            else upc_memget(buf, p, len);
+            } else if (strict)
+                __getsblk3(buf, p, len);
+            else
+                upc_memget(buf, p, len);
             if (memcmp(buf, sh + off, len) != 0) {
                 fprintf(stderr, "thread %u: op %d: %s read of %zu bytes at %zu on thread %u is stale\n", ME, i,
                         strict ? "strict" : "relaxed", len, off, t);
@@ -70,10 +74,13 @@ int upc_main(int argc, char **argv, char **envp) {
         } else if (kind == 8) { /* copy between two of my regions, possibly on two threads */
             const unsigned t2 = rnd(&s) % T;
             const size_t off2 = rnd(&s) % (REGION - len);
-            const upc_shared_ptr_t q = upc_pts_add(upc_pts_add(regions, ME * T + t2, REGION, 1, T), (int64_t)off2, 1, 0, T);
+            const upc_shared_ptr_t q =
+                upc_pts_add(upc_pts_add(regions, ME * T + t2, REGION, 1, T), (int64_t)off2, 1, 0, T);
             if (t2 == t && (off2 < off + len && off < off2 + len)) continue; /* memcpy's overlap is undefined */
-            if (strict) __copysblk3(q, p, len);
-            else upc_memcpy(q, p, len);
+            if (strict)
+                __copysblk3(q, p, len);
+            else
+                upc_memcpy(q, p, len);
             memcpy(shadow + (size_t)t2 * REGION + off2, sh + off, len);
         } else { /* memset */
             const int c = (int)(rnd(&s) & 0xff);
