@@ -6,7 +6,8 @@
 // - A relaxed get waits for this thread's earlier puts to the same thread (erratum §4.4: the
 //   design let a get overtake an unordered put of 9 B..1 KiB to the same address).
 // - A relaxed put is asynchronous: up to kBounceMax bytes are copied to the bounce buffer and
-//   the call returns; a larger one is sent from the caller's buffer and waited for.
+//   the call returns; a larger one is sent from the caller's buffer and returns once that buffer
+//   is free (its SEND), its acknowledgement counted later like the small ones'.
 // - A strict put first completes every earlier put, and leaves itself pending: the next access of
 //   any kind completes it first (design §14.6, "one strict put in flight").
 // - A strict get completes every earlier put and the pending strict put first.
@@ -51,6 +52,7 @@ void mark_dirty(Runtime &r, int thread) {
 
 void sync_puts_of(Runtime &r) {
     if (r.puts_issued) wait_ct_at(r, r.put_ct.get(), r.puts_issued, "a shared write");
+    if (r.bulk_issued) wait_ct_at(r, r.bulk_ct.get(), 2 * r.bulk_issued, "a shared write");
     for (int t : r.dirty_list) r.dirty[static_cast<size_t>(t)] = 0;
     r.dirty_list.clear();
     r.bounce_used = 0;
@@ -93,6 +95,28 @@ void portals_put_from(Runtime &r, int thread, uint64_t offset, const unsigned ch
     mark_dirty(r, thread);
 }
 
+// Sends from the caller's buffer and returns once that buffer is free again, which is when the
+// put's SEND is counted: the acknowledgement may still be on its way, so consecutive large puts
+// overlap (the transfer of one with the answer of the one before) instead of taking a round trip
+// each. Every put counts a SEND and an ACK on bulk_ct; once the counter is within one of twice the
+// puts issued, at most one event is missing: a SEND (whose put is then acknowledged: its data
+// has arrived) or an ACK (whose put's SEND is counted), so every buffer handed to these puts is
+// free either way.
+void portals_put_bulk(Runtime &r, int thread, uint64_t offset, const unsigned char *src, size_t n) {
+    while (n) {
+        const size_t len = std::min<size_t>(n, r.max_msg);
+        require(PtlPut(r.bulk_md.get(), reinterpret_cast<ptl_size_t>(src), len, PTL_ACK_REQ, target(thread), kPtGmem, 0,
+                       offset, nullptr, 0),
+                "PtlPut");
+        ++r.bulk_issued;
+        src += len;
+        offset += len;
+        n -= len;
+    }
+    mark_dirty(r, thread);
+    wait_ct_at(r, r.bulk_ct.get(), 2 * r.bulk_issued - 1, "a shared write");
+}
+
 void portals_put(Runtime &r, int thread, uint64_t offset, const void *src, size_t n) {
     if (n == 0) return;
     if (n <= kBounceMax) {
@@ -103,8 +127,7 @@ void portals_put(Runtime &r, int thread, uint64_t offset, const void *src, size_
         portals_put_from(r, thread, offset, slot, n);
         return;
     }
-    portals_put_from(r, thread, offset, static_cast<const unsigned char *>(src), n);
-    sync_puts_of(r); // the caller's buffer is free on return
+    portals_put_bulk(r, thread, offset, static_cast<const unsigned char *>(src), n);
 }
 
 void do_get(Runtime &r, void *dst, int thread, uint64_t offset, size_t n) {
@@ -139,8 +162,7 @@ void do_copy(Runtime &r, int dt, uint64_t doff, int st, uint64_t soff, size_t n)
         // Only the destination is here: a get into it (erratum §4.3: the design put to itself).
         portals_get(r, db + doff, st, soff, n);
     } else if (sb) {
-        portals_put_from(r, dt, doff, sb + soff, n);
-        sync_puts_of(r);
+        portals_put_bulk(r, dt, doff, sb + soff, n);
     } else {
         r.staging_fill = -1;
         while (n) {

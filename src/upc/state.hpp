@@ -29,11 +29,12 @@ struct Runtime {
     std::unique_ptr<ck::Library> library;
     ck::Ni ni;
     ck::Eq fail_eq; // failure events of the data MDs (success events are disabled)
-    ck::Ct put_ct, get_ct, op_ct, notify_ct, fwd_ct;
+    ck::Ct put_ct, bulk_ct, get_ct, op_ct, notify_ct, fwd_ct;
     ck::Ct lock_ct, up_ct, down_ct, shutdown_ct, coll_ct;
     ck::Pt pt_gmem, pt_lock, pt_up, pt_down, pt_shutdown, pt_coll;
     ck::Le le_gmem, le_lock, le_up, le_down, le_shutdown, le_coll;
     ck::Md put_md;    // relaxed puts: counts ACKs on put_ct
+    ck::Md bulk_md;   // puts from the caller's buffer: counts SENDs and ACKs on bulk_ct
     ck::Md get_md;    // gets: counts REPLYs on get_ct
     ck::Md op_md;     // atomics and counted puts, waited for one at a time: op_ct
     ck::Md notify_md; // barrier contributions: notify_ct
@@ -44,7 +45,7 @@ struct Runtime {
     std::vector<unsigned char *> bases; // mapped segments by thread, nullptr where not mapped
 
     // gmem
-    uint64_t puts_issued = 0, gets_issued = 0, ops_issued = 0;
+    uint64_t puts_issued = 0, bulk_issued = 0, gets_issued = 0, ops_issued = 0;
     std::vector<uint8_t> dirty; // threads with puts in flight from this thread
     std::vector<int> dirty_list;
     std::vector<unsigned char> bounce; // small relaxed puts are copied here, so src is free at once
