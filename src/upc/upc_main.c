@@ -5,8 +5,8 @@
 
 /* The program's `upc_shared` section, where a UPC compiler places shared statics (the linker
  * defines these for a section whose name is a C identifier; weak: most programs have none). */
-extern char __start_upc_shared[] __attribute__((weak));
-extern char __stop_upc_shared[] __attribute__((weak));
+extern char __start_upc_shared[] __attribute__((weak)); // NOLINT(bugprone-reserved-identifier)
+extern char __stop_upc_shared[] __attribute__((weak));  // NOLINT(bugprone-reserved-identifier)
 
 int main(int argc, char **argv, char **envp) {
     portico_upc_register_statics(__start_upc_shared, __stop_upc_shared);

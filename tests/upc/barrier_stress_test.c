@@ -4,6 +4,9 @@
  * by its neighbour after every hundredth. */
 #include "upc_test.h"
 
+/* Work that the compiler cannot remove: uneven time between barriers. */
+static volatile unsigned sink;
+
 int upc_main(int argc, char **argv, char **envp) {
     (void)envp;
     const int rounds = argc > 1 ? atoi(argv[1]) : 10000;
@@ -12,7 +15,6 @@ int upc_main(int argc, char **argv, char **envp) {
     const upc_shared_ptr_t mine = upc_pts_add(count, ME, sizeof(uint32_t), 1, T);
     const upc_shared_ptr_t right = upc_pts_add(count, (ME + 1) % T, sizeof(uint32_t), 1, T);
     unsigned seed = 12345u + ME;
-    volatile unsigned sink = 0;
     for (int i = 1; i <= rounds; i++) {
         seed = seed * 1103515245u + 12345u;
         const unsigned work = (seed >> 16) % 3000;

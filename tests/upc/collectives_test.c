@@ -308,8 +308,8 @@ struct Shape {
     static type value_##code(int kind, uint64_t seed, size_t i) {                                                      \
         const uint64_t x = mix(seed * 1000003u + i);                                                                   \
         switch (kind) {                                                                                                \
-        case K_ONEHOLE: return (type) ~(1ull << (x % BITS));                                                           \
-        case K_ONEBIT: return (type)(1ull << (x % BITS));                                                              \
+        case K_ONEHOLE: return (type) ~(1ull << (x % (BITS)));                                                         \
+        case K_ONEBIT: return (type)(1ull << (x % (BITS)));                                                            \
         case K_NONZERO: return (type)(x % 100 + 1);                                                                    \
         case K_SPARSE: return (type)(x % 8 == 0 ? 0 : x % 100 + 1);                                                    \
         case K_ALTERNATE: return (type)(i % 2 == 0 ? 0 : x % 100 + 1);                                                 \

@@ -9,6 +9,9 @@
 
 #include "upc_test.h"
 
+/* Work that the compiler cannot remove: uneven time between barriers. */
+static volatile unsigned sink;
+
 static unsigned T, ME;
 
 /* The first byte of thread t's block of an array allocated with upc_all_alloc(THREADS, nbytes). */
@@ -270,7 +273,6 @@ static void barriers(upc_shared_ptr_t area) {
     }
 
     TEST_SECTION("15, 20: 10^4 barriers, uneven work between them");
-    volatile unsigned sink = 0;
     for (int i = 0; i < 10000; i++) {
         /* thread (i % T) works longer, so that fast threads reach the next barrier early */
         if ((unsigned)i % T == ME)

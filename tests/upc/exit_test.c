@@ -30,7 +30,7 @@ int upc_main(int argc, char **argv, char **envp) {
         /* The last thread ends the job while the others wait in a barrier it never enters. */
         if (MYTHREAD == last) upc_global_exit(3);
         UPC_BARRIER();
-        CHECK(!"a barrier completed without the thread that called upc_global_exit");
+        CHECK(0 && "a barrier completed without the thread that called upc_global_exit");
     } else if (strcmp(mode, "global-exit-computing") == 0) {
         /* The others compute and never call the runtime: the exit reaches them anyway. */
         if (MYTHREAD == last) upc_global_exit(4);
@@ -55,7 +55,7 @@ int upc_main(int argc, char **argv, char **envp) {
     } else if (strcmp(mode, "return") == 0) {
         return 0;
     } else {
-        CHECK(!"unknown mode");
+        CHECK(0 && "unknown mode");
     }
     return 0;
 }
