@@ -12,8 +12,11 @@
 // - IDs are 64-bit {min, -max} pairs reduced with one MIN: a mismatch is seen by every thread
 //   (MIN alone would hide it from the holders of the minimum), and anonymous is {MAX, MAX}.
 // - notify completes earlier writes (a strict write, UPC §5.2) and wait fences after.
-// - A thread returns from wait only after its forwards to its children are acknowledged, so
-//   teardown after the final barrier never strands a child.
+// - No barrier message asks for an acknowledgement (a barrier of two threads sent eight messages
+//   with them, four without): what this thread sent is counted by its SEND (notify_ct, fwd_ct),
+//   and wait returns once its forwards have left. That a child got the agreed value is the
+//   child's own wait; teardown after the final barrier adds a job-service barrier, so no
+//   process closes its portals while a forward to it is in flight.
 #include "state.hpp"
 
 #include <atomic>
@@ -83,7 +86,7 @@ void notify(int64_t id, bool anonymous) {
     const auto contribution = reinterpret_cast<ptl_size_t>(&b.contribution[p]);
     if (b.children.empty() && b.parent >= 0) {
         // A leaf: its contribution goes straight to its parent's accumulator.
-        require(PtlAtomic(own, contribution, sizeof(BarrierValue), PTL_ACK_REQ, target(b.parent), kPtBarUp, 0,
+        require(PtlAtomic(own, contribution, sizeof(BarrierValue), PTL_NO_ACK_REQ, target(b.parent), kPtBarUp, 0,
                           up_offset(p), nullptr, 0, PTL_MIN, PTL_INT64_T),
                 "PtlAtomic");
         ++b.notifies;
@@ -95,23 +98,23 @@ void notify(int64_t id, bool anonymous) {
     const ptl_size_t all_in = (e + 1) * (b.children.size() + 1);
     const auto accumulated = reinterpret_cast<ptl_size_t>(&control->bar_up[p]);
     if (b.parent < 0) {
-        require(PtlTriggeredPut(fwd, accumulated, sizeof(BarrierValue), PTL_ACK_REQ, target(r.me), kPtBarDown, 0,
+        require(PtlTriggeredPut(fwd, accumulated, sizeof(BarrierValue), PTL_NO_ACK_REQ, target(r.me), kPtBarDown, 0,
                                 down_offset(p), nullptr, 0, r.up_ct.get(), all_in),
                 "PtlTriggeredPut");
     } else {
-        require(PtlTriggeredAtomic(fwd, accumulated, sizeof(BarrierValue), PTL_ACK_REQ, target(b.parent), kPtBarUp, 0,
-                                   up_offset(p), nullptr, 0, PTL_MIN, PTL_INT64_T, r.up_ct.get(), all_in),
+        require(PtlTriggeredAtomic(fwd, accumulated, sizeof(BarrierValue), PTL_NO_ACK_REQ, target(b.parent), kPtBarUp,
+                                   0, up_offset(p), nullptr, 0, PTL_MIN, PTL_INT64_T, r.up_ct.get(), all_in),
                 "PtlTriggeredAtomic");
     }
     ++b.forwards;
     const auto agreed = reinterpret_cast<ptl_size_t>(&control->bar_down[p]);
     for (int c : b.children) {
-        require(PtlTriggeredPut(fwd, agreed, sizeof(BarrierValue), PTL_ACK_REQ, target(c), kPtBarDown, 0,
+        require(PtlTriggeredPut(fwd, agreed, sizeof(BarrierValue), PTL_NO_ACK_REQ, target(c), kPtBarDown, 0,
                                 down_offset(p), nullptr, 0, r.down_ct.get(), e + 1),
                 "PtlTriggeredPut");
         ++b.forwards;
     }
-    require(PtlAtomic(own, contribution, sizeof(BarrierValue), PTL_ACK_REQ, target(r.me), kPtBarUp, 0, up_offset(p),
+    require(PtlAtomic(own, contribution, sizeof(BarrierValue), PTL_NO_ACK_REQ, target(r.me), kPtBarUp, 0, up_offset(p),
                       nullptr, 0, PTL_MIN, PTL_INT64_T),
             "PtlAtomic");
     ++b.notifies;

@@ -218,10 +218,11 @@ void start(int *argc, char ***argv) {
     r->op_md =
         ck::bind_md(ni, ck::whole_memory_md(PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_ACK | PTL_MD_EVENT_CT_REPLY,
                                             feq, r->op_ct.get()));
+    // The barrier's messages ask for no acknowledgement: their SENDs are counted.
     r->notify_md = ck::bind_md(
-        ni, ck::whole_memory_md(PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_ACK, feq, r->notify_ct.get()));
+        ni, ck::whole_memory_md(PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_SEND, feq, r->notify_ct.get()));
     r->fwd_md =
-        ck::bind_md(ni, ck::whole_memory_md(PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_ACK, feq, r->fwd_ct.get()));
+        ck::bind_md(ni, ck::whole_memory_md(PTL_MD_EVENT_SUCCESS_DISABLE | PTL_MD_EVENT_CT_SEND, feq, r->fwd_ct.get()));
     r->max_msg = r->ni.limits().max_msg_size;
 
     gmem_start(*r);
@@ -363,6 +364,9 @@ UPC_EXPORT void portico_upc_finalize(void) {
     // UPC §5.1.2.2.3: the end of a thread is a barrier; every put is complete before it.
     fence();
     barrier();
+    // Barrier messages are not acknowledged: a thread leaves its final wait once its forwards are
+    // sent, not received. Nobody closes its portals before every thread has left that wait.
+    if (portico_runtime_barrier() == PTL_FAIL) fatal("the job service's barrier failed at the end");
     r->stop_watcher.store(true, std::memory_order_release);
     if (r->exit_watcher.joinable()) r->exit_watcher.join();
     r->finalized = true;
