@@ -920,42 +920,46 @@ inline constexpr sync_mode out_mysync{UPC_OUT_MYSYNC};
 inline constexpr sync_mode out_nosync{UPC_OUT_NOSYNC};
 inline constexpr sync_mode all_sync = in_allsync | out_allsync;
 
+namespace detail {
+// The block-moving collectives: count elements per block, in bytes for the C call.
+template <class D, class S>
+void move_blocks(void (*call)(upc_shared_ptr_t, upc_shared_ptr_t, std::size_t, upc_flag_t), const D &dst, const S &src,
+                 std::size_t count, sync_mode flags) {
+    call(as_global(dst).raw(), as_global(src).raw(), count * sizeof(shared_value_t<D>), flags.bits);
+}
+} // namespace detail
+
 // upc_all_broadcast(dst, src, count * sizeof(T), flags): the `count` elements at src (on one thread)
 // to the `count` elements of dst's block on every thread (dst is a `shared [count] T[count*THREADS]`).
 template <class D, class S>
 requires same_shared_value<D, S>
 void broadcast(const D &dst, const S &src, std::size_t count, sync_mode flags = all_sync) {
-    upc_all_broadcast(detail::as_global(dst).raw(), detail::as_global(src).raw(), count * sizeof(shared_value_t<D>),
-                      flags.bits);
+    detail::move_blocks(upc_all_broadcast, dst, src, count, flags);
 }
 // upc_all_scatter: block i of src (on one thread) to thread i's block of dst.
 template <class D, class S>
 requires same_shared_value<D, S>
 void scatter(const D &dst, const S &src, std::size_t count, sync_mode flags = all_sync) {
-    upc_all_scatter(detail::as_global(dst).raw(), detail::as_global(src).raw(), count * sizeof(shared_value_t<D>),
-                    flags.bits);
+    detail::move_blocks(upc_all_scatter, dst, src, count, flags);
 }
 // upc_all_gather: thread i's block of src to block i of dst (on one thread).
 template <class D, class S>
 requires same_shared_value<D, S>
 void gather(const D &dst, const S &src, std::size_t count, sync_mode flags = all_sync) {
-    upc_all_gather(detail::as_global(dst).raw(), detail::as_global(src).raw(), count * sizeof(shared_value_t<D>),
-                   flags.bits);
+    detail::move_blocks(upc_all_gather, dst, src, count, flags);
 }
 // upc_all_gather_all: thread i's block of src to block i of dst on every thread.
 template <class D, class S>
 requires same_shared_value<D, S>
 void gather_all(const D &dst, const S &src, std::size_t count, sync_mode flags = all_sync) {
-    upc_all_gather_all(detail::as_global(dst).raw(), detail::as_global(src).raw(), count * sizeof(shared_value_t<D>),
-                       flags.bits);
+    detail::move_blocks(upc_all_gather_all, dst, src, count, flags);
 }
 // upc_all_exchange: block j of thread i's src to block i of thread j's dst (a transpose; each
 // thread's part of src and dst holds THREADS blocks of `count`).
 template <class D, class S>
 requires same_shared_value<D, S>
 void exchange(const D &dst, const S &src, std::size_t count, sync_mode flags = all_sync) {
-    upc_all_exchange(detail::as_global(dst).raw(), detail::as_global(src).raw(), count * sizeof(shared_value_t<D>),
-                     flags.bits);
+    detail::move_blocks(upc_all_exchange, dst, src, count, flags);
 }
 // A permutation: `shared int *`, THREADS elements.
 template <class P>

@@ -96,21 +96,25 @@ extern int MYTHREAD;
 extern int __upc_forall_depth;
 
 /* ---- shared accesses: relaxed __get<t>2/__put<t>2, strict __gets<t>2/__puts<t>2 ------------- */
+/* GCC UPC's type codes and the C type each moves; X(code, type) for every one (the runtime
+ * defines the entry points from the same list). */
+#define PORTICO_UPC_TYPE_CODES(X)                                                                                      \
+    X(qi, uint8_t)                                                                                                     \
+    X(hi, uint16_t)                                                                                                    \
+    X(si, uint32_t)                                                                                                    \
+    X(di, uint64_t)                                                                                                    \
+    X(ti, unsigned __int128)                                                                                           \
+    X(sf, float)                                                                                                       \
+    X(df, double)                                                                                                      \
+    X(tf, __float128)                                                                                                  \
+    X(xf, long double)
 /* __extension__: the 128-bit types are GCC's, which -pedantic would otherwise reject. */
 #define PORTICO_UPC_ACCESS(code, type)                                                                                 \
     __extension__ type __get##code##2(upc_shared_ptr_t p);                                                             \
     __extension__ type __gets##code##2(upc_shared_ptr_t p);                                                            \
     __extension__ void __put##code##2(upc_shared_ptr_t p, type v);                                                     \
     __extension__ void __puts##code##2(upc_shared_ptr_t p, type v);
-PORTICO_UPC_ACCESS(qi, uint8_t)
-PORTICO_UPC_ACCESS(hi, uint16_t)
-PORTICO_UPC_ACCESS(si, uint32_t)
-PORTICO_UPC_ACCESS(di, uint64_t)
-PORTICO_UPC_ACCESS(ti, unsigned __int128)
-PORTICO_UPC_ACCESS(sf, float)
-PORTICO_UPC_ACCESS(df, double)
-PORTICO_UPC_ACCESS(tf, __float128)
-PORTICO_UPC_ACCESS(xf, long double)
+PORTICO_UPC_TYPE_CODES(PORTICO_UPC_ACCESS)
 #undef PORTICO_UPC_ACCESS
 
 /* Blocks of n bytes: shared to local, local to shared, shared to shared; the s forms are strict. */

@@ -40,15 +40,7 @@ void not_null(upc_shared_ptr_t p, const char *call) {
     UPC_EXPORT type __gets##code##2(upc_shared_ptr_t p) { return strict_get<type>(p); }                                \
     UPC_EXPORT void __put##code##2(upc_shared_ptr_t p, type v) { relaxed_put<type>(p, v); }                            \
     UPC_EXPORT void __puts##code##2(upc_shared_ptr_t p, type v) { strict_put<type>(p, v); }
-PORTICO_UPC_ACCESS(qi, uint8_t)
-PORTICO_UPC_ACCESS(hi, uint16_t)
-PORTICO_UPC_ACCESS(si, uint32_t)
-PORTICO_UPC_ACCESS(di, uint64_t)
-PORTICO_UPC_ACCESS(ti, unsigned __int128)
-PORTICO_UPC_ACCESS(sf, float)
-PORTICO_UPC_ACCESS(df, double)
-PORTICO_UPC_ACCESS(tf, __float128)
-PORTICO_UPC_ACCESS(xf, long double)
+PORTICO_UPC_TYPE_CODES(PORTICO_UPC_ACCESS)
 #undef PORTICO_UPC_ACCESS
 
 UPC_EXPORT void __getblk3(void *dst, upc_shared_ptr_t src, size_t n) {

@@ -169,6 +169,24 @@ void require_pointer(upc_shared_ptr_t p, const char *fn, const char *what) {
               std::to_string(nthreads()));
 }
 
+// The start of the collectives that move nbytes per thread from src to dst (and permute, with its
+// perm): their arguments for UPC_COLL_CHECK, the pointers checked when there is data to move,
+// then begin().
+uint64_t begin_transfer(const char *fn, upc_flag_t sync_mode, upc_shared_ptr_t dst, upc_shared_ptr_t src, size_t nbytes,
+                        const upc_shared_ptr_t *perm = nullptr) {
+    CallArgs args = args_of(fn, sync_mode);
+    args.nbytes = nbytes;
+    args.dst = dst.bits;
+    args.src = src.bits;
+    args.perm = perm ? perm->bits : 0;
+    if (nbytes) {
+        require_pointer(dst, fn, "dst");
+        require_pointer(src, fn, "src");
+        if (perm) require_pointer(*perm, fn, "perm");
+    }
+    return begin(args);
+}
+
 // ---- array shapes -----------------------------------------------------------------------------------
 
 struct Where {
@@ -504,20 +522,28 @@ Maybe<T> software_tree(const Tree &tree, const Array &a, const Op<T> &op, uint64
     return result;
 }
 
-template <typename T>
-void reduce(const char *fn, upc_shared_ptr_t dst, upc_shared_ptr_t src, upc_op_t op, size_t nelems, size_t blk,
-            T (*func)(T, T), upc_flag_t flags) {
+// The arguments of reduce and prefix_reduce for UPC_COLL_CHECK, the pointers checked when there
+// are elements.
+CallArgs reduction_args(const char *fn, upc_flag_t flags, upc_shared_ptr_t dst, upc_shared_ptr_t src, upc_op_t op,
+                        size_t nelems, size_t blk) {
     CallArgs args = args_of(fn, flags);
     args.nelems = nelems;
     args.blk = blk;
     args.op = op;
     args.dst = dst.bits;
     args.src = src.bits;
-    const Op<T> ops(op, func, fn);
     if (nelems) {
         require_pointer(dst, fn, "dst");
         require_pointer(src, fn, "src");
     }
+    return args;
+}
+
+template <typename T>
+void reduce(const char *fn, upc_shared_ptr_t dst, upc_shared_ptr_t src, upc_op_t op, size_t nelems, size_t blk,
+            T (*func)(T, T), upc_flag_t flags) {
+    const CallArgs args = reduction_args(fn, flags, dst, src, op, nelems, blk);
+    const Op<T> ops(op, func, fn);
     const Array a(src, blk, sizeof(T), nelems, fn);
     const uint64_t call = begin(args);
     const size_t J = std::min(a.nblocks(), nthreads());
@@ -544,17 +570,8 @@ void reduce(const char *fn, upc_shared_ptr_t dst, upc_shared_ptr_t src, upc_op_t
 template <typename T>
 void prefix_reduce(const char *fn, upc_shared_ptr_t dst, upc_shared_ptr_t src, upc_op_t op, size_t nelems, size_t blk,
                    T (*func)(T, T), upc_flag_t flags) {
-    CallArgs args = args_of(fn, flags);
-    args.nelems = nelems;
-    args.blk = blk;
-    args.op = op;
-    args.dst = dst.bits;
-    args.src = src.bits;
+    const CallArgs args = reduction_args(fn, flags, dst, src, op, nelems, blk);
     const Op<T> ops(op, func, fn);
-    if (nelems) {
-        require_pointer(dst, fn, "dst");
-        require_pointer(src, fn, "src");
-    }
     const Array a(src, blk, sizeof(T), nelems, fn);
     const Array out(dst, blk, sizeof(T), nelems, fn);
     const uint64_t call = begin(args);
@@ -590,16 +607,7 @@ using namespace portico::upc;
 UPC_EXPORT void upc_coll_init(void) {}
 
 UPC_EXPORT void upc_all_broadcast(upc_shared_ptr_t dst, upc_shared_ptr_t src, size_t nbytes, upc_flag_t sync_mode) {
-    const char *fn = "upc_all_broadcast";
-    CallArgs args = args_of(fn, sync_mode);
-    args.nbytes = nbytes;
-    args.dst = dst.bits;
-    args.src = src.bits;
-    if (nbytes) {
-        require_pointer(dst, fn, "dst");
-        require_pointer(src, fn, "src");
-    }
-    const uint64_t call = begin(args);
+    const uint64_t call = begin_transfer("upc_all_broadcast", sync_mode, dst, src, nbytes);
     if (nbytes) {
         // Down a binomial tree rooted at src's thread: each thread receives its block from its
         // parent, then writes it into its children's blocks, largest subtree first.
@@ -628,16 +636,7 @@ UPC_EXPORT void upc_all_broadcast(upc_shared_ptr_t dst, upc_shared_ptr_t src, si
 }
 
 UPC_EXPORT void upc_all_scatter(upc_shared_ptr_t dst, upc_shared_ptr_t src, size_t nbytes, upc_flag_t sync_mode) {
-    const char *fn = "upc_all_scatter";
-    CallArgs args = args_of(fn, sync_mode);
-    args.nbytes = nbytes;
-    args.dst = dst.bits;
-    args.src = src.bits;
-    if (nbytes) {
-        require_pointer(dst, fn, "dst");
-        require_pointer(src, fn, "src");
-    }
-    begin(args);
+    begin_transfer("upc_all_scatter", sync_mode, dst, src, nbytes);
     if (nbytes) {
         // Each thread fetches its own block: the reads run in parallel, and nobody writes to a
         // thread that may not have entered.
@@ -649,16 +648,7 @@ UPC_EXPORT void upc_all_scatter(upc_shared_ptr_t dst, upc_shared_ptr_t src, size
 }
 
 UPC_EXPORT void upc_all_gather(upc_shared_ptr_t dst, upc_shared_ptr_t src, size_t nbytes, upc_flag_t sync_mode) {
-    const char *fn = "upc_all_gather";
-    CallArgs args = args_of(fn, sync_mode);
-    args.nbytes = nbytes;
-    args.dst = dst.bits;
-    args.src = src.bits;
-    if (nbytes) {
-        require_pointer(dst, fn, "dst");
-        require_pointer(src, fn, "src");
-    }
-    begin(args);
+    begin_transfer("upc_all_gather", sync_mode, dst, src, nbytes);
     if (nbytes) {
         // Each thread writes its own block into place: parallel, and dst's thread has no loop.
         const size_t i = (me() + nthreads() - thread_of(src)) % nthreads();
@@ -670,16 +660,7 @@ UPC_EXPORT void upc_all_gather(upc_shared_ptr_t dst, upc_shared_ptr_t src, size_
 }
 
 UPC_EXPORT void upc_all_gather_all(upc_shared_ptr_t dst, upc_shared_ptr_t src, size_t nbytes, upc_flag_t sync_mode) {
-    const char *fn = "upc_all_gather_all";
-    CallArgs args = args_of(fn, sync_mode);
-    args.nbytes = nbytes;
-    args.dst = dst.bits;
-    args.src = src.bits;
-    if (nbytes) {
-        require_pointer(dst, fn, "dst");
-        require_pointer(src, fn, "src");
-    }
-    begin(args);
+    begin_transfer("upc_all_gather_all", sync_mode, dst, src, nbytes);
     if (nbytes) {
         const size_t T_ = nthreads(), i = (me() + T_ - thread_of(src)) % T_;
         const Where w = block_of(src, i, nbytes);
@@ -694,16 +675,7 @@ UPC_EXPORT void upc_all_gather_all(upc_shared_ptr_t dst, upc_shared_ptr_t src, s
 }
 
 UPC_EXPORT void upc_all_exchange(upc_shared_ptr_t dst, upc_shared_ptr_t src, size_t nbytes, upc_flag_t sync_mode) {
-    const char *fn = "upc_all_exchange";
-    CallArgs args = args_of(fn, sync_mode);
-    args.nbytes = nbytes;
-    args.dst = dst.bits;
-    args.src = src.bits;
-    if (nbytes) {
-        require_pointer(dst, fn, "dst");
-        require_pointer(src, fn, "src");
-    }
-    begin(args);
+    begin_transfer("upc_all_exchange", sync_mode, dst, src, nbytes);
     if (nbytes) {
         // Chunk j of this thread's block i goes to chunk i of block j (design erratum §4.10: the
         // listing sent block j's chunk, as gather_all does).
@@ -722,17 +694,7 @@ UPC_EXPORT void upc_all_exchange(upc_shared_ptr_t dst, upc_shared_ptr_t src, siz
 UPC_EXPORT void upc_all_permute(upc_shared_ptr_t dst, upc_shared_ptr_t src, upc_shared_ptr_t perm, size_t nbytes,
                                 upc_flag_t sync_mode) {
     const char *fn = "upc_all_permute";
-    CallArgs args = args_of(fn, sync_mode);
-    args.nbytes = nbytes;
-    args.dst = dst.bits;
-    args.src = src.bits;
-    args.perm = perm.bits;
-    if (nbytes) {
-        require_pointer(dst, fn, "dst");
-        require_pointer(src, fn, "src");
-        require_pointer(perm, fn, "perm");
-    }
-    begin(args);
+    begin_transfer(fn, sync_mode, dst, src, nbytes, &perm);
     if (nbytes) {
         const size_t T_ = nthreads(), i = (me() + T_ - thread_of(src)) % T_;
         auto entry = [&](size_t k) { // perm[k] of a `shared int *` (block size 1)

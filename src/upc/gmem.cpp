@@ -80,19 +80,26 @@ void portals_get(Runtime &r, void *dst, int thread, uint64_t offset, size_t n) {
     wait_ct_at(r, r.get_ct.get(), r.gets_issued, "a shared read");
 }
 
-// Sends from src, which must stay untouched until the put completes.
-void portals_put_from(Runtime &r, int thread, uint64_t offset, const unsigned char *src, size_t n) {
+// Puts n bytes from src through md in messages of at most max_msg bytes, counting each in
+// `issued`.
+void send_puts(Runtime &r, ptl_handle_md_t md, uint64_t &issued, int thread, uint64_t offset, const unsigned char *src,
+               size_t n) {
     while (n) {
         const size_t len = std::min<size_t>(n, r.max_msg);
-        require(PtlPut(r.put_md.get(), reinterpret_cast<ptl_size_t>(src), len, PTL_ACK_REQ, target(thread), kPtGmem, 0,
-                       offset, nullptr, 0),
+        require(PtlPut(md, reinterpret_cast<ptl_size_t>(src), len, PTL_ACK_REQ, target(thread), kPtGmem, 0, offset,
+                       nullptr, 0),
                 "PtlPut");
-        ++r.puts_issued;
+        ++issued;
         src += len;
         offset += len;
         n -= len;
     }
     mark_dirty(r, thread);
+}
+
+// Sends from src, which must stay untouched until the put completes (sync_puts).
+void portals_put_from(Runtime &r, int thread, uint64_t offset, const unsigned char *src, size_t n) {
+    send_puts(r, r.put_md.get(), r.puts_issued, thread, offset, src, n);
 }
 
 // Sends from the caller's buffer and returns once that buffer is free again, which is when the
@@ -103,17 +110,7 @@ void portals_put_from(Runtime &r, int thread, uint64_t offset, const unsigned ch
 // has arrived) or an ACK (whose put's SEND is counted), so every buffer handed to these puts is
 // free either way.
 void portals_put_bulk(Runtime &r, int thread, uint64_t offset, const unsigned char *src, size_t n) {
-    while (n) {
-        const size_t len = std::min<size_t>(n, r.max_msg);
-        require(PtlPut(r.bulk_md.get(), reinterpret_cast<ptl_size_t>(src), len, PTL_ACK_REQ, target(thread), kPtGmem, 0,
-                       offset, nullptr, 0),
-                "PtlPut");
-        ++r.bulk_issued;
-        src += len;
-        offset += len;
-        n -= len;
-    }
-    mark_dirty(r, thread);
+    send_puts(r, r.bulk_md.get(), r.bulk_issued, thread, offset, src, n);
     wait_ct_at(r, r.bulk_ct.get(), 2 * r.bulk_issued - 1, "a shared write");
 }
 

@@ -8,23 +8,12 @@
 
 #include "upc_test.h"
 
-static void record_pid(void) {
-    const char *dir = getenv("UPC_TEST_DIR");
-    if (!dir) return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/pid.%d", dir, MYTHREAD);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "%ld\n", (long)getpid());
-    fclose(f);
-}
-
 int upc_main(int argc, char **argv, char **envp) {
     (void)envp;
     CHECK(argc == 2);
     const char *mode = argv[1];
     const int last = THREADS - 1;
-    record_pid();
+    upc_test_record_pid();
     UPC_BARRIER();
     if (strcmp(mode, "global-exit") == 0) {
         /* The last thread ends the job while the others wait in a barrier it never enters. */

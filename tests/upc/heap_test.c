@@ -474,25 +474,8 @@ static void exhaust(void) {
 }
 
 /* ---- fatal errors --------------------------------------------------------------------------- */
-static void fail(const char *why) {
-    fprintf(stderr, "thread %u: %s\n", ME, why);
-    fflush(stderr);
-    upc_global_exit(1);
-}
-
-static void record_pid(void) {
-    const char *dir = getenv("UPC_TEST_DIR");
-    if (!dir) return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/pid.%u", dir, ME);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "%ld\n", (long)getpid());
-    fclose(f);
-}
-
 static void fatal_mode(const char *mode) {
-    record_pid();
+    upc_test_record_pid();
     UPC_BARRIER();
     if (ME == T - 1) {
         const upc_shared_ptr_t a = upc_alloc(64), b = upc_alloc(64); /* b keeps a from coalescing */
@@ -503,12 +486,12 @@ static void fatal_mode(const char *mode) {
         } else if (strcmp(mode, "bad-free") == 0) {
             upc_free(at(a, 32));
         } else {
-            fail("unknown mode");
+            upc_test_fail("unknown mode");
         }
-        fail("upc_free returned from an invalid free");
+        upc_test_fail("upc_free returned from an invalid free");
     }
     UPC_BARRIER();
-    fail("a barrier completed without the thread that made the invalid free");
+    upc_test_fail("a barrier completed without the thread that made the invalid free");
 }
 
 int upc_main(int argc, char **argv, char **envp) {

@@ -243,25 +243,8 @@ static void heap_inside(upc_shared_ptr_t lock, unsigned n) {
 }
 
 /* ---- fatal errors --------------------------------------------------------------------------- */
-static void fail(const char *why) {
-    fprintf(stderr, "thread %u: %s\n", ME, why);
-    fflush(stderr);
-    upc_global_exit(1);
-}
-
-static void record_pid(void) {
-    const char *dir = getenv("UPC_TEST_DIR");
-    if (!dir) return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/pid.%u", dir, ME);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    fprintf(f, "%ld\n", (long)getpid());
-    fclose(f);
-}
-
 static void fatal_mode(const char *mode) {
-    record_pid();
+    upc_test_record_pid();
     UPC_BARRIER();
     if (ME == T - 1) {
         const upc_shared_ptr_t l = upc_global_lock_alloc();
@@ -282,12 +265,12 @@ static void fatal_mode(const char *mode) {
         } else if (strcmp(mode, "unlock-not-held") == 0) {
             upc_unlock(l);
         } else {
-            fail("unknown mode");
+            upc_test_fail("unknown mode");
         }
-        fail("the invalid lock call returned");
+        upc_test_fail("the invalid lock call returned");
     }
     UPC_BARRIER();
-    fail("a barrier completed without the thread that made the invalid lock call");
+    upc_test_fail("a barrier completed without the thread that made the invalid lock call");
 }
 
 int upc_main(int argc, char **argv, char **envp) {

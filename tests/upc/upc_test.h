@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <upc.h>
 
 #define CHECK(cond)                                                                                                    \
@@ -39,6 +40,26 @@
             fflush(stdout);                                                                                            \
         }                                                                                                              \
     } while (0)
+
+/* Ends the job with code 1 after saying why. */
+static inline void upc_test_fail(const char *why) {
+    fprintf(stderr, "thread %d: %s\n", MYTHREAD, why);
+    fflush(stderr);
+    upc_global_exit(1);
+}
+
+/* For the tests run_exit_test.sh runs: records this process's pid in $UPC_TEST_DIR, so that the
+ * script can check that no process of the job is left afterwards. */
+static inline void upc_test_record_pid(void) {
+    const char *dir = getenv("UPC_TEST_DIR");
+    if (!dir) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pid.%d", dir, MYTHREAD);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fprintf(f, "%ld\n", (long)getpid());
+    fclose(f);
+}
 
 /* `shared [block] T *` arithmetic on upc_shared_ptr_t, as a UPC compiler emits it inline. */
 #define PTS_ADD(p, n, type, block) upc_pts_add((p), (n), sizeof(type), (block), (unsigned)THREADS)
