@@ -46,7 +46,7 @@ int upc_main(int argc, char **argv, char **envp) {
         if (kind < 4) { /* write */
             for (size_t k = 0; k < len; k++) buf[k] = (unsigned char)rnd(&s);
             if (len == 4 && !strict)
-                __putsi2(p, (uint32_t)(buf[0] | buf[1] << 8 | buf[2] << 16 | (uint32_t)buf[3] << 24));
+                __putsi2(p, (uint32_t)buf[0] | (uint32_t)buf[1] << 8 | (uint32_t)buf[2] << 16 | (uint32_t)buf[3] << 24);
             else if (len == 8 && strict) {
                 uint64_t v;
                 memcpy(&v, buf, 8);
