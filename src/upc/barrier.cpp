@@ -131,12 +131,12 @@ void wait(int64_t id, bool anonymous) {
     wait_ct_at(r, r.down_ct.get(), e + 1, "the barrier's wait phase");
     wait_ct_at(r, r.notify_ct.get(), b.notifies, "a barrier notification");
     if (b.forwards) wait_ct_at(r, r.fwd_ct.get(), b.forwards, "the barrier's forwarding");
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     auto *control = reinterpret_cast<Control *>(r.segment);
     BarrierValue agreed;
     std::memcpy(&agreed, &control->bar_down[p], sizeof agreed); // written by the engine, read after the fence
     control->bar_up[p] = control->bar_identity;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     b.active = false;
     b.episode = e + 1;
     const int64_t lo = agreed.min_id, hi = -agreed.neg_max_id;

@@ -227,32 +227,32 @@ void sync_puts() { sync_puts_of(rt()); }
 void fence() {
     Runtime &r = rt();
     sync_puts_of(r);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
 }
 
 void get_strict(void *dst, int thread, uint64_t offset, size_t n) {
     Runtime &r = rt();
     sync_puts_of(r);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     do_get(r, dst, thread, offset, n);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
 }
 
 void put_strict(int thread, uint64_t offset, const void *src, size_t n) {
     Runtime &r = rt();
     sync_puts_of(r);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     do_put(r, thread, offset, src, n);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     if (!r.dirty_list.empty()) r.pending_strict = true;
 }
 
 void copy_strict(int dst_thread, uint64_t dst_offset, int src_thread, uint64_t src_offset, size_t n) {
     Runtime &r = rt();
     sync_puts_of(r);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     do_copy(r, dst_thread, dst_offset, src_thread, src_offset, n);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     if (!r.dirty_list.empty()) r.pending_strict = true;
 }
 
@@ -264,13 +264,13 @@ void settle_before_atomic(Runtime &r, int thread) {
     // A relaxed put still in flight to the same thread would race the atomic on the same word.
     if (r.dirty[static_cast<size_t>(thread)]) sync_puts_of(r);
     // Stores this thread made with the CPU into mapped memory come before the message.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
 }
 
 void wait_op(Runtime &r, const char *what) {
     ++r.ops_issued;
     wait_ct_at(r, r.op_ct.get(), r.ops_issued, what);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
 }
 
 uint64_t fetch(ptl_op_t op, int thread, uint64_t offset, uint64_t operand, ptl_pt_index_t pt, const char *what) {

@@ -105,7 +105,7 @@ void watch_for_exit(Runtime *r) {
     while (!r->stop_watcher.load(std::memory_order_acquire)) {
         ptl_ct_event_t ev{};
         if (PtlCTGet(ct, &ev) == PTL_OK && ev.success > 0) {
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            acquire_fence();
             const int64_t code =
                 *reinterpret_cast<volatile int64_t *>(r->segment + control_offset(&Control::shutdown_code));
             end_process(static_cast<int>(code));

@@ -211,7 +211,7 @@ UPC_EXPORT void upc_lock(upc_shared_ptr_t ptr) {
         wait_counted(kPtLock, [&] { return load(link.local->signal) != 0; });
     }
     state().held.emplace(key_of(ptr), Held{link, tag});
-    std::atomic_thread_fence(std::memory_order_acquire);
+    acquire_fence();
 }
 
 // Returns 0 also when this thread holds the lock already (UPC leaves that undefined; the lock is
@@ -230,7 +230,7 @@ UPC_EXPORT int upc_lock_attempt(upc_shared_ptr_t ptr) {
         return 0;
     }
     state().held.emplace(key_of(ptr), Held{link, tag});
-    std::atomic_thread_fence(std::memory_order_acquire);
+    acquire_fence();
     return 1;
 }
 
