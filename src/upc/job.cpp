@@ -170,7 +170,10 @@ void start(int *argc, char ***argv) {
         portico_segment_t segment;
     };
     std::vector<Card> cards(static_cast<size_t>(r->n));
-    const Card mine{r->ni.phys_id().phys.nid, r->segment_id};
+    Card mine;
+    std::memset(&mine, 0, sizeof mine); // the padding travels too: no stack garbage to the others
+    mine.nid = r->ni.phys_id().phys.nid;
+    mine.segment = r->segment_id;
     if (portico_runtime_allgather(&mine, sizeof mine, cards.data()) == PTL_FAIL)
         throw ck::Error(PTL_FAIL, "portico_runtime_allgather failed (see the log above)");
     r->bases.assign(static_cast<size_t>(r->n), nullptr);
