@@ -36,7 +36,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 
 #define UPC_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -285,23 +287,25 @@ static_assert(sizeof(HeapHeader::free) / sizeof(uint64_t) == kMaxOrder + 1);
 unsigned first_super_order(unsigned order) { return std::max(order, kSuperOrder); }
 unsigned last_super_order(unsigned order) { return std::max(order, kSmallestExtension); }
 
+// The largest superblock, from max(4 MiB, the request) down to the request, that `place` can put
+// somewhere (place(size): its start, or nothing): its order and start, or order 0 when none fits.
+template <class Place> std::pair<unsigned, uint64_t> choose_superblock(unsigned order, Place place) {
+    for (unsigned o = first_super_order(order); o >= last_super_order(order); --o)
+        if (const std::optional<uint64_t> at = place(uint64_t{1} << o)) return {o, *at};
+    return {0, 0};
+}
+
 // Raises the global high mark by one superblock able to hold a block of `order`; false when it
 // would cross the lowest local heap (out of memory). Called with the global heap locked, so the
 // global top only moves under us by nobody; local extensions race us through the CSWAP.
 bool extend_global(LockedHeap &heap, unsigned order) {
     Marks m = read_marks();
     for (;;) {
-        unsigned so = 0;
-        uint64_t start = 0;
-        for (unsigned o = first_super_order(order); o >= last_super_order(order); --o) {
-            const uint64_t size = uint64_t{1} << o;
+        const auto [so, start] = choose_superblock(order, [&](uint64_t size) -> std::optional<uint64_t> {
             const uint64_t at = round_up(m.global_top, size);
-            if (at + size <= m.local_low) {
-                so = o;
-                start = at;
-                break;
-            }
-        }
+            if (at + size > m.local_low) return std::nullopt;
+            return at;
+        });
         if (so == 0) return false;
         const uint64_t end = start + (uint64_t{1} << so);
         const uint64_t word = ((end >> kMarkShift) << 32) | ((m.raw ? m.raw : initial_marks()) & 0xffffffffu);
@@ -322,18 +326,12 @@ bool extend_global(LockedHeap &heap, unsigned order) {
 bool extend_local(LockedHeap &heap, unsigned order) {
     Marks m = read_marks();
     for (;;) {
-        unsigned so = 0;
-        uint64_t start = 0;
-        for (unsigned o = first_super_order(order); o >= last_super_order(order); --o) {
-            const uint64_t size = uint64_t{1} << o;
-            if (g_local_bottom < size) continue;
+        const auto [so, start] = choose_superblock(order, [&](uint64_t size) -> std::optional<uint64_t> {
+            if (g_local_bottom < size) return std::nullopt;
             const uint64_t at = (g_local_bottom - size) & ~(size - 1);
-            if (at >= m.global_top) {
-                so = o;
-                start = at;
-                break;
-            }
-        }
+            if (at < m.global_top) return std::nullopt;
+            return at;
+        });
         if (so == 0) return false;
         const uint64_t w = m.raw ? m.raw : initial_marks();
         const uint64_t low = std::min<uint64_t>(w & 0xffffffffu, start >> kMarkShift);

@@ -53,43 +53,39 @@ ok=$(grep -c "done; 0 messages dropped" "$tmp/portals.out" || true)
 [ "$ok" = "$np" ] || { cat "$tmp/portals.out"; fail "the Portals program: $ok of $np ranks finished"; }
 echo "Portals program: $np ranks ok"
 
+# A section whose commands use the prefix placeholder P: an export of PKG_CONFIG_PATH first (its
+# effect must reach the next lines, so they run in one shell), portico-run last. run_section NAME
+# COUNT DIR checks that shape, runs the commands in DIR with P replaced (output: DIR/out) and sets
+# np to the process count of the last line.
+run_section() {
+    local name=$1 count=$2 dir=$3 cmds script="" l
+    mapfile -t cmds < <(block "$name")
+    [ ${#cmds[@]} -eq "$count" ] || fail "README '$name' should have $count commands, found ${#cmds[@]}: ${cmds[*]}"
+    [[ ${cmds[0]} == "export PKG_CONFIG_PATH=P/"* && ${cmds[-1]} == "P/bin/portico-run "* ]] \
+        || fail "README's $name commands no longer use the prefix placeholder P: ${cmds[*]}"
+    for l in "${cmds[@]}"; do
+        script+="${l//P\//$prefix/}"$'\n'
+    done
+    echo "+ $script"
+    (cd "$dir" && timeout -k 5 120 bash -euc "$script") > "$dir/out"
+    np=$(sed -n 's/.*portico-run -n \([0-9]*\).*/\1/p' <<< "${cmds[-1]}")
+}
+
 # --- "GASNet" -----------------------------------------------------------------------------------
-mapfile -t gas < <(block "GASNet")
-[ ${#gas[@]} -eq 3 ] || fail "README 'GASNet' should have 3 commands, found ${#gas[@]}: ${gas[*]}"
 cp "$src/tests/install/gasnet_prog.c" "$tmp/gasnet/prog.c"
-# The block's first line is an export: its effect must reach the next lines, so the three run in
-# one shell.
-[[ ${gas[0]} == "export PKG_CONFIG_PATH=P/"* && ${gas[2]} == "P/bin/portico-run "* ]] \
-    || fail "README's GASNet commands no longer use the prefix placeholder P: ${gas[*]}"
-g=""
-for l in "${gas[@]}"; do
-    g+="${l//P\//$prefix/}"$'\n'
-done
-echo "+ $g"
-(cd "$tmp/gasnet" && timeout -k 5 60 bash -euc "$g") > "$tmp/gasnet.out"
-np=$(sed -n 's/.*portico-run -n \([0-9]*\).*/\1/p' <<< "${gas[2]}")
-ok=$(grep -c "gasnet ok" "$tmp/gasnet.out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/gasnet.out"; fail "the GASNet program: $ok of $np nodes ok"; }
+run_section GASNet 3 "$tmp/gasnet"
+ok=$(grep -c "gasnet ok" "$tmp/gasnet/out" || true)
+[ "$ok" = "$np" ] || { cat "$tmp/gasnet/out"; fail "the GASNet program: $ok of $np nodes ok"; }
 echo "GASNet program: $np nodes ok"
 
 # --- "UPC" --------------------------------------------------------------------------------------
-mapfile -t upc < <(block "UPC")
-[ ${#upc[@]} -eq 4 ] || fail "README 'UPC' should have 4 commands, found ${#upc[@]}: ${upc[*]}"
-[[ ${upc[0]} == "export PKG_CONFIG_PATH=P/"* && ${upc[3]} == "P/bin/portico-run "* ]] \
-    || fail "README's UPC commands no longer use the prefix placeholder P: ${upc[*]}"
 mkdir "$tmp/upc"
 cp "$src/tests/install/upc_prog.c" "$tmp/upc/prog.c"
 cp "$src/tests/install/upc_prog.cpp" "$tmp/upc/prog.cpp"
-u=""
-for l in "${upc[@]}"; do
-    u+="${l//P\//$prefix/}"$'\n'
-done
-echo "+ $u"
-(cd "$tmp/upc" && timeout -k 5 120 bash -euc "$u") > "$tmp/upc.out"
-np=$(sed -n 's/.*portico-run -n \([0-9]*\).*/\1/p' <<< "${upc[3]}")
-ok=$(grep -c "upc ok" "$tmp/upc.out" || true)
-okx=$(grep -c "upc++ ok" "$tmp/upc.out" || true)
-[ "$ok" = "$np" ] && [ "$okx" = "$np" ] || { cat "$tmp/upc.out"; fail "the UPC programs: $ok and $okx of $np threads ok"; }
+run_section UPC 4 "$tmp/upc"
+ok=$(grep -c "upc ok" "$tmp/upc/out" || true)
+okx=$(grep -c "upc++ ok" "$tmp/upc/out" || true)
+[ "$ok" = "$np" ] && [ "$okx" = "$np" ] || { cat "$tmp/upc/out"; fail "the UPC programs: $ok and $okx of $np threads ok"; }
 echo "UPC programs (C and C++): $np threads ok"
 
 # --- what the install holds, and every installed program ----------------------------------------

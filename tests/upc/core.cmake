@@ -4,26 +4,14 @@ upc_mp_tests(core upc_core_test)
 
 # How a job ends: the exit code the launcher reports, the message, nothing left behind.
 upc_c_test(upc_exit_test exit_test.c)
-foreach(case "global-exit|3|" "global-exit-computing|4|" "return|0|" "crash|137|"
-             "mismatch|1|barrier id mismatch" "double-notify|1|upc_notify called twice"
-             "wait-without-notify|1|upc_wait called without" "out-of-range|1|out of range")
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 mode)
-  list(GET parts 1 code)
-  list(GET parts 2 message)
-  foreach(transport shm tcp)
-    set(name upc.exit.${mode})
-    set(env "")
-    if(transport STREQUAL tcp)
-      set(name ${name}.tcp)
-      set(env PORTICO_TRANSPORT=tcp UPC_NODE_LOCAL_MEM=0)
-    endif()
-    add_test(NAME ${name}
-             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/run_exit_test.sh $<TARGET_FILE:portico-run>
-                     $<TARGET_FILE:upc_exit_test> 3 ${code} ${mode} "${message}")
-    set_tests_properties(${name} PROPERTIES TIMEOUT 90 PROCESSORS 3 ENVIRONMENT "${env}")
-  endforeach()
-endforeach()
+upc_exit_test(exit.global-exit upc_exit_test 3 3 global-exit)
+upc_exit_test(exit.global-exit-computing upc_exit_test 3 4 global-exit-computing)
+upc_exit_test(exit.return upc_exit_test 3 0 return)
+upc_exit_test(exit.crash upc_exit_test 3 137 crash)
+upc_exit_test(exit.mismatch upc_exit_test 3 1 mismatch "barrier id mismatch")
+upc_exit_test(exit.double-notify upc_exit_test 3 1 double-notify "upc_notify called twice")
+upc_exit_test(exit.wait-without-notify upc_exit_test 3 1 wait-without-notify "upc_wait called without")
+upc_exit_test(exit.out-of-range upc_exit_test 3 1 out-of-range "out of range")
 
 # Shared statics in the upc_shared section, as a UPC compiler emits them.
 upc_c_test(upc_statics_test statics_test.c)

@@ -9,28 +9,10 @@ upc_mp_tests(lock upc_lock_test)
 
 # Invalid frees and lock calls end the job with a clear message (run_exit_test.sh: exit code,
 # message, no process left).
-foreach(case "heap|upc_heap_test|double-free|upc_free: .* freed twice"
-             "heap|upc_heap_test|bad-free|upc_free: .* not a block of the shared heap"
-             "lock|upc_lock_test|lock-null|upc_lock: null lock pointer"
-             "lock|upc_lock_test|lock-bad|upc_lock: .* not a lock [(]bad magic[)]"
-             "lock|upc_lock_test|lock-freed|upc_lock: .* not a lock [(]bad magic[)]"
-             "lock|upc_lock_test|lock-twice|upc_lock: this thread holds the lock already"
-             "lock|upc_lock_test|unlock-not-held|upc_unlock: this thread does not hold the lock")
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 area)
-  list(GET parts 1 target)
-  list(GET parts 2 mode)
-  list(GET parts 3 message)
-  foreach(transport shm tcp)
-    set(name upc.${area}.fatal.${mode})
-    set(env "")
-    if(transport STREQUAL tcp)
-      set(name ${name}.tcp)
-      set(env PORTICO_TRANSPORT=tcp UPC_NODE_LOCAL_MEM=0)
-    endif()
-    add_test(NAME ${name}
-             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/run_exit_test.sh $<TARGET_FILE:portico-run>
-                     $<TARGET_FILE:${target}> 2 1 ${mode} "${message}")
-    set_tests_properties(${name} PROPERTIES TIMEOUT 90 PROCESSORS 2 ENVIRONMENT "${env}")
-  endforeach()
-endforeach()
+upc_exit_test(heap.fatal.double-free upc_heap_test 2 1 double-free "upc_free: .* freed twice")
+upc_exit_test(heap.fatal.bad-free upc_heap_test 2 1 bad-free "upc_free: .* not a block of the shared heap")
+upc_exit_test(lock.fatal.lock-null upc_lock_test 2 1 lock-null "upc_lock: null lock pointer")
+upc_exit_test(lock.fatal.lock-bad upc_lock_test 2 1 lock-bad "upc_lock: .* not a lock [(]bad magic[)]")
+upc_exit_test(lock.fatal.lock-freed upc_lock_test 2 1 lock-freed "upc_lock: .* not a lock [(]bad magic[)]")
+upc_exit_test(lock.fatal.lock-twice upc_lock_test 2 1 lock-twice "upc_lock: this thread holds the lock already")
+upc_exit_test(lock.fatal.unlock-not-held upc_lock_test 2 1 unlock-not-held "upc_unlock: this thread does not hold the lock")
