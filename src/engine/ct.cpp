@@ -81,6 +81,10 @@ int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
     if (!ct) return PTL_ARG_INVALID;
     // An application that polls with PtlCTGet moves its own messages (see poll_once).
     poll_once(ct->ni->ep);
+    // A completion whose event the caller may already have seen finishes its count first.
+    const uint64_t seq = completion_seq_.load(std::memory_order_acquire);
+    if (seq & 1)
+        while (completion_seq_.load(std::memory_order_acquire) == seq) cpu_relax();
     ev->success = ct->success.load(std::memory_order_acquire);
     ev->failure = ct->failure.load(std::memory_order_acquire);
     ct->users.fetch_sub(1);

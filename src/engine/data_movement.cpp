@@ -139,6 +139,7 @@ void Engine::complete_send(uint64_t cookie, ptl_ni_fail_t fail) {
     if (!op || !op->await_send) return;
     op->await_send = false;
     MD *md = op->md;
+    const CompletionWindow window(*this);
     md_event(md, PTL_EVENT_SEND, op->user_ptr, fail, op->length, 0, PTL_PRIORITY_LIST);
     if (md->ct && (md->desc.options & PTL_MD_EVENT_CT_SEND))
         fail != PTL_NI_OK ? ct_add(md->ct, 0, 1)
@@ -155,6 +156,7 @@ void Engine::complete_ack(uint64_t cookie, const wire::Header *h, ptl_ni_fail_t 
     }
     op->await_ack = false;
     MD *md = op->md;
+    const CompletionWindow window(*this);
     if (md->released) {
         // The MD was released before its ack came back: the ack is discarded (§3.10.4).
         md->ni->sr[PTL_SR_DROP_COUNT].fetch_add(1);
@@ -177,6 +179,7 @@ void Engine::complete_reply(uint64_t cookie, const wire::Header *h, ptl_ni_fail_
     op->await_reply = false;
     MD *md = op->get_md ? op->get_md : op->md;
     const ptl_size_t mlength = h && fail == PTL_NI_OK ? h->length : 0;
+    const CompletionWindow window(*this);
     md_event(md, PTL_EVENT_REPLY, op->user_ptr, fail, mlength, h ? h->remote_offset : 0,
              h ? static_cast<ptl_list_t>(h->list) : PTL_PRIORITY_LIST);
     if (md->ct && (md->desc.options & PTL_MD_EVENT_CT_REPLY))
@@ -741,8 +744,11 @@ void Engine::complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t
         ev.atomic_operation = static_cast<ptl_op_t>(h.atomic_op);
         ev.atomic_type = static_cast<ptl_datatype_t>(h.atomic_type);
     }
-    entry_event(e, target_event_kind(h.kind), ev);
-    entry_count(e, false, fail, mlength);
+    {
+        const CompletionWindow window(*this);
+        entry_event(e, target_event_kind(h.kind), ev);
+        entry_count(e, false, fail, mlength);
+    }
     if (e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
         // Its data stays in the overflow buffer for a later append or search to claim.
         pt.unexpected.push_back({h.kind, ev.atomic_operation, ev.atomic_type, ev.initiator, h.src_rank, h.uid,

@@ -574,6 +574,30 @@ private:
     void initiator_reply_data(RxState &rx, const std::byte *payload, size_t n, bool fault);
 
     std::mutex mutex_; // the engine lock
+    // A completion's full event and its count reach the application as one: the event goes first
+    // (a counter that reached its threshold has its events queued), and PtlCTGet waits out a
+    // completion in progress, so a counter read after an event was seen includes that event. Odd
+    // while a completion is under way; written only under the engine lock.
+    std::atomic<uint64_t> completion_seq_{0};
+    unsigned completion_depth_ = 0; // completions nest: a count may fire triggers that complete
+    class CompletionWindow {
+    public:
+        explicit CompletionWindow(Engine &e) : e_(e) {
+            if (e_.completion_depth_++ == 0)
+                e_.completion_seq_.store(e_.completion_seq_.load(std::memory_order_relaxed) + 1,
+                                         std::memory_order_relaxed);
+        }
+        ~CompletionWindow() {
+            if (--e_.completion_depth_ == 0)
+                e_.completion_seq_.store(e_.completion_seq_.load(std::memory_order_relaxed) + 1,
+                                         std::memory_order_release);
+        }
+        CompletionWindow(const CompletionWindow &) = delete;
+        CompletionWindow &operator=(const CompletionWindow &) = delete;
+
+    private:
+        Engine &e_;
+    };
     std::atomic<int> init_count_{0};
     bool finalized_ = false;
     std::atomic<bool> aborted_{false};

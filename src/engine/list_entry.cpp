@@ -205,8 +205,11 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
                 continue;
             }
             const ptl_event_t base = event_from_header(u);
-            entry_event(e, overflow_kind(u.kind), base);
-            entry_count(e, true, u.fail, u.mlength);
+            {
+                const CompletionWindow window(*this);
+                entry_event(e, overflow_kind(u.kind), base);
+                entry_count(e, true, u.fail, u.mlength);
+            }
             const ptl_size_t rlength = u.rlength;
             release_header(u);
             it = pt.unexpected.erase(it);
