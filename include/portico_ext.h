@@ -7,6 +7,7 @@
 #ifndef PORTICO_EXT_H
 #define PORTICO_EXT_H
 
+#include <portals4.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,29 @@ int portico_segment_detach(void *addr, const portico_segment_t *segment);
  * its memory is freed once the last process that attached it detaches or exits.
  * PTL_OK; PTL_ARG_INVALID (NULL, or not a segment this process created at addr). */
 int portico_segment_destroy(void *addr, const portico_segment_t *segment);
+
+/* Wide matching: 64 match bits above Portals' own 64, for a client whose tags are wider (Portico's
+ * PSM2 matches 96-bit tags and the sending endpoint). A message sent with portico_put_wide carries
+ * match_bits_hi; a list entry appended or a search made with the _wide calls also requires
+ * ((match_bits_hi ^ entry's match_bits_hi) & ~ignore_bits_hi) == 0. Everything else is as in
+ * PtlMEAppend, PtlMESearch and PtlPut, errors included. Entries appended with PtlMEAppend ignore
+ * the upper bits (as if ignore_bits_hi were all ones), and PtlPut sends them as zero, so the two
+ * mix on one portal table. Full events do not report the upper bits: a client that needs them at
+ * the target sends them in hdr_data too. On a non-matching NI the upper bits are ignored, like
+ * match_bits. */
+typedef struct {
+    uint64_t match_bits_hi;
+    uint64_t ignore_bits_hi;
+} portico_match_hi_t;
+
+int portico_me_append_wide(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
+                           const portico_match_hi_t *hi, ptl_list_t ptl_list, void *user_ptr,
+                           ptl_handle_me_t *me_handle);
+int portico_me_search_wide(ptl_handle_ni_t ni_handle, ptl_pt_index_t pt_index, const ptl_me_t *me,
+                           const portico_match_hi_t *hi, ptl_search_op_t ptl_search_op, void *user_ptr);
+int portico_put_wide(ptl_handle_md_t md_handle, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack_req,
+                     ptl_process_t target_id, ptl_pt_index_t pt_index, ptl_match_bits_t match_bits,
+                     uint64_t match_bits_hi, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data);
 
 #ifdef __cplusplus
 }

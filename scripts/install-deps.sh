@@ -13,7 +13,10 @@ packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           # on clang-tidy findings (scripts/tidy.sh)
           clang-format clang-tidy
           # a private one-node Slurm cluster for the launcher.slurm test (tests/launcher/slurm.sh)
-          slurmd slurmctld slurm-client munge)
+          slurmd slurmctld slurm-client munge
+          # libpsm2-dev: Debian's PSM2 headers, which the ABI test compares Portico's psm2.h with;
+          # libfabric-bin: fi_info/fi_pingpong, real PSM2 clients run over Portico's libpsm2
+          libpsm2-dev libfabric-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

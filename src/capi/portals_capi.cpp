@@ -1,5 +1,6 @@
 // The C ABI of portals4.h: argument plumbing only; the engine does the work.
 #include <portals4.h>
+#include <portico_ext.h>
 
 #include "engine/engine.hpp"
 
@@ -115,6 +116,13 @@ PORTICO_API int PtlMEAppend(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_
     if (!me) return PTL_ARG_INVALID;
     return E().append(ni, pt, *me, true, list, user_ptr, me_handle);
 }
+PORTICO_API int portico_me_append_wide(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_t *me,
+                                       const portico_match_hi_t *hi, ptl_list_t list, void *user_ptr,
+                                       ptl_handle_me_t *me_handle) {
+    REQUIRE_INIT;
+    if (!me || !hi) return PTL_ARG_INVALID;
+    return E().append(ni, pt, *me, true, list, user_ptr, me_handle, {hi->match_bits_hi, hi->ignore_bits_hi});
+}
 PORTICO_API int PtlMEUnlink(ptl_handle_me_t me_handle) {
     REQUIRE_INIT;
     return E().unlink(me_handle, true);
@@ -124,6 +132,12 @@ PORTICO_API int PtlMESearch(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_
     REQUIRE_INIT;
     if (!me) return PTL_ARG_INVALID;
     return E().search(ni, pt, *me, true, op, user_ptr);
+}
+PORTICO_API int portico_me_search_wide(ptl_handle_ni_t ni, ptl_pt_index_t pt, const ptl_me_t *me,
+                                       const portico_match_hi_t *hi, ptl_search_op_t op, void *user_ptr) {
+    REQUIRE_INIT;
+    if (!me || !hi) return PTL_ARG_INVALID;
+    return E().search(ni, pt, *me, true, op, user_ptr, {hi->match_bits_hi, hi->ignore_bits_hi});
 }
 PORTICO_API int PtlEQAlloc(ptl_handle_ni_t ni, ptl_size_t count, ptl_handle_eq_t *eq_handle) {
     REQUIRE_INIT;
@@ -184,6 +198,12 @@ PORTICO_API int PtlPut(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t l
                        void *user_ptr, ptl_hdr_data_t hdr_data) {
     REQUIRE_INIT;
     return E().put(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data);
+}
+PORTICO_API int portico_put_wide(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
+                                 ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, uint64_t bits_hi,
+                                 ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data) {
+    REQUIRE_INIT;
+    return E().put(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data, bits_hi);
 }
 PORTICO_API int PtlGet(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
                        ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr) {

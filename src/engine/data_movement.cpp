@@ -191,14 +191,14 @@ void Engine::complete_reply(uint64_t cookie, const wire::Header *h, ptl_ni_fail_
 
 int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
                 ptl_process_t target, ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset,
-                void *user_ptr, ptl_hdr_data_t hdr_data) {
+                void *user_ptr, ptl_hdr_data_t hdr_data, uint64_t bits_hi) {
     // A put that nothing at this end observes needs no engine state: it is checked, built and
     // handed to the transport (whose links have locks of their own) without the engine lock, so
     // that threads sending at once do not queue behind each other or behind the progress thread.
     if (const int rc = unlocked_if_untracked(mdh, length,
                                              [&](MD *md) {
                                                  return put_unlocked(md, local_offset, length, ack, target, pt, bits,
-                                                                     remote_offset, hdr_data);
+                                                                     remote_offset, hdr_data, bits_hi);
                                              });
         rc >= 0)
         return rc;
@@ -206,7 +206,7 @@ int Engine::put(ptl_handle_md_t mdh, ptl_size_t local_offset, ptl_size_t length,
     MD *md = mds_.lookup(ObjType::MD, mdh);
     if (!md) return PTL_ARG_INVALID;
     return put_locked(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data,
-                      md->ni->bundle_depth > 0);
+                      md->ni->bundle_depth > 0, bits_hi);
 }
 
 // Nothing can observe the SEND or ACK of a put from an MD without EQ or CT; such a put tracks no
@@ -229,13 +229,14 @@ int Engine::check_put(const MD *md, ptl_size_t local_offset, ptl_size_t length, 
 
 wire::Header Engine::put_header(const MD *md, ptl_size_t length, ptl_ack_req_t ack, ptl_pt_index_t pt,
                                 ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
-                                uint64_t cookie) const {
+                                uint64_t cookie, uint64_t bits_hi) const {
     // No ack is asked for when nothing could observe it (no EQ and no CT on the MD).
     const bool want_ack = ack != PTL_NO_ACK_REQ && (md->eq || md->ct);
     wire::Header h = request_header(md->ni, wire::Kind::Put, pt, bits, remote_offset, length, cookie);
     h.flags = (want_ack ? wire::kFlagWantAck : 0) | ((md->desc.options & PTL_MD_UNORDERED) ? wire::kFlagUnordered : 0);
     h.ack_req = static_cast<uint8_t>(ack);
     h.hdr_data = hdr_data;
+    if (md->ni->matching()) h.match_bits_hi = bits_hi;
     return h;
 }
 
@@ -249,18 +250,19 @@ void Engine::send_untracked(NI *ni, transport::PeerId peer, const wire::Header &
 }
 
 int Engine::put_unlocked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
-                         ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data) {
+                         ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
+                         uint64_t bits_hi) {
     transport::PeerId peer;
     if (const int rc = check_put(md, local_offset, length, ack, target, &peer); rc != PTL_OK) return rc;
     iovec piece{static_cast<char *>(md->desc.start) + local_offset, length};
-    send_untracked(md->ni, peer, put_header(md, length, ack, pt, bits, remote_offset, hdr_data, 0),
+    send_untracked(md->ni, peer, put_header(md, length, ack, pt, bits, remote_offset, hdr_data, 0, bits_hi),
                    {&piece, length ? 1 : 0, length}, false);
     return PTL_OK;
 }
 
 int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
                        ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
-                       ptl_hdr_data_t hdr_data, bool bundled) {
+                       ptl_hdr_data_t hdr_data, bool bundled, uint64_t bits_hi) {
     transport::PeerId peer;
     if (const int rc = check_put(md, local_offset, length, ack, target, &peer); rc != PTL_OK) return rc;
     NI *ni = md->ni;
@@ -279,7 +281,7 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
     const transport::Hold hold = ni->ep->request_hold(); // before this operation counts
     const uint64_t cookie = tracked ? start_op(wire::Kind::Put, md, user_ptr, local_offset, length, peer) : 0;
 
-    wire::Header h = put_header(md, length, ack, pt, bits, remote_offset, hdr_data, cookie);
+    wire::Header h = put_header(md, length, ack, pt, bits, remote_offset, hdr_data, cookie, bits_hi);
     iov_scratch_.clear();
     if (!tracked) {
         gather(region_of(*md), local_offset, length, iov_scratch_);
@@ -604,7 +606,8 @@ ptl_ni_fail_t Engine::match_request(Endpoint &ep, const wire::Header &h, Landing
     Entry *e = nullptr;
     for (int l = 0; l < 2 && !e; ++l)
         for (Entry *cand : pt.lists[l])
-            if (entry_matches(*ni, *cand, h.match_bits, initiator, h.src_rank, h.length, h.remote_offset)) {
+            if (entry_matches(*ni, *cand, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length,
+                              h.remote_offset)) {
                 e = cand;
                 break;
             }
@@ -752,7 +755,8 @@ void Engine::complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t
     if (e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
         // Its data stays in the overflow buffer for a later append or search to claim.
         pt.unexpected.push_back({h.kind, ev.atomic_operation, ev.atomic_type, ev.initiator, h.src_rank, h.uid,
-                                 h.match_bits, ev.hdr_data, h.length, mlength, h.remote_offset, ev.start, e, fail});
+                                 h.match_bits, h.match_bits_hi, ev.hdr_data, h.length, mlength, h.remote_offset,
+                                 ev.start, e, fail});
         ++e->uh_refs;
     }
 }

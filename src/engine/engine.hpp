@@ -88,6 +88,13 @@ struct MD {
     std::atomic<int> users{0}; // threads sending from it without the engine lock (Engine::pin)
 };
 
+// The wide-match extension (portico_ext.h): 64 match bits above Portals' own, for clients whose
+// tags are wider (PSM2). An entry that ignores them all matches as Portals says.
+struct WideMatch {
+    uint64_t match_bits_hi = 0;
+    uint64_t ignore_bits_hi = ~uint64_t{0};
+};
+
 struct Unexpected {
     wire::Kind kind;
     ptl_op_t atomic_op;
@@ -96,6 +103,7 @@ struct Unexpected {
     uint32_t src_rank;
     ptl_uid_t uid;
     ptl_match_bits_t match_bits;
+    uint64_t match_bits_hi;
     ptl_hdr_data_t hdr_data;
     ptl_size_t rlength;
     ptl_size_t mlength;
@@ -123,6 +131,7 @@ struct Entry {
     ptl_pt_index_t pt_index = 0;
     ptl_list_t list = PTL_PRIORITY_LIST;
     ptl_me_t d{}; // an LE is kept as an ME that matches everything
+    WideMatch hi;
     std::vector<ptl_iovec_t> iov;
     ptl_size_t length = 0; // bytes described
     CT *ct = nullptr;
@@ -327,11 +336,13 @@ public:
     int md_release(ptl_handle_md_t h);
 
     // ---- list entries (list_entry.cpp)
+    // hi: the wide-match extension's upper bits of an ME (portico_me_append_wide); PtlMEAppend's
+    // entries ignore them all.
     int append(ptl_handle_ni_t h, ptl_pt_index_t pt, const ptl_me_t &me, bool is_me, ptl_list_t list, void *user_ptr,
-               ptl_handle_any_t *out);
+               ptl_handle_any_t *out, WideMatch hi = {});
     int unlink(ptl_handle_any_t h, bool is_me);
-    int search(ptl_handle_ni_t h, ptl_pt_index_t pt, const ptl_me_t &me, bool is_me, ptl_search_op_t op,
-               void *user_ptr);
+    int search(ptl_handle_ni_t h, ptl_pt_index_t pt, const ptl_me_t &me, bool is_me, ptl_search_op_t op, void *user_ptr,
+               WideMatch hi = {});
 
     // ---- EQs and CTs (eq.cpp, ct.cpp)
     int eq_alloc(ptl_handle_ni_t h, ptl_size_t count, ptl_handle_eq_t *out);
@@ -347,9 +358,10 @@ public:
     int ct_inc(ptl_handle_ct_t h, ptl_ct_event_t v);
 
     // ---- data movement (data_movement.cpp)
+    // bits_hi: the wide-match extension's upper match bits (portico_put_wide); 0 for PtlPut.
     int put(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
-            ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
-            ptl_hdr_data_t hdr_data);
+            ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, ptl_hdr_data_t hdr_data,
+            uint64_t bits_hi = 0);
     int get(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
             ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr);
 
@@ -464,8 +476,8 @@ private:
     void retire_md(MD *md);
 
     // list_entry.cpp
-    bool entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, ptl_process_t initiator, uint32_t src_rank,
-                       ptl_size_t rlength, ptl_size_t remote_offset) const;
+    bool entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, uint64_t bits_hi, ptl_process_t initiator,
+                       uint32_t src_rank, ptl_size_t rlength, ptl_size_t remote_offset) const;
     void auto_unlink(Entry *e);
     // AUTO_UNLINK for an entry taken off its list at match time, once no message streams into it.
     void unlink_if_spent(Entry *e);
@@ -497,18 +509,19 @@ private:
     static int check_put(const MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack,
                          ptl_process_t target, transport::PeerId *peer);
     wire::Header put_header(const MD *md, ptl_size_t length, ptl_ack_req_t ack, ptl_pt_index_t pt,
-                            ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
-                            uint64_t cookie) const;
+                            ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data, uint64_t cookie,
+                            uint64_t bits_hi) const;
     static void send_untracked(NI *ni, transport::PeerId peer, const wire::Header &h, const transport::Gather &payload,
                                bool bundled);
     int put_unlocked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
-                     ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data);
+                     ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
+                     uint64_t bits_hi);
     int atomic_unlocked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
                         ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, ptl_hdr_data_t hdr_data,
                         ptl_op_t op, ptl_datatype_t type);
     int put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_ack_req_t ack, ptl_process_t target,
                    ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr,
-                   ptl_hdr_data_t hdr_data, bool bundled = false);
+                   ptl_hdr_data_t hdr_data, bool bundled = false, uint64_t bits_hi = 0);
     int get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target, ptl_pt_index_t pt,
                    ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr, bool bundled = false);
     // Atomic (get_md == nullptr) or FetchAtomic/Swap.

@@ -54,10 +54,12 @@ ptl_event_t event_from_header(const Unexpected &u) {
 
 } // namespace
 
-bool Engine::entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, ptl_process_t initiator,
-                           uint32_t src_rank, ptl_size_t rlength, ptl_size_t remote_offset) const {
+bool Engine::entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, uint64_t bits_hi,
+                           ptl_process_t initiator, uint32_t src_rank, ptl_size_t rlength,
+                           ptl_size_t remote_offset) const {
     if (!ni.matching()) return true; // a non-matching NI delivers into the first LE
     if (((bits ^ e.d.match_bits) & ~e.d.ignore_bits) != 0) return false;
+    if (((bits_hi ^ e.hi.match_bits_hi) & ~e.hi.ignore_bits_hi) != 0) return false;
     if (ni.logical()) {
         if (e.d.match_id.rank != PTL_RANK_ANY && e.d.match_id.rank != src_rank) return false;
     } else {
@@ -156,7 +158,7 @@ void Engine::retire_entries(NI *ni) {
 }
 
 int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &me, bool is_me, ptl_list_t list,
-                   void *user_ptr, ptl_handle_any_t *out) {
+                   void *user_ptr, ptl_handle_any_t *out, WideMatch hi) {
     std::lock_guard g(mutex_);
     NI *ni = ni_of(h);
     if (!ni || !out || is_me != ni->matching()) return PTL_ARG_INVALID;
@@ -179,6 +181,7 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
     e->pt_index = pt_index;
     e->list = list;
     e->d = me;
+    e->hi = hi;
     e->ct = ct;
     e->user_ptr = user_ptr;
     if (me.options & PTL_IOVEC) {
@@ -200,7 +203,8 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
             is_me && (o & PTL_ME_MANAGE_LOCAL) && (o & PTL_ME_LOCAL_INC_UH_RLENGTH) && !(o & PTL_ME_USE_ONCE);
         for (auto it = pt.unexpected.begin(); it != pt.unexpected.end();) {
             Unexpected &u = *it;
-            if (!entry_matches(*ni, *e, u.match_bits, u.initiator, u.src_rank, u.rlength, u.remote_offset)) {
+            if (!entry_matches(*ni, *e, u.match_bits, u.match_bits_hi, u.initiator, u.src_rank, u.rlength,
+                               u.remote_offset)) {
                 ++it;
                 continue;
             }
@@ -250,7 +254,7 @@ int Engine::unlink(ptl_handle_any_t h, bool is_me) {
 }
 
 int Engine::search(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &me, bool is_me, ptl_search_op_t op,
-                   void *user_ptr) {
+                   void *user_ptr, WideMatch hi) {
     std::lock_guard g(mutex_);
     NI *ni = ni_of(h);
     if (!ni || is_me != ni->matching()) return PTL_ARG_INVALID;
@@ -265,6 +269,7 @@ int Engine::search(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
     probe.ni = ni;
     probe.pt_index = pt_index;
     probe.d = me;
+    probe.hi = hi;
     probe.d.options &= ~PTL_ME_LOCAL_INC_UH_RLENGTH; // PtlMESearch ignores it
     probe.ct = ct;
     probe.user_ptr = user_ptr;
@@ -278,7 +283,8 @@ int Engine::search(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
     int hits = 0;
     for (auto it = pt.unexpected.begin(); it != pt.unexpected.end();) {
         Unexpected &u = *it;
-        if (!entry_matches(*ni, probe, u.match_bits, u.initiator, u.src_rank, u.rlength, u.remote_offset)) {
+        if (!entry_matches(*ni, probe, u.match_bits, u.match_bits_hi, u.initiator, u.src_rank, u.rlength,
+                           u.remote_offset)) {
             ++it;
             continue;
         }

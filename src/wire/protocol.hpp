@@ -61,8 +61,9 @@ struct Header {
     uint32_t src_nid;
     uint32_t src_pid;
     uint32_t src_rank; // sender's rank when it sent from a logical NI
-    // Bits 64..95 of a 96-bit match (PSM2's tags); Portals' own matching uses match_bits only.
-    uint32_t match_bits_hi;
+    // The wide-match extension's upper 64 match bits (portico_put_wide; PSM2's 96-bit tags and
+    // more); zero for Portals' own operations.
+    uint64_t match_bits_hi;
     uint64_t match_bits;
     uint64_t hdr_data;
     uint64_t remote_offset; // requested offset (request) / offset used at the target (Ack/Reply)
@@ -90,7 +91,7 @@ enum EncodedWord : unsigned {
     kWordLength,
     kWordCookie,
     kWordRdvAddr,
-    kWordMatchBitsHi, // match_bits_hi, 4 zero bytes
+    kWordMatchBitsHi, // match_bits_hi
     kEncodedWords
 };
 inline constexpr size_t kMaxEncodedBytes = sizeof(EncodedLead) + 8 * kEncodedWords;
@@ -144,7 +145,7 @@ inline bool decode(const std::byte *in, size_t n, Header *h) {
     }
     if (at != n) return false; // more bytes than announced
     const uint64_t small = words[kWordSmall];
-    if ((small >> 48) != 0 || (words[kWordMatchBitsHi] >> 32) != 0) return false;
+    if ((small >> 48) != 0) return false;
     *h = Header{};
     h->kind = lead.kind;
     h->flags = lead.flags;
@@ -163,7 +164,7 @@ inline bool decode(const std::byte *in, size_t n, Header *h) {
     h->length = words[kWordLength];
     h->cookie = words[kWordCookie];
     h->rdv_addr = words[kWordRdvAddr];
-    h->match_bits_hi = static_cast<uint32_t>(words[kWordMatchBitsHi]);
+    h->match_bits_hi = words[kWordMatchBitsHi];
     return true;
 }
 

@@ -249,6 +249,62 @@ TEST_F(EngineLoopback, MatchIdSelectsTheInitiator) {
     expect_from(ev, c_);
 }
 
+// The wide-match extension (portico_ext.h): the upper 64 bits select like match_bits, on posted
+// entries, unexpected headers (search and append) alike; PtlMEAppend's entries ignore them.
+TEST_F(EngineLoopback, WideMatchBitsSelectEntriesAndUnexpectedHeaders) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> hi5(16, 0), hi_low_any(16, 0), plain(16, 0), over(256, 0);
+    int hi5_tag = 0, hi_low_any_tag = 0, plain_tag = 0, over_tag = 0;
+    ptl_handle_me_t h = 0;
+    // Exactly hi 5; then hi 0x7_0000_00xx (the low byte ignored); then a plain entry.
+    ASSERT_EQ(PTL_OK,
+              b_->append(b_.ni, pt, me_desc(hi5.data(), hi5.size(), 9), true, PTL_PRIORITY_LIST, &hi5_tag, &h, {5, 0}));
+    EXPECT_EQ(PTL_EVENT_LINK, next(b_).type);
+    ASSERT_EQ(PTL_OK, b_->append(b_.ni, pt, me_desc(hi_low_any.data(), hi_low_any.size(), 9), true, PTL_PRIORITY_LIST,
+                                 &hi_low_any_tag, &h, {0x700000000ull, 0xFF}));
+    EXPECT_EQ(PTL_EVENT_LINK, next(b_).type);
+    auto src = pattern(16, 5);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+    auto put_wide = [&](uint64_t hi) {
+        EXPECT_EQ(PTL_OK, a_->put(md, 0, 8, PTL_ACK_REQ, b_.id, pt, 9, 0, nullptr, 0, hi));
+        EXPECT_EQ(PTL_EVENT_SEND, next(a_).type);
+        return next(a_); // the ACK
+    };
+    EXPECT_EQ(PTL_NI_OK, put_wide(0x7000000AB).ni_fail_type);
+    EXPECT_EQ(&hi_low_any_tag, next(b_).user_ptr) << "hi 0x7000000AB skips the hi-5 entry";
+    EXPECT_EQ(PTL_NI_OK, put_wide(5).ni_fail_type);
+    EXPECT_EQ(&hi5_tag, next(b_).user_ptr);
+    EXPECT_EQ(PTL_NI_DROPPED, put_wide(6).ni_fail_type) << "one upper bit differs: no entry matches";
+
+    append(b_, pt, me_desc(plain.data(), plain.size(), 9, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE), &plain_tag);
+    EXPECT_EQ(PTL_NI_OK, put_wide(6).ni_fail_type);
+    EXPECT_EQ(&plain_tag, next(b_).user_ptr) << "a PtlMEAppend entry ignores the upper bits";
+    EXPECT_EQ(PTL_EVENT_AUTO_UNLINK, next(b_).type);
+
+    // Unexpected headers keep their upper bits for searches and later appends.
+    append(b_, pt, me_desc(over.data(), over.size(), 0, kAnyBits, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL), &over_tag,
+           PTL_OVERFLOW_LIST);
+    EXPECT_EQ(PTL_OVERFLOW_LIST, put_wide(0x1234).ptl_list);
+    EXPECT_EQ(PTL_EVENT_PUT, next(b_).type);
+    int probe_tag = 0;
+    const ptl_me_t probe = me_desc(nullptr, 0, 9, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE);
+    ASSERT_EQ(PTL_OK, b_->search(b_.ni, pt, probe, true, PTL_SEARCH_ONLY, &probe_tag, {0x1235, 0}));
+    EXPECT_EQ(PTL_NI_NO_MATCH, next(b_).ni_fail_type);
+    ASSERT_EQ(PTL_OK, b_->search(b_.ni, pt, probe, true, PTL_SEARCH_ONLY, &probe_tag, {0x1234, 0}));
+    ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_SEARCH, ev.type);
+    EXPECT_EQ(PTL_NI_OK, ev.ni_fail_type);
+    std::vector<unsigned char> late(16, 0);
+    int late_tag = 0;
+    ASSERT_EQ(PTL_OK, b_->append(b_.ni, pt, me_desc(late.data(), late.size(), 9, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE),
+                                 true, PTL_PRIORITY_LIST, &late_tag, &h, {0x1200, 0xFF}));
+    ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_PUT_OVERFLOW, ev.type);
+    EXPECT_EQ(&late_tag, ev.user_ptr);
+    EXPECT_EQ(PTL_EVENT_AUTO_UNLINK, next(b_).type);
+    expect_empty(b_);
+}
+
 TEST_F(EngineLoopback, PriorityListIsSearchedBeforeOverflow) {
     const ptl_pt_index_t pt = pt_alloc(b_);
     std::vector<unsigned char> over(64), prio(64);

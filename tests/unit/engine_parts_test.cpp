@@ -140,7 +140,7 @@ wire::Header full_header(uint64_t seed) {
     h.pt_index = static_cast<uint32_t>(rng());
     h.uid = static_cast<uint32_t>(rng());
     h.src_rank = static_cast<uint32_t>(rng());
-    h.match_bits_hi = static_cast<uint32_t>(rng());
+    h.match_bits_hi = rng();
     h.match_bits = rng();
     h.hdr_data = rng();
     h.remote_offset = rng();
@@ -198,9 +198,6 @@ TEST(WireHeader, DecodingRejectsWhatNoEncoderWrites) {
     EXPECT_FALSE(wire::decode(bad, n, &back));
     std::memcpy(bad, out, sizeof bad);
     bad[8 + 7] = std::byte{1}; // the small word's padding
-    EXPECT_FALSE(wire::decode(bad, n, &back));
-    std::memcpy(bad, out, sizeof bad);
-    bad[n - 1] = std::byte{1}; // match_bits_hi's padding (the last word)
     EXPECT_FALSE(wire::decode(bad, n, &back));
 }
 
