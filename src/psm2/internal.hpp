@@ -1,0 +1,234 @@
+// libpsm2 on Portals: the state behind the PSM2 handles, and how a PSM2 message travels as
+// Portals operations. A client of the public Portals API (portals4.h, portico_ext.h's wide match)
+// like GASNet and UPC; see docs/PSM2.md for the design.
+//
+// One Portals NI (matching, physical) serves every endpoint of the process. Endpoint c (its
+// "context", 0..kMaxEndpoints-1) owns three portal table entries at fixed indices, so a peer
+// reaches them knowing only the epid: receives, the rendezvous sources it exposes, and control
+// (connect's identity check, active messages).
+//
+// A message is one put to the receive PT:
+//   match_bits    = tag0 | tag1 << 32
+//   match_bits_hi = tag2 | sender's context << 32 | kHiRendezvous when the data waits at the sender
+//   hdr_data      = tag2 | message length << 32 (the target's events do not carry the hi bits)
+//   remote_offset = flags | sender's context << 8 | send id << 16 (every receive entry manages
+//                   its offset locally, so Portals reports this value without using it)
+// Eager messages carry their data; an unexpected one lands in a slab on the overflow list.
+// Rendezvous messages (long, or synchronous) leave their source exposed on the sender's
+// rendezvous PT under the send id; on shared memory the put still carries the data (the engine
+// moves it single copy straight into a posted receive), over the network it carries none. An
+// unexpected rendezvous message lands in a zero-length overflow entry, so only its header waits.
+// The receiver gets what the put did not deliver; the sender's request completes on the get, or on
+// an ack from the priority list when the put delivered everything.
+#pragma once
+
+#include <portals4.h>
+#include <portico_ext.h>
+#include <psm2.h>
+#include <psm2_am.h>
+#include <psm2_mq.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace portico::psm2 {
+
+inline constexpr int kMaxEndpoints = 64;
+// Portal table indices of endpoint c: kPtBase + 3c (receives), +1 (rendezvous), +2 (control).
+inline constexpr ptl_pt_index_t kPtBase = 16;
+inline ptl_pt_index_t recv_pt(unsigned ctx) { return kPtBase + 3 * ctx; }
+inline ptl_pt_index_t rndv_pt(unsigned ctx) { return kPtBase + 3 * ctx + 1; }
+inline ptl_pt_index_t ctl_pt(unsigned ctx) { return kPtBase + 3 * ctx + 2; }
+
+inline constexpr uint64_t kHiRendezvous = uint64_t{1} << 40;
+inline constexpr uint64_t kHiContextShift = 32;
+inline constexpr uint64_t kHiContextMask = uint64_t{0xFF} << kHiContextShift;
+
+// remote_offset flags of a message.
+inline constexpr uint64_t kMsgRendezvous = 1; // the receiver gets what the put did not carry
+inline constexpr uint64_t kMsgCarriesData = 2;
+inline constexpr uint64_t kMsgSync = 4;
+
+// Control PT match bits.
+inline constexpr ptl_match_bits_t kCtlIdentity = 1; // connect reads the endpoint's Identity
+inline constexpr ptl_match_bits_t kCtlAmRequest = 2;
+inline constexpr ptl_match_bits_t kCtlAmReply = 3;
+
+// What connect reads from a peer endpoint: who it is and its job key.
+struct Identity {
+    uint64_t epid;
+    uint8_t uuid[16];
+};
+
+// epid: nid (32 bits) | pid (24) | context (8). PSM2 clients treat it as opaque; epid_nid/port/
+// context return the fields.
+inline psm2_epid_t make_epid(ptl_nid_t nid, ptl_pid_t pid, unsigned ctx) {
+    return uint64_t{nid} << 32 | uint64_t{pid & 0xFFFFFFu} << 8 | (ctx & 0xFFu);
+}
+inline ptl_nid_t epid_nid_of(psm2_epid_t e) { return static_cast<ptl_nid_t>(e >> 32); }
+inline ptl_pid_t epid_pid_of(psm2_epid_t e) { return static_cast<ptl_pid_t>((e >> 8) & 0xFFFFFFu); }
+inline unsigned epid_ctx_of(psm2_epid_t e) { return static_cast<unsigned>(e & 0xFFu); }
+
+struct Slab;
+struct AmOp;
+struct AmHandler;
+
+} // namespace portico::psm2
+
+struct psm2_ep;
+
+// The handles of psm2.h are pointers to these (global namespace: the header names the tags).
+struct psm2_epaddr {
+    psm2_epid_t epid = 0;
+    ptl_process_t proc{};
+    unsigned ctx = 0;
+    psm2_ep *ep = nullptr; // the local endpoint that knows this peer
+    void *user_ctxt = nullptr;
+    const char *label = nullptr;
+    bool connected = false; // by psm2_ep_connect (implicit ones are known from a message)
+};
+
+struct psm2_mq {
+    psm2_ep *ep = nullptr;
+};
+
+struct psm2_mq_req {
+    psm2_mq_req_user user{}; // first: psm2_mq_ipeek_dequeue_multi's callback reads it
+    enum class Kind { Send, Recv, Probed } kind = Kind::Send;
+    psm2_ep *ep = nullptr;
+    bool complete = false;
+    bool in_completions = false; // on Ep::completed (ipeek's order)
+    bool user_released = false;  // test/wait/req_free handed it back
+    int engine_refs = 0;         // Portals events still to come that name it
+    // Receive state.
+    ptl_handle_me_t me = PTL_INVALID_HANDLE;
+    bool matched = false;
+    bool cancelled = false;
+    uint64_t msg_flags = 0;
+    uint32_t msg_len = 0;
+    uint32_t got = 0; // bytes in the user buffer so far
+    // Probed: where an improbe'd message waits (a slab, or the sender for rendezvous).
+    const void *stash = nullptr;
+    uint64_t send_id = 0;
+    // Send state.
+    uint64_t id = 0;
+    ptl_handle_me_t rndv_me = PTL_INVALID_HANDLE;
+};
+
+namespace portico::psm2 {
+
+using Req = psm2_mq_req;
+
+// An overflow-list buffer for unexpected eager messages. Freed (or relinked) once it is unlinked
+// and every message in it has been consumed.
+struct Slab {
+    std::unique_ptr<std::byte[]> mem;
+    size_t size = 0;
+    ptl_handle_me_t me = PTL_INVALID_HANDLE;
+    bool linked = false;
+    int messages = 0; // arrived and not consumed yet
+};
+
+struct AmHandler {
+    psm2_am_handler_fn_t fn = nullptr;
+    psm2_am_handler_2_fn_t fn2 = nullptr;
+    void *hctx = nullptr;
+};
+
+// A request sent and not complete: its payload copy (unless ASYNC) and completion callback.
+struct AmOp {
+    std::vector<std::byte> payload;
+    psm2_am_completion_fn_t done = nullptr;
+    void *done_ctxt = nullptr;
+    bool sent = false;    // SEND came: the payload is free
+    bool handled = false; // the handler ran (reply or done message came)
+};
+
+} // namespace portico::psm2
+
+struct psm2_ep {
+    std::recursive_mutex lock; // everything below; a handler may call back in (am_reply_short)
+    unsigned ctx = 0;
+    psm2_epid_t epid = 0;
+    uint8_t uuid[16]{};
+    psm2_ep_errhandler_t errhandler = nullptr;
+    ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
+    ptl_handle_md_t md = PTL_INVALID_HANDLE; // the whole address space
+    portico::psm2::Identity identity{};
+    ptl_handle_me_t identity_me = PTL_INVALID_HANDLE;
+    ptl_handle_me_t rndv_overflow_me = PTL_INVALID_HANDLE;
+    std::list<portico::psm2::Slab> slabs;
+    psm2_mq mq_obj{};
+    bool mq_open = false;
+    uint32_t rndv_net = 64000; // PSM2_MQ_RNDV_HFI_THRESH
+    uint32_t rndv_shm = 16000; // PSM2_MQ_RNDV_SHM_THRESH
+    psm2_mq_stats_t stats{};
+    uint64_t next_send_id = 1;
+    std::map<psm2_epid_t, std::unique_ptr<psm2_epaddr>> peers;
+    std::deque<psm2_mq_req *> completed;        // completion order, for ipeek
+    std::unordered_set<psm2_mq_req *> requests; // every live request (closing unlinks theirs)
+    // Control: connect's identity reads and active messages, on their own queue and MD.
+    ptl_handle_eq_t ctl_eq = PTL_INVALID_HANDLE;
+    ptl_handle_md_t ctl_md = PTL_INVALID_HANDLE;
+    std::vector<portico::psm2::AmHandler> am_handlers;
+    std::list<portico::psm2::Slab> am_slabs;
+    std::map<uint64_t, std::unique_ptr<portico::psm2::AmOp>> am_ops; // requests awaiting their reply
+    uint64_t next_am_id = 1;
+    bool closing = false;
+};
+
+namespace portico::psm2 {
+
+using Ep = ::psm2_ep;
+
+// ---- library state (core.cpp) ---------------------------------------------------------------------
+struct Library {
+    std::mutex lock;
+    int init_count = 0;
+    bool finalized = false;
+    bool multi_ep = false;
+    psm2_ep_errhandler_t global_handler = PSM2_ERRHANDLER_NO_HANDLER;
+    ptl_handle_ni_t ni = PTL_INVALID_HANDLE;
+    ptl_process_t self{};
+    Ep *eps[kMaxEndpoints]{};
+    int open_eps = 0;
+};
+Library &lib();
+
+// Reports err through ep's handler (or the global one when ep is null) and returns what the
+// handler returns: psm2 calls end with `return report(ep, err, "...")`.
+psm2_error_t report(Ep *ep, psm2_error_t err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// The peer record of epid at ep, made on first use (a message, connect or lookup).
+psm2_epaddr *peer_of(Ep &ep, psm2_epid_t epid);
+bool same_node(psm2_epid_t epid);
+
+// ---- matched queues (mq.cpp) ---------------------------------------------------------------------
+// Takes every event ep's queues hold and acts on it; true if there was one. Caller holds ep.lock.
+// psm2_ep_connect drains the matched queue's only: it takes its own replies from the control queue.
+bool drain(Ep &ep, bool control = true);
+// Waits (bounded) for one event and acts on it, then drains the rest. Caller holds ep.lock.
+bool wait_event(Ep &ep, ptl_time_t timeout_ms);
+// Links the MQ's overflow entries (slabs, the rendezvous header entry). Caller holds ep.lock.
+psm2_error_t mq_start(Ep &ep);
+void mq_stop(Ep &ep);
+// Sends the network still owes an answer (graceful close waits for them).
+bool sends_pending(const Ep &ep);
+// Unlinks every request's entries and frees the requests (closing). Caller holds ep.lock.
+void drop_requests(Ep &ep);
+
+// ---- control: active messages and connect (am.cpp) -------------------------------------------------
+psm2_error_t ctl_start(Ep &ep);
+void ctl_stop(Ep &ep);
+// Acts on an event of ep's control queue.
+void ctl_event(Ep &ep, const ptl_event_t &ev);
+
+} // namespace portico::psm2

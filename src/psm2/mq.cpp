@@ -1,0 +1,813 @@
+// PSM2 matched queues on Portals (the message format is in internal.hpp).
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "clientkit.hpp"
+#include "internal.hpp"
+
+namespace ck = portico::clientkit;
+using namespace portico::psm2;
+
+namespace portico::psm2 {
+namespace {
+
+constexpr size_t kSlabBytes = size_t{8} << 20;
+constexpr int kSlabsLinked = 2; // unexpected eager data absorbed while nobody polls
+
+struct Tag96 {
+    uint32_t w[3];
+};
+Tag96 tag_of(const psm2_mq_tag_t *t) { return {{t->tag[0], t->tag[1], t->tag[2]}}; }
+Tag96 tag_of64(uint64_t t) { return {{static_cast<uint32_t>(t), static_cast<uint32_t>(t >> 32), 0}}; }
+uint64_t low64(const Tag96 &t) { return t.w[0] | uint64_t{t.w[1]} << 32; }
+
+bool link_slab(Ep &ep) {
+    Slab *s = nullptr;
+    for (Slab &x : ep.slabs)
+        if (!x.linked && x.messages == 0) {
+            s = &x;
+            break;
+        }
+    if (!s) {
+        ep.slabs.emplace_back();
+        s = &ep.slabs.back();
+        s->size = kSlabBytes;
+        s->mem = std::make_unique<std::byte[]>(kSlabBytes);
+    }
+    ptl_me_t me = ck::me_desc(s->mem.get(), s->size,
+                              PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE, 0,
+                              ~ptl_match_bits_t{0});
+    me.match_id = ck::any_process();
+    // Room for the largest eager message: a slab unlinks before one could be cut short.
+    me.min_free = std::max(ep.rndv_net, ep.rndv_shm);
+    const portico_match_hi_t hi{0, ~kHiRendezvous};
+    if (portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_OVERFLOW_LIST, s, &s->me) != PTL_OK)
+        return false;
+    s->linked = true;
+    return true;
+}
+
+Slab *slab_holding(Ep &ep, const void *p) {
+    for (Slab &s : ep.slabs)
+        if (p >= s.mem.get() && p < s.mem.get() + s.size) return &s;
+    return nullptr;
+}
+
+void slab_consumed(Ep &ep, const void *p) {
+    Slab *s = slab_holding(ep, p);
+    if (s && s->messages > 0) --s->messages;
+}
+
+void queue_completion(Ep &ep, Req *r) {
+    r->complete = true;
+    if (!r->user_released) {
+        r->in_completions = true;
+        ep.completed.push_back(r);
+    }
+}
+
+void maybe_free(Ep &ep, Req *r) {
+    if (r->user_released && r->engine_refs == 0 && r->complete) {
+        ep.requests.erase(r);
+        delete r;
+    }
+}
+
+void finish_recv(Ep &ep, Req *r) {
+    r->user.recv_msglen = r->got;
+    r->user.error_code = r->msg_len > r->user.buf_len ? PSM2_MQ_TRUNCATION : PSM2_OK;
+    ep.stats.rx_user_num++;
+    ep.stats.rx_user_bytes += r->got;
+    queue_completion(ep, r);
+}
+
+void finish_send(Ep &ep, Req *r, psm2_error_t err) {
+    if (r->complete) return;
+    r->user.error_code = err;
+    queue_completion(ep, r);
+}
+
+// What a message's put said about it (see internal.hpp).
+struct Arrival {
+    Tag96 tag;
+    uint32_t length;
+    uint64_t flags;
+    unsigned sender_ctx;
+    uint64_t send_id;
+    ptl_process_t from;
+};
+Arrival arrival_of(const ptl_event_t &ev) {
+    Arrival a{};
+    a.tag = {{static_cast<uint32_t>(ev.match_bits), static_cast<uint32_t>(ev.match_bits >> 32),
+              static_cast<uint32_t>(ev.hdr_data)}};
+    a.length = static_cast<uint32_t>(ev.hdr_data >> 32);
+    a.flags = ev.remote_offset & 0xFF;
+    a.sender_ctx = static_cast<unsigned>((ev.remote_offset >> 8) & 0xFF);
+    a.send_id = ev.remote_offset >> 16;
+    a.from = ev.initiator;
+    return a;
+}
+
+void fill_from_arrival(Ep &ep, Req *r, const Arrival &a) {
+    r->user.peer = peer_of(ep, make_epid(a.from.phys.nid, a.from.phys.pid, a.sender_ctx));
+    std::memcpy(r->user.tag.tag, a.tag.w, sizeof a.tag.w);
+    r->user.tag.tag[3] = 0;
+    r->user.send_msglen = a.length;
+    r->msg_len = a.length;
+    r->msg_flags = a.flags;
+    r->send_id = a.send_id;
+}
+
+// Fetches bytes [got, wanted) of a rendezvous message from its sender.
+void fetch_rest(Ep &ep, Req *r) {
+    const uint32_t wanted = std::min(r->msg_len, r->user.buf_len);
+    const auto *peer = r->user.peer;
+    const int rc = PtlGet(ep.md, reinterpret_cast<uintptr_t>(r->user.buf) + r->got, wanted - r->got, peer->proc,
+                          rndv_pt(peer->ctx), r->send_id, r->got, r);
+    if (rc != PTL_OK) {
+        r->user.error_code = report(&ep, PSM2_INTERNAL_ERR, "rendezvous get from %s failed: %s",
+                                    peer->label ? peer->label : "peer", ck::rc_name(rc));
+        queue_completion(ep, r);
+        return;
+    }
+    ++r->engine_refs;
+}
+
+// A receive that has its message: take the data the put delivered, fetch the rest if any.
+void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
+    const Arrival a = arrival_of(ev);
+    fill_from_arrival(ep, r, a);
+    r->matched = true;
+    const uint32_t wanted = std::min(a.length, r->user.buf_len);
+    if (!(a.flags & kMsgRendezvous)) {
+        if (from_overflow) {
+            std::memcpy(r->user.buf, ev.start, wanted);
+            slab_consumed(ep, ev.start);
+            ep.stats.rx_sysbuf_num++;
+            ep.stats.rx_sysbuf_bytes += wanted;
+        }
+        r->got = wanted;
+        finish_recv(ep, r);
+        return;
+    }
+    if (!from_overflow && (a.flags & kMsgCarriesData)) {
+        r->got = static_cast<uint32_t>(ev.mlength); // all of it: the sender completes on its ack
+        finish_recv(ep, r);
+        return;
+    }
+    r->got = from_overflow ? 0 : static_cast<uint32_t>(ev.mlength);
+    fetch_rest(ep, r); // also when nothing is left to fetch: the get releases the sender
+}
+
+void on_send_event(Ep &ep, Req *r, const ptl_event_t &ev) {
+    --r->engine_refs;
+    const bool rndv = r->rndv_me != PTL_INVALID_HANDLE || (r->msg_flags & kMsgRendezvous);
+    switch (ev.type) {
+    case PTL_EVENT_SEND:
+        if (ev.ni_fail_type != PTL_NI_OK)
+            finish_send(ep, r, report(&ep, PSM2_EPID_NETWORK_ERROR, "send failed: %s", ck::fail_name(ev.ni_fail_type)));
+        else if (!rndv)
+            finish_send(ep, r, PSM2_OK); // the buffer is free again
+        break;
+    case PTL_EVENT_ACK:
+        if (ev.ni_fail_type != PTL_NI_OK) {
+            if (!r->complete)
+                finish_send(
+                    ep, r,
+                    report(&ep, PSM2_EPID_NETWORK_ERROR, "message not delivered: %s", ck::fail_name(ev.ni_fail_type)));
+            else
+                report(&ep, PSM2_INTERNAL_ERR, "an eager message was lost at its receiver: %s",
+                       ck::fail_name(ev.ni_fail_type));
+            if (r->rndv_me != PTL_INVALID_HANDLE && PtlMEUnlink(r->rndv_me) == PTL_OK) --r->engine_refs;
+            r->rndv_me = PTL_INVALID_HANDLE;
+        } else if (rndv && ev.ptl_list == PTL_PRIORITY_LIST && (r->msg_flags & kMsgCarriesData)) {
+            // A posted receive took all of it: nobody will get from the exposed source.
+            if (r->rndv_me != PTL_INVALID_HANDLE && PtlMEUnlink(r->rndv_me) == PTL_OK) --r->engine_refs;
+            r->rndv_me = PTL_INVALID_HANDLE;
+            finish_send(ep, r, PSM2_OK);
+        }
+        break;
+    case PTL_EVENT_REPLY: // a receive's rendezvous get (r is a receive)
+        if (ev.ni_fail_type != PTL_NI_OK) {
+            r->user.error_code =
+                report(&ep, PSM2_EPID_NETWORK_ERROR, "rendezvous data lost: %s", ck::fail_name(ev.ni_fail_type));
+            queue_completion(ep, r);
+        } else {
+            r->got += static_cast<uint32_t>(ev.mlength);
+            finish_recv(ep, r);
+        }
+        break;
+    default: break;
+    }
+    maybe_free(ep, r);
+}
+
+void on_event(Ep &ep, const ptl_event_t &ev) {
+    switch (ev.type) {
+    case PTL_EVENT_SEND:
+    case PTL_EVENT_ACK:
+    case PTL_EVENT_REPLY: on_send_event(ep, static_cast<Req *>(ev.user_ptr), ev); return;
+    default: break;
+    }
+    if (ev.pt_index == rndv_pt(ep.ctx)) {
+        if (ev.type == PTL_EVENT_GET) { // the receiver took the source: the send is done
+            auto *r = static_cast<Req *>(ev.user_ptr);
+            --r->engine_refs;
+            r->rndv_me = PTL_INVALID_HANDLE;
+            finish_send(ep, r, PSM2_OK);
+            maybe_free(ep, r);
+        }
+        return;
+    }
+    if (ev.pt_index != recv_pt(ep.ctx)) return;
+    switch (ev.type) {
+    case PTL_EVENT_PUT:
+        if (ev.ptl_list == PTL_OVERFLOW_LIST) { // unexpected: it waits for a receive or a probe
+            if (ev.user_ptr != &ep.rndv_overflow_me) {
+                static_cast<Slab *>(ev.user_ptr)->messages++;
+                ep.stats.rx_sys_num++;
+                ep.stats.rx_sys_bytes += ev.mlength;
+            }
+            return;
+        }
+        [[fallthrough]];
+    case PTL_EVENT_PUT_OVERFLOW: {
+        auto *r = static_cast<Req *>(ev.user_ptr);
+        r->me = PTL_INVALID_HANDLE;
+        if (ev.ni_fail_type != PTL_NI_OK) {
+            r->user.error_code = report(&ep, PSM2_INTERNAL_ERR, "receive failed: %s", ck::fail_name(ev.ni_fail_type));
+            queue_completion(ep, r);
+            return;
+        }
+        matched_recv(ep, r, ev, ev.type == PTL_EVENT_PUT_OVERFLOW);
+        maybe_free(ep, r);
+        return;
+    }
+    case PTL_EVENT_AUTO_UNLINK: {
+        auto *s = static_cast<Slab *>(ev.user_ptr);
+        s->linked = false;
+        s->me = PTL_INVALID_HANDLE;
+        if (!ep.closing) link_slab(ep);
+        return;
+    }
+    default: return;
+    }
+}
+
+psm2_error_t check_mq(psm2_mq_t mq) { return mq && mq->ep && mq->ep->mq_open ? PSM2_OK : PSM2_PARAM_ERR; }
+
+Req *new_req(Ep &ep, Req::Kind kind, void *buf, uint32_t len, void *context) {
+    auto *r = new Req;
+    r->kind = kind;
+    r->ep = &ep;
+    r->user.buf = static_cast<uint8_t *>(buf);
+    r->user.buf_len = len;
+    r->user.context = context;
+    ep.requests.insert(r);
+    return r;
+}
+
+psm2_error_t post_recv(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const Tag96 &sel, void *buf, uint32_t len,
+                       void *context, psm2_mq_req_t *req) {
+    if (check_mq(mq) != PSM2_OK || !req || (len && !buf))
+        return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "irecv: bad argument");
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    Req *r = new_req(ep, Req::Kind::Recv, buf, len, context);
+    std::memcpy(r->user.tag.tag, tag.w, sizeof tag.w);
+    std::memcpy(r->user.tagsel.tag, sel.w, sizeof sel.w);
+    ptl_me_t me = ck::me_desc(buf, len,
+                              PTL_ME_OP_PUT | PTL_ME_USE_ONCE | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE |
+                                  PTL_ME_EVENT_UNLINK_DISABLE,
+                              low64(tag), ~low64(sel));
+    me.match_id = src ? src->proc : ck::any_process();
+    portico_match_hi_t hi{tag.w[2], ~uint64_t{sel.w[2]}};
+    if (src) {
+        hi.match_bits_hi |= uint64_t{src->ctx} << kHiContextShift;
+        hi.ignore_bits_hi &= ~kHiContextMask;
+    }
+    ++r->engine_refs; // its PUT or PUT_OVERFLOW
+    const int rc = portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_PRIORITY_LIST, r, &r->me);
+    if (rc != PTL_OK) {
+        ep.requests.erase(r);
+        delete r;
+        return report(&ep, PSM2_NO_MEMORY, "irecv: cannot post the receive: %s", ck::rc_name(rc));
+    }
+    *req = r;
+    drain(ep); // an unexpected message it matched is already waiting
+    return PSM2_OK;
+}
+
+psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const Tag96 &tag, const void *buf,
+                       uint32_t len, void *context, psm2_mq_req_t *req) {
+    if (check_mq(mq) != PSM2_OK || !dest || !req || (len && !buf) || (flags & ~uint32_t{PSM2_MQ_FLAG_SENDSYNC}))
+        return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "isend: bad argument");
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    Req *r = new_req(ep, Req::Kind::Send, const_cast<void *>(buf), len, context);
+    std::memcpy(r->user.tag.tag, tag.w, sizeof tag.w);
+    r->user.peer = dest;
+    r->user.send_msglen = len;
+    r->msg_len = len;
+    r->id = ep.next_send_id++;
+    const bool local = same_node(dest->epid);
+    const bool rndv = (flags & PSM2_MQ_FLAG_SENDSYNC) || len > (local ? ep.rndv_shm : ep.rndv_net);
+    uint64_t hi = tag.w[2] | uint64_t{ep.ctx} << kHiContextShift;
+    uint64_t msg = 0;
+    ptl_size_t carried = len;
+    if (rndv) {
+        ptl_me_t me = ck::me_desc(
+            const_cast<void *>(buf), len,
+            PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE, r->id, 0);
+        me.match_id = dest->proc;
+        const int rc = PtlMEAppend(lib().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, r, &r->rndv_me);
+        if (rc != PTL_OK) {
+            ep.requests.erase(r);
+            delete r;
+            return report(&ep, PSM2_NO_MEMORY, "isend: cannot expose the source: %s", ck::rc_name(rc));
+        }
+        ++r->engine_refs; // its GET (or the unlink after a full delivery)
+        hi |= kHiRendezvous;
+        msg = kMsgRendezvous | (flags & PSM2_MQ_FLAG_SENDSYNC ? kMsgSync : 0);
+        if (local)
+            msg |= kMsgCarriesData;
+        else
+            carried = 0;
+        ep.stats.tx_rndv_num++;
+        ep.stats.tx_rndv_bytes += len;
+    } else {
+        ep.stats.tx_eager_num++;
+        ep.stats.tx_eager_bytes += len;
+    }
+    if (local) ep.stats.tx_shm_num++;
+    ep.stats.tx_num++;
+    r->msg_flags = msg;
+    const ptl_size_t remote_offset = msg | uint64_t{ep.ctx} << 8 | r->id << 16;
+    const ptl_hdr_data_t hdr = tag.w[2] | uint64_t{len} << 32;
+    r->engine_refs += 2; // SEND and ACK
+    const int rc = portico_put_wide(ep.md, reinterpret_cast<uintptr_t>(buf), carried, PTL_ACK_REQ, dest->proc,
+                                    recv_pt(dest->ctx), low64(tag), hi, remote_offset, r, hdr);
+    if (rc != PTL_OK) {
+        r->engine_refs -= 2;
+        if (r->rndv_me != PTL_INVALID_HANDLE && PtlMEUnlink(r->rndv_me) == PTL_OK) --r->engine_refs;
+        ep.requests.erase(r);
+        delete r;
+        return report(&ep, PSM2_EPID_UNREACHABLE, "isend: %s", ck::rc_name(rc));
+    }
+    *req = r;
+    return PSM2_OK;
+}
+
+// Status of a finished request, in either form.
+void status1(const Req *r, psm2_mq_status_t *st) {
+    st->msg_tag = r->user.tag.tag[0] | uint64_t{r->user.tag.tag[1]} << 32;
+    st->msg_length = r->user.send_msglen;
+    st->nbytes = r->kind == Req::Kind::Send ? r->user.send_msglen : r->user.recv_msglen;
+    st->error_code = static_cast<psm2_error_t>(r->user.error_code);
+    st->context = r->user.context;
+}
+void status2(const Req *r, psm2_mq_status2_t *st) {
+    st->msg_peer = r->user.peer;
+    st->msg_tag = r->user.tag;
+    st->msg_length = r->user.send_msglen;
+    st->nbytes = r->kind == Req::Kind::Send ? r->user.send_msglen : r->user.recv_msglen;
+    st->error_code = static_cast<psm2_error_t>(r->user.error_code);
+    st->context = r->user.context;
+}
+
+void drop_from_completions(Ep &ep, Req *r) {
+    if (!r->in_completions) return;
+    r->in_completions = false;
+    auto it = std::find(ep.completed.begin(), ep.completed.end(), r);
+    if (it != ep.completed.end()) ep.completed.erase(it);
+}
+
+// Hands a finished request back: it is freed now, or when the last event naming it comes.
+void release(Ep &ep, Req *r) {
+    drop_from_completions(ep, r);
+    r->user_released = true;
+    maybe_free(ep, r);
+}
+
+template <class Status> psm2_error_t test_impl(psm2_mq_req_t *req, Status *st, bool progress) {
+    if (!req) return PSM2_PARAM_ERR;
+    Req *r = *req;
+    if (!r) return PSM2_OK;
+    Ep &ep = *r->ep;
+    std::lock_guard g(ep.lock);
+    if (progress) {
+        while (!r->complete) wait_event(ep, 1);
+    } else if (!r->complete) {
+        return PSM2_MQ_NO_COMPLETIONS;
+    }
+    const auto err = static_cast<psm2_error_t>(r->user.error_code);
+    if (st) {
+        if constexpr (std::is_same_v<Status, psm2_mq_status2_t>)
+            status2(r, st);
+        else
+            status1(r, st);
+    }
+    release(ep, r);
+    *req = PSM2_MQ_REQINVALID;
+    return err == PSM2_MQ_TRUNCATION ? PSM2_OK : err; // truncation is reported in the status
+}
+
+// The search's own event, acting on every event queued before it.
+ptl_event_t search_event(Ep &ep, const void *marker) {
+    ptl_event_t ev{};
+    for (;;) {
+        unsigned which = 0;
+        if (PtlEQPoll(&ep.eq, 1, PTL_TIME_FOREVER, &ev, &which) != PTL_OK) {
+            ev.ni_fail_type = PTL_NI_NO_MATCH;
+            return ev;
+        }
+        if (ev.type == PTL_EVENT_SEARCH && ev.user_ptr == marker) return ev;
+        on_event(ep, ev);
+    }
+}
+
+// iprobe/improbe: a search of the unexpected headers (improbe takes the one it finds).
+template <class Status>
+psm2_error_t probe_impl(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const Tag96 &sel, bool take,
+                        psm2_mq_req_t *req, Status *st) {
+    if (check_mq(mq) != PSM2_OK || (take && !req))
+        return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "probe: bad argument");
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    drain(ep);
+    ptl_me_t me = ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, low64(tag), ~low64(sel));
+    me.match_id = src ? src->proc : ck::any_process();
+    portico_match_hi_t hi{tag.w[2], ~uint64_t{sel.w[2]}};
+    if (src) {
+        hi.match_bits_hi |= uint64_t{src->ctx} << kHiContextShift;
+        hi.ignore_bits_hi &= ~kHiContextMask;
+    }
+    const char marker = 0;
+    if (portico_me_search_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, take ? PTL_SEARCH_DELETE : PTL_SEARCH_ONLY,
+                               const_cast<char *>(&marker)) != PTL_OK)
+        return report(&ep, PSM2_INTERNAL_ERR, "probe: the search failed");
+    const ptl_event_t ev = search_event(ep, &marker);
+    if (ev.ni_fail_type != PTL_NI_OK) return PSM2_MQ_NO_COMPLETIONS;
+    Req *r = new_req(ep, Req::Kind::Probed, nullptr, 0, nullptr);
+    fill_from_arrival(ep, r, arrival_of(ev));
+    r->user.recv_msglen = r->msg_len;
+    r->stash = ev.start;
+    if (st) {
+        if constexpr (std::is_same_v<Status, psm2_mq_status2_t>)
+            status2(r, st);
+        else
+            status1(r, st);
+        st->nbytes = r->msg_len;
+        st->error_code = PSM2_OK;
+    }
+    if (take) {
+        *req = r;
+    } else {
+        r->user_released = true;
+        r->complete = true;
+        maybe_free(ep, r);
+    }
+    return PSM2_OK;
+}
+
+psm2_error_t imrecv_impl(psm2_mq_t mq, void *buf, uint32_t len, void *context, psm2_mq_req_t *req) {
+    if (check_mq(mq) != PSM2_OK || !req || !*req || (*req)->kind != Req::Kind::Probed || (len && !buf))
+        return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "imrecv: bad argument");
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    Req *r = *req;
+    r->kind = Req::Kind::Recv;
+    r->user.buf = static_cast<uint8_t *>(buf);
+    r->user.buf_len = len;
+    r->user.context = context;
+    r->matched = true;
+    const uint32_t wanted = std::min(r->msg_len, len);
+    if (!(r->msg_flags & kMsgRendezvous)) {
+        std::memcpy(buf, r->stash, wanted);
+        slab_consumed(ep, r->stash);
+        ep.stats.rx_sysbuf_num++;
+        ep.stats.rx_sysbuf_bytes += wanted;
+        r->got = wanted;
+        finish_recv(ep, r);
+    } else {
+        r->got = 0;
+        fetch_rest(ep, r);
+    }
+    return PSM2_OK;
+}
+
+} // namespace
+
+// ---- the event loop -----------------------------------------------------------------------------
+
+bool drain(Ep &ep, bool with_control) {
+    bool any = false;
+    ptl_event_t ev;
+    for (const bool control : {true, false}) {
+        if (control && !with_control) continue;
+        for (;;) {
+            const int rc = PtlEQGet(control ? ep.ctl_eq : ep.eq, &ev);
+            if (rc == PTL_EQ_EMPTY) break;
+            if (rc == PTL_EQ_DROPPED) report(&ep, PSM2_INTERNAL_ERR, "the endpoint's event queue overflowed");
+            if (rc != PTL_OK && rc != PTL_EQ_DROPPED) break;
+            any = true;
+            control ? ctl_event(ep, ev) : on_event(ep, ev);
+        }
+    }
+    return any;
+}
+
+bool wait_event(Ep &ep, ptl_time_t timeout_ms) {
+    if (drain(ep)) return true;
+    const ptl_handle_eq_t eqs[2] = {ep.ctl_eq, ep.eq};
+    ptl_event_t ev;
+    unsigned which = 0;
+    const int rc = PtlEQPoll(eqs, 2, timeout_ms, &ev, &which);
+    if (rc != PTL_OK && rc != PTL_EQ_DROPPED) return false;
+    which == 0 ? ctl_event(ep, ev) : on_event(ep, ev);
+    drain(ep);
+    return true;
+}
+
+psm2_error_t mq_start(Ep &ep) {
+    for (int i = 0; i < kSlabsLinked; ++i)
+        if (!link_slab(ep)) return PSM2_NO_MEMORY;
+    ptl_me_t me = ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE, 0,
+                              ~ptl_match_bits_t{0});
+    me.match_id = ck::any_process();
+    const portico_match_hi_t hi{kHiRendezvous, ~kHiRendezvous};
+    if (portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_OVERFLOW_LIST, &ep.rndv_overflow_me,
+                               &ep.rndv_overflow_me) != PTL_OK)
+        return PSM2_NO_MEMORY;
+    return PSM2_OK;
+}
+
+void mq_stop(Ep &ep) {
+    ep.closing = true;
+    for (Slab &s : ep.slabs)
+        if (s.linked) PtlMEUnlink(s.me);
+    if (ep.rndv_overflow_me != PTL_INVALID_HANDLE) PtlMEUnlink(ep.rndv_overflow_me);
+    ep.rndv_overflow_me = PTL_INVALID_HANDLE;
+}
+
+} // namespace portico::psm2
+
+// ---- the PSM2 MQ calls ----------------------------------------------------------------------------
+using portico::psm2::Ep;
+
+#define PSM2_API extern "C" __attribute__((visibility("default")))
+
+PSM2_API psm2_error_t psm2_mq_init(psm2_ep_t ep, uint64_t /*ignored: PSM2 keeps every order*/,
+                                   const struct psm2_optkey *opts, int numopts, psm2_mq_t *mq) {
+    if (!ep || !mq || numopts < 0 || (numopts > 0 && !opts))
+        return report(nullptr, PSM2_PARAM_ERR, "mq_init: bad argument");
+    Ep &e = *reinterpret_cast<Ep *>(ep);
+    std::lock_guard g(e.lock);
+    if (!e.mq_open) {
+        for (int i = 0; i < numopts; ++i) {
+            const psm2_error_t err = psm2_mq_setopt(&e.mq_obj, static_cast<int>(opts[i].key), opts[i].value);
+            if (err != PSM2_OK) return err;
+        }
+        const psm2_error_t err = mq_start(e);
+        if (err != PSM2_OK) return report(&e, err, "mq_init: cannot link the unexpected-message buffers");
+        e.mq_open = true;
+    }
+    *mq = &e.mq_obj;
+    return PSM2_OK;
+}
+
+PSM2_API psm2_error_t psm2_mq_finalize(psm2_mq_t mq) {
+    if (check_mq(mq) != PSM2_OK) return PSM2_PARAM_ERR;
+    return PSM2_OK; // the queue lives as long as its endpoint (psm2_ep_close ends it)
+}
+
+PSM2_API psm2_error_t psm2_mq_getopt(psm2_mq_t mq, int option, void *value) {
+    if (!mq || !mq->ep || !value) return PSM2_PARAM_ERR;
+    Ep &e = *mq->ep;
+    std::lock_guard g(e.lock);
+    uint32_t v = 0;
+    switch (option) {
+    case PSM2_MQ_RNDV_HFI_SZ: v = e.rndv_net; break;
+    case PSM2_MQ_RNDV_SHM_SZ: v = e.rndv_shm; break;
+    case PSM2_MQ_MAX_SYSBUF_MBYTES: v = static_cast<uint32_t>(kSlabBytes * kSlabsLinked >> 20); break;
+    default: return report(&e, PSM2_PARAM_ERR, "mq_getopt: unknown option 0x%x", option);
+    }
+    std::memcpy(value, &v, sizeof v);
+    return PSM2_OK;
+}
+
+PSM2_API psm2_error_t psm2_mq_setopt(psm2_mq_t mq, int option, const void *value) {
+    if (!mq || !mq->ep || !value) return PSM2_PARAM_ERR;
+    Ep &e = *mq->ep;
+    std::lock_guard g(e.lock);
+    uint32_t v = 0;
+    std::memcpy(&v, value, sizeof v);
+    switch (option) {
+    // Eager messages must fit a slab with room to spare: larger thresholds are capped.
+    case PSM2_MQ_RNDV_HFI_SZ: e.rndv_net = std::min<uint32_t>(v, kSlabBytes / 4); break;
+    case PSM2_MQ_RNDV_SHM_SZ: e.rndv_shm = std::min<uint32_t>(v, kSlabBytes / 4); break;
+    case PSM2_MQ_MAX_SYSBUF_MBYTES: break; // accepted, no effect (as the header says)
+    default: return report(&e, PSM2_PARAM_ERR, "mq_setopt: unknown option 0x%x", option);
+    }
+    return PSM2_OK;
+}
+
+PSM2_API psm2_error_t psm2_mq_irecv(psm2_mq_t mq, uint64_t rtag, uint64_t rtagsel, uint32_t flags, void *buf,
+                                    uint32_t len, void *context, psm2_mq_req_t *req) {
+    if (flags != 0) return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "irecv: flags must be 0");
+    return post_recv(mq, nullptr, tag_of64(rtag), tag_of64(rtagsel), buf, len, context, req);
+}
+PSM2_API psm2_error_t psm2_mq_irecv2(psm2_mq_t mq, psm2_epaddr_t src, psm2_mq_tag_t *rtag, psm2_mq_tag_t *rtagsel,
+                                     uint32_t flags, void *buf, uint32_t len, void *context, psm2_mq_req_t *req) {
+    if (flags != 0 || !rtag || !rtagsel) return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "irecv2: bad argument");
+    return post_recv(mq, src, tag_of(rtag), tag_of(rtagsel), buf, len, context, req);
+}
+
+PSM2_API psm2_error_t psm2_mq_isend(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, uint64_t stag, const void *buf,
+                                    uint32_t len, void *context, psm2_mq_req_t *req) {
+    return post_send(mq, dest, flags, tag_of64(stag), buf, len, context, req);
+}
+PSM2_API psm2_error_t psm2_mq_isend2(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, psm2_mq_tag_t *stag,
+                                     const void *buf, uint32_t len, void *context, psm2_mq_req_t *req) {
+    if (!stag) return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "isend2: no tag");
+    return post_send(mq, dest, flags, tag_of(stag), buf, len, context, req);
+}
+
+PSM2_API psm2_error_t psm2_mq_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, uint64_t stag, const void *buf,
+                                   uint32_t len) {
+    psm2_mq_req_t r = nullptr;
+    const psm2_error_t err = post_send(mq, dest, flags, tag_of64(stag), buf, len, nullptr, &r);
+    if (err != PSM2_OK) return err;
+    return test_impl<psm2_mq_status_t>(&r, nullptr, true);
+}
+PSM2_API psm2_error_t psm2_mq_send2(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, psm2_mq_tag_t *stag,
+                                    const void *buf, uint32_t len) {
+    if (!stag) return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "send2: no tag");
+    psm2_mq_req_t r = nullptr;
+    const psm2_error_t err = post_send(mq, dest, flags, tag_of(stag), buf, len, nullptr, &r);
+    if (err != PSM2_OK) return err;
+    return test_impl<psm2_mq_status_t>(&r, nullptr, true);
+}
+
+PSM2_API psm2_error_t psm2_mq_iprobe(psm2_mq_t mq, uint64_t rtag, uint64_t rtagsel, psm2_mq_status_t *status) {
+    return probe_impl(mq, nullptr, tag_of64(rtag), tag_of64(rtagsel), false, nullptr, status);
+}
+PSM2_API psm2_error_t psm2_mq_iprobe2(psm2_mq_t mq, psm2_epaddr_t src, psm2_mq_tag_t *rtag, psm2_mq_tag_t *rtagsel,
+                                      psm2_mq_status2_t *status) {
+    if (!rtag || !rtagsel) return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "iprobe2: bad argument");
+    return probe_impl(mq, src, tag_of(rtag), tag_of(rtagsel), false, nullptr, status);
+}
+PSM2_API psm2_error_t psm2_mq_improbe(psm2_mq_t mq, uint64_t rtag, uint64_t rtagsel, psm2_mq_req_t *req,
+                                      psm2_mq_status_t *status) {
+    return probe_impl(mq, nullptr, tag_of64(rtag), tag_of64(rtagsel), true, req, status);
+}
+PSM2_API psm2_error_t psm2_mq_improbe2(psm2_mq_t mq, psm2_epaddr_t src, psm2_mq_tag_t *rtag, psm2_mq_tag_t *rtagsel,
+                                       psm2_mq_req_t *req, psm2_mq_status2_t *status) {
+    if (!rtag || !rtagsel) return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "improbe2: bad argument");
+    return probe_impl(mq, src, tag_of(rtag), tag_of(rtagsel), true, req, status);
+}
+PSM2_API psm2_error_t psm2_mq_imrecv(psm2_mq_t mq, uint32_t flags, void *buf, uint32_t len, void *context,
+                                     psm2_mq_req_t *req) {
+    if (flags != 0) return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "imrecv: flags must be 0");
+    return imrecv_impl(mq, buf, len, context, req);
+}
+
+PSM2_API psm2_error_t psm2_mq_wait(psm2_mq_req_t *req, psm2_mq_status_t *status) {
+    return test_impl(req, status, true);
+}
+PSM2_API psm2_error_t psm2_mq_wait2(psm2_mq_req_t *req, psm2_mq_status2_t *status) {
+    return test_impl(req, status, true);
+}
+PSM2_API psm2_error_t psm2_mq_test(psm2_mq_req_t *req, psm2_mq_status_t *status) {
+    return test_impl(req, status, false);
+}
+PSM2_API psm2_error_t psm2_mq_test2(psm2_mq_req_t *req, psm2_mq_status2_t *status) {
+    return test_impl(req, status, false);
+}
+
+PSM2_API psm2_error_t psm2_mq_cancel(psm2_mq_req_t *req) {
+    if (!req || !*req) return report(nullptr, PSM2_PARAM_ERR, "cancel: no request");
+    Req *r = *req;
+    Ep &ep = *r->ep;
+    std::lock_guard g(ep.lock);
+    if (r->kind != Req::Kind::Recv) return report(&ep, PSM2_PARAM_ERR, "cancel: only receives can be cancelled");
+    drain(ep);
+    if (r->matched || r->complete || r->me == PTL_INVALID_HANDLE) return PSM2_MQ_NO_COMPLETIONS;
+    if (PtlMEUnlink(r->me) != PTL_OK) return PSM2_MQ_NO_COMPLETIONS; // a message took it meanwhile
+    r->me = PTL_INVALID_HANDLE;
+    --r->engine_refs;
+    r->cancelled = true;
+    r->user.error_code = PSM2_OK;
+    r->user.recv_msglen = 0;
+    queue_completion(ep, r); // still to be completed with test or wait
+    return PSM2_OK;
+}
+
+template <class Status> static psm2_error_t ipeek_impl(psm2_mq_t mq, psm2_mq_req_t *req, Status *status) {
+    if (check_mq(mq) != PSM2_OK || !req) return PSM2_PARAM_ERR;
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    if (ep.completed.empty()) drain(ep);
+    if (ep.completed.empty()) return PSM2_MQ_NO_COMPLETIONS;
+    Req *r = ep.completed.front();
+    *req = r;
+    if (status) {
+        if constexpr (std::is_same_v<Status, psm2_mq_status2_t>)
+            status2(r, status);
+        else
+            status1(r, status);
+    }
+    return PSM2_OK;
+}
+PSM2_API psm2_error_t psm2_mq_ipeek(psm2_mq_t mq, psm2_mq_req_t *req, psm2_mq_status_t *status) {
+    return ipeek_impl(mq, req, status);
+}
+PSM2_API psm2_error_t psm2_mq_ipeek2(psm2_mq_t mq, psm2_mq_req_t *req, psm2_mq_status2_t *status) {
+    return ipeek_impl(mq, req, status);
+}
+
+PSM2_API psm2_error_t psm2_mq_ipeek_dequeue(psm2_mq_t mq, psm2_mq_req_t *req) {
+    if (check_mq(mq) != PSM2_OK || !req) return PSM2_PARAM_ERR;
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    if (ep.completed.empty()) drain(ep);
+    if (ep.completed.empty()) return PSM2_MQ_NO_COMPLETIONS;
+    Req *r = ep.completed.front();
+    ep.completed.pop_front();
+    r->in_completions = false;
+    *req = r;
+    return PSM2_OK;
+}
+
+PSM2_API psm2_error_t psm2_mq_ipeek_dequeue_multi(psm2_mq_t mq, void *status_array,
+                                                  psmi_mq_status_copy_user_t status_copy, int *count) {
+    if (check_mq(mq) != PSM2_OK || !status_copy || !count || *count < 0) return PSM2_PARAM_ERR;
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    const int room = *count;
+    int stored = 0;
+    if (ep.completed.empty()) drain(ep);
+    while (stored < room && !ep.completed.empty()) {
+        Req *r = ep.completed.front();
+        const int rc = status_copy(&r->user, status_array, stored);
+        if (rc < 0) {
+            *count = stored;
+            return PSM2_INTERNAL_ERR;
+        }
+        ep.completed.pop_front();
+        r->in_completions = false;
+        release(ep, r);
+        if (rc == 0) continue; // skipped: freed, not stored
+        ++stored;
+        if (rc > 1) break;
+    }
+    *count = stored;
+    return PSM2_OK;
+}
+
+PSM2_API psm2_error_t psm2_mq_req_free(psm2_mq_t mq, psm2_mq_req_t req) {
+    if (!req) return PSM2_OK;
+    if (check_mq(mq) != PSM2_OK) return PSM2_PARAM_ERR;
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    release(ep, req);
+    return PSM2_OK;
+}
+
+PSM2_API void psm2_mq_get_stats(psm2_mq_t mq, psm2_mq_stats_t *stats) {
+    if (check_mq(mq) != PSM2_OK || !stats) return;
+    Ep &ep = *mq->ep;
+    std::lock_guard g(ep.lock);
+    *stats = ep.stats;
+}
+
+PSM2_API psm2_error_t psm2_mq_fp_msg(psm2_ep_t ep, psm2_mq_t mq, psm2_epaddr_t addr, psm2_mq_tag_t *tag,
+                                     psm2_mq_tag_t *tagsel, uint32_t flags, void *buf, uint32_t len, void *context,
+                                     enum psm2_mq_fp_op fp_type, psm2_mq_req_t *req) {
+    if (!ep || check_mq(mq) != PSM2_OK || !tag || !req) return PSM2_PARAM_ERR;
+    switch (fp_type) {
+    case PSM2_MQ_ISEND_FP: return post_send(mq, addr, flags, tag_of(tag), buf, len, context, req);
+    case PSM2_MQ_IRECV_FP:
+        if (!tagsel || flags != 0) return PSM2_PARAM_ERR;
+        return post_recv(mq, addr, tag_of(tag), tag_of(tagsel), buf, len, context, req);
+    default: return PSM2_PARAM_ERR;
+    }
+}
+
+bool portico::psm2::sends_pending(const Ep &ep) {
+    for (const Req *r : ep.requests)
+        if (r->kind == Req::Kind::Send && (!r->complete || r->engine_refs > 0)) return true;
+    return false;
+}
+
+void portico::psm2::drop_requests(Ep &ep) {
+    for (Req *r : ep.requests) {
+        if (r->me != PTL_INVALID_HANDLE) PtlMEUnlink(r->me);
+        if (r->rndv_me != PTL_INVALID_HANDLE) PtlMEUnlink(r->rndv_me);
+        delete r;
+    }
+    ep.requests.clear();
+    ep.completed.clear();
+}
