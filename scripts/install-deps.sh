@@ -16,7 +16,9 @@ packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           slurmd slurmctld slurm-client munge
           # libpsm2-dev: Debian's PSM2 headers, which the ABI test compares Portico's psm2.h with;
           # libfabric-bin: fi_info/fi_pingpong, real PSM2 clients run over Portico's libpsm2
-          libpsm2-dev libfabric-bin)
+          libpsm2-dev libfabric-bin
+          # libopenmpi-dev: mpicc.openmpi builds the MPI program the mtl psm2 tests run
+          libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

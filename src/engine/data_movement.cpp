@@ -634,6 +634,19 @@ ptl_ni_fail_t Engine::match_request(Endpoint &ep, const wire::Header &h, Landing
     return PTL_NI_OK;
 }
 
+bool Engine::overflow_stream_matches(const NI &ni, ptl_pt_index_t pt, const Entry &probe) const {
+    for (const auto &rx : ni.ep->rx_states) {
+        if (!rx->active || rx->ni != &ni || !rx->entry || rx->entry->list != PTL_OVERFLOW_LIST ||
+            rx->entry->pt_index != pt)
+            continue;
+        const wire::Header &h = rx->h;
+        if (entry_matches(ni, probe, h.match_bits, h.match_bits_hi, initiator_of(ni, h), h.src_rank, h.length,
+                          h.remote_offset))
+            return true;
+    }
+    return false;
+}
+
 void Engine::reject_request(Endpoint &ep, transport::Link &link, const Arrival &a, ptl_ni_fail_t fail) {
     const wire::Header &h = a.h;
     // Tell the initiator. OC acks count processing, not delivery (§3.15.1).

@@ -476,6 +476,9 @@ private:
     void retire_md(MD *md);
 
     // list_entry.cpp
+    // A message still streaming into an overflow entry of pt that `probe` matches: its header
+    // becomes unexpected only once it is whole (finish_put).
+    bool overflow_stream_matches(const NI &ni, ptl_pt_index_t pt, const Entry &probe) const;
     bool entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, uint64_t bits_hi, ptl_process_t initiator,
                        uint32_t src_rank, ptl_size_t rlength, ptl_size_t remote_offset) const;
     void auto_unlink(Entry *e);

@@ -1,6 +1,8 @@
 // List entries and match list entries: append, unlink, search, matching and the unexpected-header
 // list (spec §2.5, §3.11, §3.12). An LE is kept as an ME that matches every message, so one path
 // serves both kinds of NI.
+#include <thread>
+
 #include "engine/engine.hpp"
 
 namespace portico::engine {
@@ -159,9 +161,27 @@ void Engine::retire_entries(NI *ni) {
 
 int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &me, bool is_me, ptl_list_t list,
                    void *user_ptr, ptl_handle_any_t *out, WideMatch hi) {
-    std::lock_guard g(mutex_);
+    std::unique_lock g(mutex_);
     NI *ni = ni_of(h);
     if (!ni || !out || is_me != ni->matching()) return PTL_ARG_INVALID;
+    if (list == PTL_PRIORITY_LIST && pt_index < ni->pts.size() && ni->pts[pt_index].streams > 0) {
+        // A message this entry matches may be streaming into the overflow list: it arrived before
+        // the append, so the append must find it, but its header is only kept once it is whole.
+        // Let it finish first (a transfer in progress, or a peer's failure, ends it).
+        Entry probe;
+        probe.ni = ni;
+        probe.d = me;
+        probe.hi = hi;
+        probe.length = (me.options & PTL_IOVEC) ? ~ptl_size_t{0} : me.length;
+        Endpoint *ep = ni->ep;
+        while (overflow_stream_matches(*ni, pt_index, probe)) {
+            g.unlock();
+            poll_once(ep);
+            std::this_thread::yield();
+            g.lock();
+            if (!(ni = ni_of(h))) return PTL_ARG_INVALID; // finalized meanwhile
+        }
+    }
     if (list != PTL_PRIORITY_LIST && list != PTL_OVERFLOW_LIST) return PTL_ARG_INVALID;
     if (me.options & ~(is_me ? kMeOptions : kLeOptions)) return PTL_ARG_INVALID;
     if (pt_index >= ni->pts.size() || !ni->pts[pt_index].allocated) return PTL_ARG_INVALID;

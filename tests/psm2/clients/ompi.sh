@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# ompi.sh LIBDIR PROGRAM NP [shm|tcp]: PROGRAM on NP ranks under Open MPI's mpirun with the cm PML
+# and the psm2 MTL, which load Portico's libpsm2 from LIBDIR (run inside fake_hfi.sh). The MTL
+# is required (--mca mtl psm2): a job that fell back to another transport would fail instead.
+set -euo pipefail
+libdir=$1 prog=$2 np=$3 transport=${4:-shm}
+command -v mpirun.openmpi >/dev/null || { echo "SKIP: Open MPI (openmpi-bin) is not installed" >&2; exit 77; }
+[ -x "$prog" ] || { echo "SKIP: $prog was not built (mpicc.openmpi from libopenmpi-dev is missing)" >&2; exit 77; }
+env=(-x LD_LIBRARY_PATH="$libdir")
+# Open MPI tells libpsm2 that all ranks are local (PSM2_DEVICES=self,shm); TCP is Portico's choice.
+[ "$transport" = tcp ] && env+=(-x PORTICO_TRANSPORT=tcp)
+exec mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np" "${env[@]}" \
+  --mca pml cm --mca mtl psm2 --mca btl self "$prog"
