@@ -28,6 +28,14 @@ extern "C" {
  * setting is kept and the call returns PTL_IGNORED. Otherwise it returns PTL_OK. */
 int portico_set_wait_spin_us(unsigned us);
 
+/* The secret with which this process's TCP peers authenticate each other, proposed by a client
+ * library that knows what all its processes share (Portico's PSM2 proposes the PSM2 job key), so
+ * that processes started without a Portico launcher reach each other. PORTICO_JOB_SECRET (set
+ * and not empty) and a Portico launcher's secret win. Call it before the first PtlNIInit.
+ * PTL_OK; PTL_IGNORED (one of those decides, or the secret is already in use);
+ * PTL_ARG_INVALID (NULL or empty). */
+int portico_set_job_secret(const char *secret);
+
 /* Shared segments: memory that the processes of one machine (of the same user) map, so that they
  * reach each other's segments with loads, stores and memcpy instead of messages — what GASNet's
  * PSHM and a UPC compiler's node-local accesses do. A segment is created by one process, its id

@@ -423,21 +423,31 @@ std::string Job::secret() {
     if (secret_) return *secret_;
     const std::string given = settings::kJobSecret.get();
     if (!given.empty()) return *(secret_ = given);
+    // portico-run (which sets PORTICO_JOB_ID) publishes it before the job starts: remote ranks
+    // get it this way. Only then is it looked for: under PMIx a missing key costs a lookup per
+    // rank (100 s of server time at 1024 ranks under srun).
+    if (pmi_ && settings::kJobId.is_set())
+        if (auto v = pmi_->get("portico.secret")) return *(secret_ = *v);
+    // A client's proposal: what all its processes share, with or without a launcher.
+    if (proposed_secret_) return *(secret_ = *proposed_secret_);
     // A process without a launcher is a job of one: nobody else needs its secret, so it draws
     // one. Its TCP traffic to itself authenticates; other processes, which cannot know the secret,
     // are refused, as peers that share no secret always are.
     if (!pmi_) return *(secret_ = draw_job_secret());
-    // portico-run (which sets PORTICO_JOB_ID) publishes it before the job starts: remote ranks
-    // get it this way. Only then is it looked for: under PMIx a missing key costs a lookup per
-    // rank (100 s of server time at 1024 ranks under srun). The agreement below uses another key:
-    // a rank that saw rank 0's put early must not skip the barrier.
-    if (settings::kJobId.is_set())
-        if (auto v = pmi_->get("portico.secret")) return *(secret_ = *v);
+    // The agreement below uses another key than the launcher's: a rank that saw rank 0's put
+    // early must not skip the barrier.
     if (rank_ == 0) pmi_->put("portico.secret.drawn", draw_job_secret());
     pmi_->barrier();
     auto v = pmi_->get("portico.secret.drawn");
     if (!v) throw PmiError("rank 0 published no job secret");
     return *(secret_ = *v);
+}
+
+bool Job::propose_secret(const std::string &s) {
+    std::lock_guard g(collective_mutex_);
+    if (secret_ || s.empty() || !settings::kJobSecret.get().empty()) return false;
+    proposed_secret_ = s;
+    return true;
 }
 
 void Job::finalize() {

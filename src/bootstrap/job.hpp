@@ -70,6 +70,11 @@ public:
     // collective the first time. A process without a launcher draws its own: it can talk to
     // itself over TCP, and to processes started apart only if they all set PORTICO_JOB_SECRET.
     std::string secret();
+    // A secret that a client library proposes for its processes (portico_set_job_secret: PSM2's
+    // job key, which every process of a PSM2 job shares). It ranks below PORTICO_JOB_SECRET and a
+    // launcher's, above drawing one. False (and ignored) when one of those decides, or the
+    // secret is already in use.
+    bool propose_secret(const std::string &s);
 
     // Leaves the job (the launcher's finalize); idempotent. Collectives fail afterwards. Launchers
     // expect it of every rank (hydra may end a job whose ranks exit without it before their
@@ -134,6 +139,7 @@ private:
     std::atomic<bool> lost_reported_{false}; // a lost peer is being acted on
     std::function<void()> farewell_;
     std::optional<std::string> secret_;
+    std::optional<std::string> proposed_secret_;
     bool finalized_ = false;
     std::atomic<bool> program_leaves_{false};
     std::thread watch_;

@@ -52,6 +52,13 @@ PORTICO_API int portico_runtime_local(int *local_rank, int *local_size) {
         *local_size = static_cast<int>(local.size());
     });
 }
+PORTICO_API int portico_set_job_secret(const char *secret) {
+    if (!secret || !*secret) return PTL_ARG_INVALID;
+    Job *job = Job::process();
+    if (!job) return PTL_FAIL;
+    return job->propose_secret(secret) ? PTL_OK : PTL_IGNORED;
+}
+
 PORTICO_API int portico_runtime_barrier(void) {
     return on_job("portico_runtime_barrier", [](Job &j) { j.barrier(); });
 }
