@@ -36,6 +36,13 @@ int portico_set_wait_spin_us(unsigned us);
  * PTL_ARG_INVALID (NULL or empty). */
 int portico_set_job_secret(const char *secret);
 
+/* Whether the NI reaches peer (a rank on a logical NI) through memory shared on this machine
+ * (Portico's shared-memory transport), rather than over the network: *shares is 1 or 0. It
+ * follows PORTICO_TRANSPORT (with tcp first, peers on this machine go over TCP and get 0), so a
+ * client can choose its protocol by it (PSM2's rendezvous thresholds and share_memory).
+ * PTL_OK; PTL_ARG_INVALID (bad NI, NULL, a rank outside the map). */
+int portico_peer_shares_memory(ptl_handle_ni_t ni_handle, ptl_process_t peer, int *shares);
+
 /* Shared segments: memory that the processes of one machine (of the same user) map, so that they
  * reach each other's segments with loads, stores and memcpy instead of messages — what GASNet's
  * PSHM and a UPC compiler's node-local accesses do. A segment is created by one process, its id

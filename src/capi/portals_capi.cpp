@@ -205,6 +205,10 @@ PORTICO_API int portico_put_wide(ptl_handle_md_t md, ptl_size_t local_offset, pt
     REQUIRE_INIT;
     return E().put(md, local_offset, length, ack, target, pt, bits, remote_offset, user_ptr, hdr_data, bits_hi);
 }
+PORTICO_API int portico_peer_shares_memory(ptl_handle_ni_t ni, ptl_process_t peer, int *shares) {
+    REQUIRE_INIT;
+    return E().peer_shares_memory(ni, peer, shares);
+}
 PORTICO_API int PtlGet(ptl_handle_md_t md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
                        ptl_pt_index_t pt, ptl_match_bits_t bits, ptl_size_t remote_offset, void *user_ptr) {
     REQUIRE_INIT;

@@ -326,6 +326,7 @@ public:
     int get_uid(ptl_handle_ni_t h, ptl_uid_t *uid);
     int get_id(ptl_handle_ni_t h, ptl_process_t *id);
     int get_phys_id(ptl_handle_ni_t h, ptl_process_t *id);
+    int peer_shares_memory(ptl_handle_ni_t h, ptl_process_t peer, int *shares);
     int pt_alloc(ptl_handle_ni_t h, unsigned options, ptl_handle_eq_t eq, ptl_pt_index_t req, ptl_pt_index_t *out);
     int pt_free(ptl_handle_ni_t h, ptl_pt_index_t idx);
     int pt_disable(ptl_handle_ni_t h, ptl_pt_index_t idx);

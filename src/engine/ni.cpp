@@ -332,6 +332,15 @@ int Engine::get_id(ptl_handle_ni_t h, ptl_process_t *id) {
     return PTL_OK;
 }
 
+int Engine::peer_shares_memory(ptl_handle_ni_t h, ptl_process_t peer, int *shares) {
+    std::lock_guard g(mutex_);
+    NI *ni = ni_of(h);
+    transport::PeerId to;
+    if (!ni || !shares || !resolve_target(ni, peer, &to)) return PTL_ARG_INVALID;
+    *shares = ni->ep->transport->shares_memory(to) ? 1 : 0;
+    return PTL_OK;
+}
+
 int Engine::get_phys_id(ptl_handle_ni_t h, ptl_process_t *id) {
     std::lock_guard g(mutex_);
     NI *ni = ni_of(h);

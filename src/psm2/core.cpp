@@ -112,7 +112,12 @@ psm2_epaddr *peer_of(Ep &ep, psm2_epid_t epid) {
     return slot.get();
 }
 
-bool same_node(psm2_epid_t epid) { return epid_nid_of(epid) == lib().self.phys.nid; }
+bool same_node(psm2_epid_t epid) {
+    int shares = 0;
+    return lib().ni != PTL_INVALID_HANDLE &&
+           portico_peer_shares_memory(lib().ni, ck::phys_id(epid_nid_of(epid), epid_pid_of(epid)), &shares) == PTL_OK &&
+           shares;
+}
 
 } // namespace portico::psm2
 
@@ -140,7 +145,14 @@ void destroy_ep(Ep *ep) {
         mq_stop(*ep);
         ctl_stop(*ep);
         if (ep->identity_me != PTL_INVALID_HANDLE) PtlMEUnlink(ep->identity_me);
-        drain(*ep);
+        // Events still queued may name requests drop_requests has freed (a forced close with a
+        // send under way, a receive's late event): discard them, acting on them frees twice.
+        ptl_event_t ev;
+        for (ptl_handle_eq_t eq : {ep->eq, ep->ctl_eq}) {
+            int rc = PTL_OK;
+            while (eq != PTL_INVALID_HANDLE && (rc = PtlEQGet(eq, &ev)) != PTL_EQ_EMPTY)
+                if (rc != PTL_OK && rc != PTL_EQ_DROPPED) break;
+        }
         for (ptl_pt_index_t pt : {recv_pt(ep->ctx), rndv_pt(ep->ctx), ctl_pt(ep->ctx)}) PtlPTFree(lib().ni, pt);
         // An MD with operations still under way is left to PtlNIFini (a forced close may do that).
         if (PtlMDRelease(ep->md) == PTL_OK && ep->eq != PTL_INVALID_HANDLE) PtlEQFree(ep->eq);
@@ -153,9 +165,20 @@ void destroy_ep(Ep *ep) {
 }
 
 // The Portals NI every endpoint of the process shares, opened by the first endpoint.
-psm2_error_t open_ni() {
+psm2_error_t open_ni(const psm2_uuid_t job_key) {
     Library &l = lib();
     if (l.ni != PTL_INVALID_HANDLE) return PSM2_OK;
+    // Processes that PSM2 clients start on their own (fi_pingpong, a job under another launcher)
+    // share the job key and nothing else: it becomes the secret that Portico's TCP peers
+    // authenticate each other with, unless the user or a launcher chose one.
+    char secret[64] = "psm2-";
+    static const char kHex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; ++i) {
+        secret[5 + 2 * i] = kHex[job_key[i] >> 4];
+        secret[6 + 2 * i] = kHex[job_key[i] & 15];
+    }
+    secret[5 + 32] = '\0';
+    portico_set_job_secret(secret); // PTL_IGNORED when the user or a launcher chose one
     if (PtlInit() != PTL_OK) return PSM2_EP_DEVICE_FAILURE;
     ptl_ni_limits_t want{};
     want.max_entries = 1 << 20;
@@ -216,6 +239,10 @@ psm2_error_t setup_ep(Ep &ep) {
     me.match_id = ck::any_process();
     if (PtlMEAppend(ni, ctl_pt(ep.ctx), &me, PTL_PRIORITY_LIST, nullptr, &ep.identity_me) != PTL_OK)
         return PSM2_NO_MEMORY;
+    // The MQ's unexpected-message entries from the start, not from psm2_mq_init: a peer may send
+    // as soon as it knows the epid (psm2-demo's server publishes it before mq_init), and a message
+    // that found no entry would be dropped.
+    if (const psm2_error_t err = mq_start(ep); err != PSM2_OK) return err;
     return ctl_start(ep);
 }
 
@@ -372,7 +399,7 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
     while (ctx < kMaxEndpoints && l.eps[ctx]) ++ctx;
     if (ctx == kMaxEndpoints)
         return report(nullptr, PSM2_TOO_MANY_ENDPOINTS, "psm2_ep_open: %d endpoints open", kMaxEndpoints);
-    if (const psm2_error_t err = open_ni(); err != PSM2_OK)
+    if (const psm2_error_t err = open_ni(unique_job_key); err != PSM2_OK)
         return report(nullptr, err, "psm2_ep_open: the Portico engine did not start");
     auto *e = new Ep;
     e->ctx = ctx;
@@ -380,8 +407,9 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
     std::memcpy(e->uuid, unique_job_key, sizeof e->uuid);
     e->errhandler = l.global_handler;
     e->mq_obj.ep = e;
-    e->rndv_net = env_u32("PSM2_MQ_RNDV_HFI_THRESH", e->rndv_net);
-    e->rndv_shm = env_u32("PSM2_MQ_RNDV_SHM_THRESH", e->rndv_shm);
+    // Capped like psm2_mq_setopt's: a larger eager message would never fit a receiver's slab.
+    e->rndv_net = std::min(env_u32("PSM2_MQ_RNDV_HFI_THRESH", e->rndv_net), kMaxEagerBytes);
+    e->rndv_shm = std::min(env_u32("PSM2_MQ_RNDV_SHM_THRESH", e->rndv_shm), kMaxEagerBytes);
     l.eps[ctx] = e;
     ++l.open_eps;
     if (const psm2_error_t err = setup_ep(*e); err != PSM2_OK) {

@@ -52,6 +52,11 @@ inline constexpr uint64_t kHiRendezvous = uint64_t{1} << 40;
 inline constexpr uint64_t kHiContextShift = 32;
 inline constexpr uint64_t kHiContextMask = uint64_t{0xFF} << kHiContextShift;
 
+// The largest eager message: thresholds (options and environment) are capped to it, and every
+// receiver keeps this much room in its unexpected-message slabs, since a sender's threshold is its
+// own and may exceed the receiver's.
+inline constexpr uint32_t kMaxEagerBytes = uint32_t{2} << 20;
+
 // remote_offset flags of a message.
 inline constexpr uint64_t kMsgRendezvous = 1; // the receiver gets what the put did not carry
 inline constexpr uint64_t kMsgCarriesData = 2;
@@ -94,6 +99,7 @@ struct psm2_epaddr {
     void *user_ctxt = nullptr;
     const char *label = nullptr;
     bool connected = false; // by psm2_ep_connect (implicit ones are known from a message)
+    int8_t shm = -1;        // reached through shared memory (same_node, asked once), -1: not yet
 };
 
 struct psm2_mq {
@@ -209,7 +215,14 @@ psm2_error_t report(Ep *ep, psm2_error_t err, const char *fmt, ...) __attribute_
 
 // The peer record of epid at ep, made on first use (a message, connect or lookup).
 psm2_epaddr *peer_of(Ep &ep, psm2_epid_t epid);
+// Whether epid is reached through shared memory: on this node, and the engine's transports for
+// such peers include shm (PORTICO_TRANSPORT=tcp takes TCP even on one node). The engine answers
+// (portico_peer_shares_memory); a peer record keeps the answer.
 bool same_node(psm2_epid_t epid);
+inline bool same_node(psm2_epaddr &peer) {
+    if (peer.shm < 0) peer.shm = same_node(peer.epid) ? 1 : 0;
+    return peer.shm == 1;
+}
 
 // ---- matched queues (mq.cpp) ---------------------------------------------------------------------
 // Takes every event ep's queues hold and acts on it; true if there was one. Caller holds ep.lock.
@@ -217,7 +230,7 @@ bool same_node(psm2_epid_t epid);
 bool drain(Ep &ep, bool control = true);
 // Waits (bounded) for one event and acts on it, then drains the rest. Caller holds ep.lock.
 bool wait_event(Ep &ep, ptl_time_t timeout_ms);
-// Links the MQ's overflow entries (slabs, the rendezvous header entry). Caller holds ep.lock.
+// Links the MQ's overflow entries (slabs, the rendezvous header entry), at psm2_ep_open.
 psm2_error_t mq_start(Ep &ep);
 void mq_stop(Ep &ep);
 // Sends the network still owes an answer (graceful close waits for them).

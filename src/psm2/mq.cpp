@@ -14,6 +14,7 @@ namespace portico::psm2 {
 namespace {
 
 constexpr size_t kSlabBytes = size_t{8} << 20;
+static_assert(kMaxEagerBytes <= kSlabBytes / 4, "a slab holds several of the largest eager messages");
 constexpr int kSlabsLinked = 2; // unexpected eager data absorbed while nobody polls
 
 struct Tag96 {
@@ -40,8 +41,9 @@ bool link_slab(Ep &ep) {
                               PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE, 0,
                               ~ptl_match_bits_t{0});
     me.match_id = ck::any_process();
-    // Room for the largest eager message: a slab unlinks before one could be cut short.
-    me.min_free = std::max(ep.rndv_net, ep.rndv_shm);
+    // Room for the largest eager message any sender may send, not just under this endpoint's own
+    // thresholds: a slab unlinks before one could be cut short (or find no slab and be dropped).
+    me.min_free = kMaxEagerBytes;
     const portico_match_hi_t hi{0, ~kHiRendezvous};
     if (portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_OVERFLOW_LIST, s, &s->me) != PTL_OK)
         return false;
@@ -143,7 +145,7 @@ void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
     const uint32_t wanted = std::min(a.length, r->user.buf_len);
     if (!(a.flags & kMsgRendezvous)) {
         if (from_overflow) {
-            std::memcpy(r->user.buf, ev.start, wanted);
+            if (wanted) std::memcpy(r->user.buf, ev.start, wanted); // a 0-byte receive may have no buffer
             slab_consumed(ep, ev.start);
             ep.stats.rx_sysbuf_num++;
             ep.stats.rx_sysbuf_bytes += wanted;
@@ -312,7 +314,7 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
     r->user.send_msglen = len;
     r->msg_len = len;
     r->id = ep.next_send_id++;
-    const bool local = same_node(dest->epid);
+    const bool local = same_node(*dest);
     const bool rndv = (flags & PSM2_MQ_FLAG_SENDSYNC) || len > (local ? ep.rndv_shm : ep.rndv_net);
     uint64_t hi = tag.w[2] | uint64_t{ep.ctx} << kHiContextShift;
     uint64_t msg = 0;
@@ -423,7 +425,9 @@ ptl_event_t search_event(Ep &ep, const void *marker) {
             ev.ni_fail_type = PTL_NI_NO_MATCH;
             return ev;
         }
-        if (ev.type == PTL_EVENT_SEARCH && ev.user_ptr == marker) return ev;
+        // A use-once search ends with one event: SEARCH (found, or NO_MATCH), or for a deleting
+        // search the overflow event of the header it took.
+        if (ev.user_ptr == marker) return ev;
         on_event(ep, ev);
     }
 }
@@ -485,7 +489,7 @@ psm2_error_t imrecv_impl(psm2_mq_t mq, void *buf, uint32_t len, void *context, p
     r->matched = true;
     const uint32_t wanted = std::min(r->msg_len, len);
     if (!(r->msg_flags & kMsgRendezvous)) {
-        std::memcpy(buf, r->stash, wanted);
+        if (wanted) std::memcpy(buf, r->stash, wanted); // a 0-byte receive may have no buffer
         slab_consumed(ep, r->stash);
         ep.stats.rx_sysbuf_num++;
         ep.stats.rx_sysbuf_bytes += wanted;
@@ -570,9 +574,7 @@ PSM2_API psm2_error_t psm2_mq_init(psm2_ep_t ep, uint64_t /*ignored: PSM2 keeps 
             const psm2_error_t err = psm2_mq_setopt(&e.mq_obj, static_cast<int>(opts[i].key), opts[i].value);
             if (err != PSM2_OK) return err;
         }
-        const psm2_error_t err = mq_start(e);
-        if (err != PSM2_OK) return report(&e, err, "mq_init: cannot link the unexpected-message buffers");
-        e.mq_open = true;
+        e.mq_open = true; // its unexpected-message entries are linked since psm2_ep_open
     }
     *mq = &e.mq_obj;
     return PSM2_OK;
@@ -606,8 +608,8 @@ PSM2_API psm2_error_t psm2_mq_setopt(psm2_mq_t mq, int option, const void *value
     std::memcpy(&v, value, sizeof v);
     switch (option) {
     // Eager messages must fit a slab with room to spare: larger thresholds are capped.
-    case PSM2_MQ_RNDV_HFI_SZ: e.rndv_net = std::min<uint32_t>(v, kSlabBytes / 4); break;
-    case PSM2_MQ_RNDV_SHM_SZ: e.rndv_shm = std::min<uint32_t>(v, kSlabBytes / 4); break;
+    case PSM2_MQ_RNDV_HFI_SZ: e.rndv_net = std::min(v, kMaxEagerBytes); break;
+    case PSM2_MQ_RNDV_SHM_SZ: e.rndv_shm = std::min(v, kMaxEagerBytes); break;
     case PSM2_MQ_MAX_SYSBUF_MBYTES: break; // accepted, no effect (as the header says)
     default: return report(&e, PSM2_PARAM_ERR, "mq_setopt: unknown option 0x%x", option);
     }

@@ -74,6 +74,10 @@ public:
         Transport *t = route(to);
         return t && t->direct_access(to, length);
     }
+    bool shares_memory(PeerId to) override {
+        Transport *t = route(to);
+        return t && t->shares_memory(to);
+    }
     size_t direct_access_from() const override {
         size_t from = SIZE_MAX;
         for (const Member &m : members_) from = std::min(from, m.transport->direct_access_from());

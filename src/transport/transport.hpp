@@ -246,6 +246,9 @@ public:
     // The smallest length direct_access may say yes to (SIZE_MAX: never), so that a caller can
     // leave small messages, nearly all of them, without the question.
     virtual size_t direct_access_from() const { return SIZE_MAX; }
+    // Whether traffic to `to` goes through memory this machine shares with it (shared memory), so
+    // that a client may choose its protocol by it (portico_peer_shares_memory).
+    virtual bool shares_memory(PeerId) { return false; }
     // Sends the wakeups that sends with defer_wakeup collected.
     virtual void flush_wakeups() {}
     // A file descriptor that becomes readable when wait() would return (for waiting on several

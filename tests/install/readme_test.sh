@@ -1,7 +1,7 @@
 #!/bin/bash
 # readme_test.sh BUILD_DIR SOURCE_DIR
 # The README's install instructions, run as written (test install.readme): `cmake --install` of
-# the finished build into a temporary prefix, then the commands of README's "Using it", "GASNet" and "UPC"
+# the finished build into a temporary prefix, then the commands of README's "Using it", "GASNet", "UPC" and "PSM2"
 # sections, taken from README.md itself (only the placeholders /opt/portico, P and the build
 # directory are replaced, so the README cannot drift from what works), with LD_LIBRARY_PATH unset;
 # then every installed program from the prefix, and the same after moving the prefix.
@@ -88,6 +88,14 @@ okx=$(grep -c "upc++ ok" "$tmp/upc/out" || true)
 [ "$ok" = "$np" ] && [ "$okx" = "$np" ] || { cat "$tmp/upc/out"; fail "the UPC programs: $ok and $okx of $np threads ok"; }
 echo "UPC programs (C and C++): $np threads ok"
 
+# --- "PSM2" -------------------------------------------------------------------------------------
+mkdir "$tmp/psm2"
+cp "$src/tests/install/psm2_prog.c" "$tmp/psm2/psm2_prog.c"
+run_section PSM2 3 "$tmp/psm2"
+ok=$(grep -c "psm2 ok" "$tmp/psm2/out" || true)
+[ "$ok" = "$np" ] || { cat "$tmp/psm2/out"; fail "the PSM2 program: $ok of $np ranks ok"; }
+echo "PSM2 program: $np ranks ok"
+
 # --- what the install holds, and every installed program ----------------------------------------
 for f in include/portals4.h include/portals.h include/portico_runtime.h include/portico_ext.h include/gasnet.h \
          include/gasnet_tools.h lib/libportals.so lib/libportals.so.4 lib/libportals.so.4.3.0 \
@@ -97,7 +105,9 @@ for f in include/portals4.h include/portals.h include/portico_runtime.h include/
          bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench \
          include/upc.h include/upc_strict.h include/upc_relaxed.h include/upc_collective.h \
          include/portico/upc_abi.h include/portico/upc.hpp lib/libportico-upc.so lib/libportico-upc.so.1 \
-         lib/libportico-upc-main.a lib/pkgconfig/portico-upc.pc bin/upc_vector_add bin/upc_heat bin/upc_int_sort; do
+         lib/libportico-upc-main.a lib/pkgconfig/portico-upc.pc bin/upc_vector_add bin/upc_heat bin/upc_int_sort \
+         lib/portico/libpsm2.so.2 lib/pkgconfig/libpsm2.pc include/portico/psm2/psm2.h \
+         include/portico/psm2/psm2_mq.h include/portico/psm2/psm2_am.h; do
     [ -e "$prefix/$f" ] || fail "the install lacks $f"
 done
 

@@ -61,6 +61,7 @@ public:
 
     void flush_wakeups() override;
     bool direct_access(PeerId to, size_t length) override;
+    bool shares_memory(PeerId) override { return true; } // every peer it reaches is on this machine
     size_t direct_access_from() const override { return cfg_.single_copy ? cfg_.single_copy_bytes : SIZE_MAX; }
 
     // Pushes queued messages for a bounded time (at shutdown), so that what was sent is delivered.
