@@ -27,7 +27,9 @@ run_suite() { # build-dir cmake-args... -- ctest-args...
 
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo --
 # Sanitizers: every test under ASan+UBSan; TSan for the engine (conformance, unit, stress, engine.* in one process).
-run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=address -DPORTICO_BENCH=OFF -- -E "hydra_compat"
+# Not psm2.client.*: Debian's fi_pingpong and Open MPI are not built with ASan, and an instrumented
+# libpsm2 cannot be loaded into them (the PSM2 conformance tests, our own programs, do run).
+run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=address -DPORTICO_BENCH=OFF -- -E "hydra_compat|psm2\\.client"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
   run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=thread -DPORTICO_BENCH=OFF -- -R "conformance|completion|unit|standalone|^engine\\."
 # libFuzzer (clang) on the TCP handshake and frame decoder, for a bounded time. Only the fuzz
