@@ -1,5 +1,8 @@
 // PSM2 matched queues on Portals (the message format is in internal.hpp).
 #include <sched.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <algorithm>
 #include <cstring>
@@ -15,7 +18,8 @@ namespace {
 
 constexpr size_t kSlabBytes = size_t{8} << 20;
 static_assert(kMaxEagerBytes <= kSlabBytes / 4, "a slab holds several of the largest eager messages");
-constexpr int kSlabsLinked = 2; // unexpected eager data absorbed while nobody polls
+// Unexpected eager data absorbed before the slab watcher (or a PSM2 call) replaces a full slab.
+constexpr int kSlabsLinked = 4;
 
 struct Tag96 {
     uint32_t w[3];
@@ -38,8 +42,9 @@ bool link_slab(Ep &ep) {
         s->mem = std::make_unique<std::byte[]>(kSlabBytes);
     }
     ptl_me_t me = ck::me_desc(s->mem.get(), s->size,
-                              PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE, 0,
-                              ~ptl_match_bits_t{0});
+                              PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE |
+                                  PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES,
+                              0, ~ptl_match_bits_t{0}, ep.slab_ct);
     me.match_id = ck::any_process();
     // Room for the largest eager message any sender may send, not just under this endpoint's own
     // thresholds: a slab unlinks before one could be cut short (or find no slab and be dropped).
@@ -163,6 +168,18 @@ void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
     fetch_rest(ep, r); // also when nothing is left to fetch: the get releases the sender
 }
 
+// An eager send completed before its receiver had room for it (its unexpected-message slabs full
+// and not yet replaced: docs/PSM2.md, "Unexpected messages"). Nothing can resend it, so it is said
+// loudly, once per endpoint, whatever the error handler.
+void lost_eager(Ep &ep, ptl_ni_fail_t why) {
+    if (ep.lost_eager++ == 0)
+        std::fprintf(stderr,
+                     "psm2 (portico) pid %d: an eager message was dropped at its receiver (%s): "
+                     "its unexpected-message buffers were full\n",
+                     static_cast<int>(getpid()), ck::fail_name(why));
+    report(&ep, PSM2_INTERNAL_ERR, "an eager message was lost at its receiver: %s", ck::fail_name(why));
+}
+
 void on_send_event(Ep &ep, Req *r, const ptl_event_t &ev) {
     --r->engine_refs;
     const bool rndv = r->rndv_me != PTL_INVALID_HANDLE || (r->msg_flags & kMsgRendezvous);
@@ -180,8 +197,7 @@ void on_send_event(Ep &ep, Req *r, const ptl_event_t &ev) {
                     ep, r,
                     report(&ep, PSM2_EPID_NETWORK_ERROR, "message not delivered: %s", ck::fail_name(ev.ni_fail_type)));
             else
-                report(&ep, PSM2_INTERNAL_ERR, "an eager message was lost at its receiver: %s",
-                       ck::fail_name(ev.ni_fail_type));
+                lost_eager(ep, ev.ni_fail_type);
             if (r->rndv_me != PTL_INVALID_HANDLE && PtlMEUnlink(r->rndv_me) == PTL_OK) --r->engine_refs;
             r->rndv_me = PTL_INVALID_HANDLE;
         } else if (rndv && ev.ptl_list == PTL_PRIORITY_LIST && (r->msg_flags & kMsgCarriesData)) {
@@ -535,7 +551,32 @@ bool wait_event(Ep &ep, ptl_time_t timeout_ms) {
     return true;
 }
 
+void start_slab_watcher(Ep &ep) {
+    ep.slab_watcher = std::thread([&ep] {
+        ptl_size_t seen = 0;
+        for (;;) {
+            ptl_ct_event_t c{};
+            if (PtlCTWait(ep.slab_ct, seen + kSlabBytes / 2, &c) != PTL_OK) return;
+            std::lock_guard g(ep.lock);
+            if (ep.closing) return;
+            seen = c.success;
+            drain(ep); // AUTO_UNLINK of a full slab links the next
+        }
+    });
+}
+
+void stop_slab_watcher(Ep &ep) {
+    if (!ep.slab_watcher.joinable()) return;
+    {
+        std::lock_guard g(ep.lock);
+        ep.closing = true;
+    }
+    PtlCTInc(ep.slab_ct, ptl_ct_event_t{~ptl_size_t{0} >> 1, 0}); // past any threshold: it wakes
+    ep.slab_watcher.join();
+}
+
 psm2_error_t mq_start(Ep &ep) {
+    if (PtlCTAlloc(lib().ni, &ep.slab_ct) != PTL_OK) return PSM2_NO_MEMORY;
     for (int i = 0; i < kSlabsLinked; ++i)
         if (!link_slab(ep)) return PSM2_NO_MEMORY;
     ptl_me_t me = ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE, 0,
@@ -554,6 +595,8 @@ void mq_stop(Ep &ep) {
         if (s.linked) PtlMEUnlink(s.me);
     if (ep.rndv_overflow_me != PTL_INVALID_HANDLE) PtlMEUnlink(ep.rndv_overflow_me);
     ep.rndv_overflow_me = PTL_INVALID_HANDLE;
+    if (ep.slab_ct != PTL_INVALID_HANDLE) PtlCTFree(ep.slab_ct);
+    ep.slab_ct = PTL_INVALID_HANDLE;
 }
 
 } // namespace portico::psm2
