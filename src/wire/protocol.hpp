@@ -60,7 +60,8 @@ struct Header {
     // message came on, which the transport authenticated, so a peer cannot speak for another.
     uint32_t src_nid;
     uint32_t src_pid;
-    uint32_t src_rank; // sender's rank when it sent from a logical NI
+    uint32_t src_rank;   // sender's rank when it sent from a logical NI
+    uint32_t unused = 0; // not on the wire; keeps the struct free of padding (it is compared bytewise)
     // The wide-match extension's upper 64 match bits (portico_put_wide; PSM2's 96-bit tags and
     // more); zero for Portals' own operations.
     uint64_t match_bits_hi;
