@@ -196,7 +196,7 @@ psm2_error_t open_ni(const psm2_uuid_t job_key) {
     want.max_fetch_atomic_size = 512;
     want.max_waw_ordered_size = 512;
     want.max_war_ordered_size = 512;
-    want.max_volatile_size = 512;
+    want.max_volatile_size = 4096; // eager sends up to this complete when their put returns
     ptl_ni_limits_t got{};
     int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, &want, &got, &l.ni);
     if (rc != PTL_OK) {
@@ -209,6 +209,7 @@ psm2_error_t open_ni(const psm2_uuid_t job_key) {
         l.ni = PTL_INVALID_HANDLE;
         return PSM2_EP_DEVICE_FAILURE;
     }
+    l.max_volatile = got.max_volatile_size;
     return PSM2_OK;
 }
 
@@ -229,7 +230,9 @@ psm2_error_t setup_ep(Ep &ep) {
         PtlPTAlloc(ni, 0, ep.eq, rndv_pt(ep.ctx), &got) != PTL_OK ||
         PtlPTAlloc(ni, 0, ep.ctl_eq, ctl_pt(ep.ctx), &got) != PTL_OK)
         return PSM2_EP_NO_RESOURCES;
-    ptl_md_t md = ck::whole_memory_md(0, ep.eq);
+    // Volatile: a put of up to max_volatile_size has taken its data when PtlPut returns, so a
+    // small eager send is complete then, without waiting for its SEND event (mq.cpp).
+    ptl_md_t md = ck::whole_memory_md(PTL_MD_VOLATILE, ep.eq);
     if (PtlMDBind(ni, &md, &ep.md) != PTL_OK) return PSM2_NO_MEMORY;
     md = ck::whole_memory_md(0, ep.ctl_eq);
     if (PtlMDBind(ni, &md, &ep.ctl_md) != PTL_OK) return PSM2_NO_MEMORY;

@@ -212,6 +212,7 @@ struct Library {
     psm2_ep_errhandler_t global_handler = PSM2_ERRHANDLER_NO_HANDLER;
     ptl_handle_ni_t ni = PTL_INVALID_HANDLE;
     ptl_process_t self{};
+    ptl_size_t max_volatile = 0; // the NI's max_volatile_size: eager sends this small complete at once
     Ep *eps[kMaxEndpoints]{};
     int open_eps = 0;
 };

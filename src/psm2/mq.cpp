@@ -374,6 +374,9 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
         delete r;
         return report(&ep, PSM2_EPID_UNREACHABLE, "isend: %s", ck::rc_name(rc));
     }
+    // The volatile MD's put has copied a small message: the buffer is the caller's again. The
+    // SEND and ACK still come (the ACK says whether it was delivered) and free the request.
+    if (!rndv && len <= lib().max_volatile) finish_send(ep, r, PSM2_OK);
     *req = r;
     return PSM2_OK;
 }
