@@ -118,38 +118,15 @@ void run_handler(Ep &ep, const ptl_event_t &ev) {
         report(&ep, PSM2_INTERNAL_ERR, "a malformed active message was dropped");
         return;
     }
-    if (is_reply) {
-        auto it = ep.am_ops.find(ev.remote_offset);
-        if (!(flags & kDoneOnly) && handler < ep.am_handlers.size()) {
-            psm2_amarg_t args[kMaxArgs];
-            std::memcpy(args, ev.start, arg_bytes);
-            Token t{&ep,
-                    peer_of(ep, make_epid(ev.initiator.phys.nid, ev.initiator.phys.pid, sender_ctx)),
-                    ev.remote_offset,
-                    true,
-                    true,
-                    false};
-            const AmHandler &h = ep.am_handlers[handler];
-            auto *data = static_cast<std::byte *>(ev.start) + arg_bytes;
-            const auto len = static_cast<uint32_t>(ev.mlength - arg_bytes);
-            if (h.fn2)
-                h.fn2(&t, args, nargs, data, len, h.hctx);
-            else if (h.fn)
-                h.fn(&t, args, nargs, data, len);
-        }
-        if (it != ep.am_ops.end()) {
-            it->second->handled = true;
-            finish_op(ep, it);
-        }
-        return;
-    }
     Token t{&ep,
             peer_of(ep, make_epid(ev.initiator.phys.nid, ev.initiator.phys.pid, sender_ctx)),
             ev.remote_offset,
-            false,
-            (flags & kNoReply) != 0,
+            is_reply,
+            is_reply || (flags & kNoReply) != 0, // a reply handler may not reply
             false};
-    if (handler < ep.am_handlers.size()) {
+    // Runs the handler the message names on its arguments (copied: the slab need not be aligned
+    // for them) and payload.
+    auto call = [&]() {
         psm2_amarg_t args[kMaxArgs];
         std::memcpy(args, ev.start, arg_bytes);
         const AmHandler &h = ep.am_handlers[handler];
@@ -159,6 +136,18 @@ void run_handler(Ep &ep, const ptl_event_t &ev) {
             h.fn2(&t, args, nargs, data, len, h.hctx);
         else if (h.fn)
             h.fn(&t, args, nargs, data, len);
+    };
+    if (is_reply) {
+        auto it = ep.am_ops.find(ev.remote_offset);
+        if (!(flags & kDoneOnly) && handler < ep.am_handlers.size()) call();
+        if (it != ep.am_ops.end()) {
+            it->second->handled = true;
+            finish_op(ep, it);
+        }
+        return;
+    }
+    if (handler < ep.am_handlers.size()) {
+        call();
     } else {
         report(&ep, PSM2_PARAM_ERR, "an active message named handler %u, which is not registered", handler);
     }

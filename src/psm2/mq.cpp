@@ -276,6 +276,18 @@ void on_event(Ep &ep, const ptl_event_t &ev) {
 
 psm2_error_t check_mq(psm2_mq_t mq) { return mq && mq->ep && mq->ep->mq_open ? PSM2_OK : PSM2_PARAM_ERR; }
 
+// What a receive or probe selects besides its low 64 bits: the sender (its process in match_id,
+// its endpoint in the upper bits) and tag2 under the selector's third word.
+portico_match_hi_t select(ptl_me_t &me, const psm2_epaddr *src, const Tag96 &tag, const Tag96 &sel) {
+    me.match_id = src ? src->proc : ck::any_process();
+    portico_match_hi_t hi{tag.w[2], ~uint64_t{sel.w[2]}};
+    if (src) {
+        hi.match_bits_hi |= uint64_t{src->ctx} << kHiContextShift;
+        hi.ignore_bits_hi &= ~kHiContextMask;
+    }
+    return hi;
+}
+
 Req *new_req(Ep &ep, Req::Kind kind, void *buf, uint32_t len, void *context) {
     auto *r = new Req;
     r->kind = kind;
@@ -300,12 +312,7 @@ psm2_error_t post_recv(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const 
                               PTL_ME_OP_PUT | PTL_ME_USE_ONCE | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE |
                                   PTL_ME_EVENT_UNLINK_DISABLE,
                               low64(tag), ~low64(sel));
-    me.match_id = src ? src->proc : ck::any_process();
-    portico_match_hi_t hi{tag.w[2], ~uint64_t{sel.w[2]}};
-    if (src) {
-        hi.match_bits_hi |= uint64_t{src->ctx} << kHiContextShift;
-        hi.ignore_bits_hi &= ~kHiContextMask;
-    }
+    const portico_match_hi_t hi = select(me, src, tag, sel);
     ++r->engine_refs; // its PUT or PUT_OVERFLOW
     const int rc = portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_PRIORITY_LIST, r, &r->me);
     if (rc != PTL_OK) {
@@ -461,12 +468,7 @@ psm2_error_t probe_impl(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const
     std::lock_guard g(ep.lock);
     drain(ep);
     ptl_me_t me = ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, low64(tag), ~low64(sel));
-    me.match_id = src ? src->proc : ck::any_process();
-    portico_match_hi_t hi{tag.w[2], ~uint64_t{sel.w[2]}};
-    if (src) {
-        hi.match_bits_hi |= uint64_t{src->ctx} << kHiContextShift;
-        hi.ignore_bits_hi &= ~kHiContextMask;
-    }
+    const portico_match_hi_t hi = select(me, src, tag, sel);
     const char marker = 0;
     if (portico_me_search_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, take ? PTL_SEARCH_DELETE : PTL_SEARCH_ONLY,
                                const_cast<char *>(&marker)) != PTL_OK)
@@ -778,14 +780,12 @@ PSM2_API psm2_error_t psm2_mq_ipeek2(psm2_mq_t mq, psm2_mq_req_t *req, psm2_mq_s
 
 PSM2_API psm2_error_t psm2_mq_ipeek_dequeue(psm2_mq_t mq, psm2_mq_req_t *req) {
     if (check_mq(mq) != PSM2_OK || !req) return PSM2_PARAM_ERR;
+    std::lock_guard g(mq->ep->lock);
+    const psm2_error_t err = ipeek_impl<psm2_mq_status_t>(mq, req, nullptr); // the same head
+    if (err != PSM2_OK) return err;
     Ep &ep = *mq->ep;
-    std::lock_guard g(ep.lock);
-    if (ep.completed.empty()) drain(ep);
-    if (ep.completed.empty()) return PSM2_MQ_NO_COMPLETIONS;
-    Req *r = ep.completed.front();
     ep.completed.pop_front();
-    r->in_completions = false;
-    *req = r;
+    (*req)->in_completions = false;
     return PSM2_OK;
 }
 
