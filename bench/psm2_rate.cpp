@@ -1,0 +1,191 @@
+// psm2_rate: message rate of 8-byte PSM2 MQ messages (Portico's libpsm2, psm2_session.hpp) from
+// rank 0 to rank 1, windows of 64.
+//
+// Psm2Stream (psm2_session.hpp) with 8-byte messages: rank 1 keeps a window of receives posted,
+// rank 0 starts 64 psm2_mq_isend, waits for each and for rank 1's answer that the window arrived.
+// Rate = messages / time on rank 0, millions of messages per second.
+//
+// Baselines, interleaved:
+//   - baseline: put_rate's physical one: the raw shared-memory SPSC ring with 8-byte messages and
+//     the same window (shm_ring.hpp), or over TCP the raw TCP stream of 8-byte records, one write
+//     per window (tcp_baseline.hpp: TcpRecordStream);
+//   - baseline2: Portico's Portals put_rate in the same processes ("portals_put_rate"): put_rate's
+//     loop (rate.cpp), 63 PtlPuts without ack and one with, per window of 64, from rank 0 to an
+//     8-byte ME of rank 1 counting on a CT, rank 1's application idle. PSM2's receiver is not idle:
+//     a message must meet a posted receive, and each window is answered.
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#include "job.hpp"
+#include "portals_util.hpp"
+#include "psm2_session.hpp"
+#include "report.hpp"
+#include "shm_ring.hpp"
+#include "tcp_baseline.hpp"
+#include "timing.hpp"
+#include "watchdog.hpp"
+
+namespace portico::bench {
+namespace {
+
+constexpr uint64_t kWindow = Psm2Stream::kWindow;
+
+// put_rate's Portals loop (rate.cpp, RateOp::Put).
+class PortalsPutRate {
+public:
+    explicit PortalsPutRate(Job &job) : rank_(job.rank()) {
+        recv_ct_ = ck::alloc_ct(ni_.get());
+        done_ct_ = ck::alloc_ct(ni_.get());
+        pt_ = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
+        me_ = ck::append_me(
+            ni_.get(), pt_.index(),
+            ck::me_desc(&target_, sizeof target_, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, 0, recv_ct_.get()));
+        plain_md_ = ck::bind_md(ni_.get(), ck::md_desc(&source_, sizeof source_));
+        counted_md_ = ck::bind_md(
+            ni_.get(), ck::md_desc(&source_, sizeof source_, PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, done_ct_.get()));
+        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[rank_ == 0 ? 1 : 0];
+    }
+
+    // Rank 0: `ops` puts (whole windows); returns Mmsg/s. The others return 0 at once.
+    double run(uint64_t ops, Watchdog &dog) {
+        if (rank_ != 0) return 0;
+        const uint64_t t0 = now_ns();
+        for (uint64_t done = 0; done < ops; done += kWindow) {
+            for (uint64_t i = 0; i < kWindow; ++i) {
+                const bool last = i + 1 == kWindow;
+                check(PtlPut(last ? counted_md_.get() : plain_md_.get(), 0, 8, last ? PTL_ACK_REQ : PTL_NO_ACK_REQ,
+                             peer_.id, peer_.pt, 0, 0, nullptr, 0),
+                      "PtlPut");
+                bump(sent_);
+            }
+            bump(windows_);
+            ck::wait_ct(done_ct_.get(), windows_.load(std::memory_order_relaxed), "the window's ack");
+            dog.beat();
+        }
+        const uint64_t t1 = now_ns();
+        return static_cast<double>(ops) * 1000.0 / static_cast<double>(t1 - t0);
+    }
+
+    uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
+    // Rank 1: everything rank 0 says it sent has arrived.
+    void check_received(uint64_t sent) {
+        ptl_ct_event_t c;
+        check(PtlCTGet(recv_ct_.get(), &c), "PtlCTGet");
+        if (c.failure || c.success != sent)
+            throw Error("Portals put rate: rank 1 saw " + std::to_string(c.success) + " puts (" +
+                        std::to_string(c.failure) + " failed), rank 0 sent " + std::to_string(sent));
+    }
+    std::string describe() const {
+        return std::to_string(sent()) + " Portals puts started, waiting for the ack of window " +
+               std::to_string(windows_.load(std::memory_order_relaxed));
+    }
+
+private:
+    static void bump(std::atomic<uint64_t> &c) {
+        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+
+    int rank_;
+    ck::Library lib_;
+    ck::Ni ni_{kPhysicalMatching};
+    uint64_t target_ = 0, source_ = 1;
+    ck::Ct recv_ct_, done_ct_;
+    ck::Pt pt_;
+    ck::Me me_;
+    ck::Md plain_md_, counted_md_;
+    Peer peer_;
+    std::atomic<uint64_t> sent_{0}, windows_{0};
+};
+
+void run_psm2_rate(Context &ctx) {
+    Job &job = ctx.job;
+    Plan p = Plan::of(ctx.opt, 200000, 20000);
+    p.iters = (p.iters + kWindow - 1) / kWindow * kWindow;
+    const uint64_t warmup = std::max<uint64_t>(kWindow, p.iters / 10 / kWindow * kWindow);
+    const uint64_t ring_msgs = std::max<uint64_t>(p.iters, 1u << 20);
+    const bool tcp = ctx.transport == "tcp";
+
+    Psm2Session psm(job); // before the benchmark's Portals objects (psm2_session.hpp)
+    const int peer = job.rank() == 0 ? 1 : 0;
+    Psm2Stream stream(psm, job.rank(), 8);
+    PortalsPutRate put(job);
+    std::unique_ptr<ShmRing> ring;
+    std::unique_ptr<TcpRecordStream> records;
+    if (tcp)
+        records = std::make_unique<TcpRecordStream>(job);
+    else
+        ring = std::make_unique<ShmRing>(job);
+    const uint64_t base_msgs = tcp ? p.iters : ring_msgs;
+    const std::string base_kind = tcp ? records->kind() : "shm_spsc_ring";
+    std::atomic<bool> in_psm2{false};
+    Watchdog dog(job, kWatchdogS,
+                 [&] { return in_psm2.load(std::memory_order_relaxed) ? stream.describe() : put.describe(); });
+    job.barrier();
+    ctx.report.begin(
+        "psm2_rate: rate of 8-byte PSM2 MQ messages (" + psm.protocol(peer, 8) +
+            ") from rank 0 to rank 1, psm2_mq_isend in windows of " + std::to_string(kWindow) +
+            ", receives pre-posted, each window answered; libpsm2 reaches the peer over " +
+            (psm.shares_memory(peer) ? "shared memory" : "the network path") + ", transport " + ctx.transport,
+        std::to_string(p.iters) + " messages x " + std::to_string(p.reps) + " repetitions after " +
+            std::to_string(warmup) + " warm-up ones; Mmsg/s = 10^6 messages/s; baseline: " +
+            (tcp ? std::string("raw TCP stream of 8-byte records, one write per window, ")
+                 : std::string("raw shared-memory SPSC ring, 8-byte messages, ")) +
+            "same window, " + std::to_string(base_msgs) +
+            " messages per repetition; baseline2: Portals put_rate (8-byte PtlPuts without ack, the last of each "
+            "window acknowledged, target idle); all interleaved",
+        "Portals put_rate [min .. max]");
+    const std::string env = env_note();
+    if (!env.empty()) ctx.report.note("environment: " + env);
+
+    std::vector<double> value, baseline, portals;
+    uint64_t stamp = 0;
+    for (int r = -1; r < p.reps; ++r) {
+        dog.peer_phase();
+        const uint64_t n = r < 0 ? std::max<uint64_t>(kWindow, base_msgs / 10 / kWindow * kWindow) : base_msgs;
+        const double b = tcp ? records->run(n, kWindow) : ring->run(n, kWindow);
+        job.barrier();
+        dog.portals_phase();
+        const double pr = put.run(r < 0 ? warmup : p.iters, dog);
+        dog.peer_phase();
+        job.barrier();
+        stream.prepare(8, r < 0 ? warmup : p.iters, ++stamp);
+        job.barrier();
+        dog.portals_phase();
+        in_psm2.store(true, std::memory_order_relaxed);
+        const double v = stream.run(dog);
+        in_psm2.store(false, std::memory_order_relaxed);
+        dog.peer_phase();
+        job.barrier();
+        stream.check(stamp);
+        if (r < 0) continue;
+        value.push_back(v);
+        baseline.push_back(b);
+        portals.push_back(pr);
+        if (ctx.opt.verbose && job.rank() == 0)
+            std::fprintf(stderr, "psm2_rate rep %d: %s %.3f Mmsg/s, Portals put_rate %.3f, psm2 %.3f\n", r,
+                         base_kind.c_str(), b, pr, v);
+    }
+    Result res = Result::of("psm2_rate", job.size(), 8, value, baseline, base_kind, p.reps, p.iters, warmup);
+    res.variant = psm.protocol(peer, 8);
+    res.unit = "Mmsg/s";
+    res.better = "higher";
+    res.has_baseline2 = true;
+    res.baseline2 = Stats::of(portals);
+    res.baseline2_kind = "portals_put_rate";
+    ctx.report.result(res);
+
+    const auto counts = job.allgather(std::to_string(put.sent()));
+    if (job.rank() == 1) put.check_received(std::stoull(counts[0]));
+    job.barrier(); // nobody closes its endpoint while the peer still talks to it
+}
+
+} // namespace
+
+PORTICO_BENCH_TEST(psm2_rate, "message rate of 8-byte PSM2 MQ messages, windows of 64, against Portals put_rate", 2,
+                   run_psm2_rate);
+
+} // namespace portico::bench
