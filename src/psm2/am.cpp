@@ -50,7 +50,7 @@ bool link_am_slab(Ep &ep) {
         ep.am_slabs.emplace_back();
         s = &ep.am_slabs.back();
         s->size = kAmSlabBytes;
-        s->mem = std::make_unique<std::byte[]>(kAmSlabBytes);
+        s->mem = std::make_unique_for_overwrite<std::byte[]>(kAmSlabBytes);
     }
     // Matches kCtlAmRequest (2) and kCtlAmReply (3).
     ptl_me_t me = ck::me_desc(s->mem.get(), s->size, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE,

@@ -138,7 +138,6 @@ Ep *checked_ep(psm2_ep_t ep) {
 
 // Releases what an endpoint holds in Portals and frees it. The library lock is held.
 void destroy_ep(Ep *ep) {
-    stop_slab_watcher(*ep);
     {
         std::lock_guard g(ep->lock);
         ep->closing = true;
@@ -420,7 +419,6 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
         destroy_ep(e);
         return report(nullptr, err, "psm2_ep_open: cannot set the endpoint up in Portals");
     }
-    start_slab_watcher(*e);
     *ep = e;
     *epid = e->epid;
     return PSM2_OK;

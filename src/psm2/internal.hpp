@@ -36,7 +36,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -173,12 +172,6 @@ struct psm2_ep {
     ptl_handle_me_t identity_me = PTL_INVALID_HANDLE;
     ptl_handle_me_t rndv_overflow_me = PTL_INVALID_HANDLE;
     std::list<portico::psm2::Slab> slabs;
-    // Counts the bytes that land in slabs. A thread waits on it and drains the endpoint when half
-    // a slab's worth has come since it last looked, so that full slabs are replaced while the
-    // application is away from PSM2 (computing, or in another library's barrier): unexpected eager
-    // data then finds room until memory runs out, instead of being dropped.
-    ptl_handle_ct_t slab_ct = PTL_INVALID_HANDLE;
-    std::thread slab_watcher;
     psm2_mq mq_obj{};
     bool mq_open = false;
     uint32_t rndv_net = 64000; // PSM2_MQ_RNDV_HFI_THRESH
@@ -242,9 +235,6 @@ bool wait_event(Ep &ep, ptl_time_t timeout_ms);
 // Links the MQ's overflow entries (slabs, the rendezvous header entry), at psm2_ep_open.
 psm2_error_t mq_start(Ep &ep);
 void mq_stop(Ep &ep);
-// Starts and stops the slab watcher (see psm2_ep::slab_ct). Stop without holding ep.lock.
-void start_slab_watcher(Ep &ep);
-void stop_slab_watcher(Ep &ep);
 // Sends the network still owes an answer (graceful close waits for them).
 bool sends_pending(const Ep &ep);
 // Unlinks every request's entries and frees the requests (closing). Caller holds ep.lock.

@@ -18,8 +18,9 @@ namespace {
 
 constexpr size_t kSlabBytes = size_t{8} << 20;
 static_assert(kMaxEagerBytes <= kSlabBytes / 4, "a slab holds several of the largest eager messages");
-// Unexpected eager data absorbed before the slab watcher (or a PSM2 call) replaces a full slab.
-constexpr int kSlabsLinked = 4;
+// Unexpected eager data absorbed before a PSM2 call replaces a full slab: 48 MiB usable. Slabs are
+// not zeroed, so memory is only taken as messages land.
+constexpr int kSlabsLinked = 8;
 
 struct Tag96 {
     uint32_t w[3];
@@ -39,12 +40,11 @@ bool link_slab(Ep &ep) {
         ep.slabs.emplace_back();
         s = &ep.slabs.back();
         s->size = kSlabBytes;
-        s->mem = std::make_unique<std::byte[]>(kSlabBytes);
+        s->mem = std::make_unique_for_overwrite<std::byte[]>(kSlabBytes);
     }
     ptl_me_t me = ck::me_desc(s->mem.get(), s->size,
-                              PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE |
-                                  PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_CT_BYTES,
-                              0, ~ptl_match_bits_t{0}, ep.slab_ct);
+                              PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE, 0,
+                              ~ptl_match_bits_t{0});
     me.match_id = ck::any_process();
     // Room for the largest eager message any sender may send, not just under this endpoint's own
     // thresholds: a slab unlinks before one could be cut short (or find no slab and be dropped).
@@ -254,6 +254,7 @@ void on_event(Ep &ep, const ptl_event_t &ev) {
     case PTL_EVENT_PUT_OVERFLOW: {
         auto *r = static_cast<Req *>(ev.user_ptr);
         r->me = PTL_INVALID_HANDLE;
+        --r->engine_refs; // the event post_recv counted on
         if (ev.ni_fail_type != PTL_NI_OK) {
             r->user.error_code = report(&ep, PSM2_INTERNAL_ERR, "receive failed: %s", ck::fail_name(ev.ni_fail_type));
             queue_completion(ep, r);
@@ -556,32 +557,7 @@ bool wait_event(Ep &ep, ptl_time_t timeout_ms) {
     return true;
 }
 
-void start_slab_watcher(Ep &ep) {
-    ep.slab_watcher = std::thread([&ep] {
-        ptl_size_t seen = 0;
-        for (;;) {
-            ptl_ct_event_t c{};
-            if (PtlCTWait(ep.slab_ct, seen + kSlabBytes / 2, &c) != PTL_OK) return;
-            std::lock_guard g(ep.lock);
-            if (ep.closing) return;
-            seen = c.success;
-            drain(ep); // AUTO_UNLINK of a full slab links the next
-        }
-    });
-}
-
-void stop_slab_watcher(Ep &ep) {
-    if (!ep.slab_watcher.joinable()) return;
-    {
-        std::lock_guard g(ep.lock);
-        ep.closing = true;
-    }
-    PtlCTInc(ep.slab_ct, ptl_ct_event_t{~ptl_size_t{0} >> 1, 0}); // past any threshold: it wakes
-    ep.slab_watcher.join();
-}
-
 psm2_error_t mq_start(Ep &ep) {
-    if (PtlCTAlloc(lib().ni, &ep.slab_ct) != PTL_OK) return PSM2_NO_MEMORY;
     for (int i = 0; i < kSlabsLinked; ++i)
         if (!link_slab(ep)) return PSM2_NO_MEMORY;
     ptl_me_t me = ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE, 0,
@@ -600,8 +576,6 @@ void mq_stop(Ep &ep) {
         if (s.linked) PtlMEUnlink(s.me);
     if (ep.rndv_overflow_me != PTL_INVALID_HANDLE) PtlMEUnlink(ep.rndv_overflow_me);
     ep.rndv_overflow_me = PTL_INVALID_HANDLE;
-    if (ep.slab_ct != PTL_INVALID_HANDLE) PtlCTFree(ep.slab_ct);
-    ep.slab_ct = PTL_INVALID_HANDLE;
 }
 
 } // namespace portico::psm2

@@ -5,12 +5,11 @@
  * that applies to the peer) while rank 0 waits in a launcher barrier; then rank 0 receives them
  * all and checks every byte.
  *
- * Unexpected eager data lands in slabs on the overflow list (src/psm2/mq.cpp); while rank 0 is
- * away from PSM2, the endpoint's slab watcher (a thread woken by a counter of the bytes that land
- * in slabs) replaces full slabs, so the flood finds room. What is not guaranteed: a flood faster
- * than the watcher is scheduled, beyond the four linked slabs (24 MiB usable), loses messages
- * (the sender is told on stderr); in-order retransmission under Portals flow control is the open
- * fix (docs/PSM2.md). Run by hand with a size: portico-run -n 2 psm2_flood_test [MiB].
+ * Unexpected eager data lands in slabs on the overflow list (src/psm2/mq.cpp): eight linked at a
+ * time, 48 MiB usable, replaced only during PSM2 calls. Beyond that, a flood while the receiver is
+ * away from PSM2 loses messages (the sender is told on stderr); in-order retransmission under
+ * Portals flow control is the open fix (docs/PSM2.md). Run by hand with a size:
+ * portico-run -n 2 psm2_flood_test [MiB].
  */
 #include "psm2_test.h"
 
