@@ -74,7 +74,7 @@ for round in $(seq 1 "$rounds"); do
         printf "{\"bench\":\"mpi_pingpong\",\"variant\":\"%s\",\"size\":%s,\"us\":%s,\"min\":%s,\"max\":%s,\"iters\":%s,\"reps\":%s,\"round\":%s}\n",
                v, $2, $4, $6, $8, $10, $12, r }' "$log.out" | tee -a "$out/all.json"
     else
-      reason=$(grep -v '^\s*$' "$log.err" | head -3 | tr '\n"\\' '   ' | cut -c1-300)
+      reason=$(grep -v '^\s*$' "$log.err" | head -3 | tr '\n\t' '  ' | sed 's/["\]/ /g' | cut -c1-300)
       printf '{"bench":"mpi_pingpong","variant":"%s","round":%s,"error":"%s"}\n' "$v" "$round" "${reason:-no result}" |
         tee -a "$out/all.json"
       { echo "--- $v, round $round failed; its output:"; cat "$log.out" "$log.err"; } >&2
