@@ -23,6 +23,7 @@
 #include "job.hpp"
 #include "portals_util.hpp"
 #include "psm2_session.hpp"
+#include "rate.hpp"
 #include "report.hpp"
 #include "shm_ring.hpp"
 #include "tcp_baseline.hpp"
@@ -33,73 +34,6 @@ namespace portico::bench {
 namespace {
 
 constexpr uint64_t kWindow = Psm2Stream::kWindow;
-
-// put_rate's Portals loop (rate.cpp, RateOp::Put).
-class PortalsPutRate {
-public:
-    explicit PortalsPutRate(Job &job) : rank_(job.rank()) {
-        recv_ct_ = ck::alloc_ct(ni_.get());
-        done_ct_ = ck::alloc_ct(ni_.get());
-        pt_ = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
-        me_ = ck::append_me(
-            ni_.get(), pt_.index(),
-            ck::me_desc(&target_, sizeof target_, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, 0, 0, recv_ct_.get()));
-        plain_md_ = ck::bind_md(ni_.get(), ck::md_desc(&source_, sizeof source_));
-        counted_md_ = ck::bind_md(
-            ni_.get(), ck::md_desc(&source_, sizeof source_, PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, done_ct_.get()));
-        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[rank_ == 0 ? 1 : 0];
-    }
-
-    // Rank 0: `ops` puts (whole windows); returns Mmsg/s. The others return 0 at once.
-    double run(uint64_t ops, Watchdog &dog) {
-        if (rank_ != 0) return 0;
-        const uint64_t t0 = now_ns();
-        for (uint64_t done = 0; done < ops; done += kWindow) {
-            for (uint64_t i = 0; i < kWindow; ++i) {
-                const bool last = i + 1 == kWindow;
-                check(PtlPut(last ? counted_md_.get() : plain_md_.get(), 0, 8, last ? PTL_ACK_REQ : PTL_NO_ACK_REQ,
-                             peer_.id, peer_.pt, 0, 0, nullptr, 0),
-                      "PtlPut");
-                bump(sent_);
-            }
-            bump(windows_);
-            ck::wait_ct(done_ct_.get(), windows_.load(std::memory_order_relaxed), "the window's ack");
-            dog.beat();
-        }
-        const uint64_t t1 = now_ns();
-        return static_cast<double>(ops) * 1000.0 / static_cast<double>(t1 - t0);
-    }
-
-    uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
-    // Rank 1: everything rank 0 says it sent has arrived.
-    void check_received(uint64_t sent) {
-        ptl_ct_event_t c;
-        check(PtlCTGet(recv_ct_.get(), &c), "PtlCTGet");
-        if (c.failure || c.success != sent)
-            throw Error("Portals put rate: rank 1 saw " + std::to_string(c.success) + " puts (" +
-                        std::to_string(c.failure) + " failed), rank 0 sent " + std::to_string(sent));
-    }
-    std::string describe() const {
-        return std::to_string(sent()) + " Portals puts started, waiting for the ack of window " +
-               std::to_string(windows_.load(std::memory_order_relaxed));
-    }
-
-private:
-    static void bump(std::atomic<uint64_t> &c) {
-        c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    }
-
-    int rank_;
-    ck::Library lib_;
-    ck::Ni ni_{kPhysicalMatching};
-    uint64_t target_ = 0, source_ = 1;
-    ck::Ct recv_ct_, done_ct_;
-    ck::Pt pt_;
-    ck::Me me_;
-    ck::Md plain_md_, counted_md_;
-    Peer peer_;
-    std::atomic<uint64_t> sent_{0}, windows_{0};
-};
 
 void run_psm2_rate(Context &ctx) {
     Job &job = ctx.job;
@@ -112,7 +46,7 @@ void run_psm2_rate(Context &ctx) {
     Psm2Session psm(job); // before the benchmark's Portals objects (psm2_session.hpp)
     const int peer = job.rank() == 0 ? 1 : 0;
     Psm2Stream stream(psm, job.rank(), 8);
-    PortalsPutRate put(job);
+    Rate put(job, RateOp::Put); // put_rate's loop, in the same run
     std::unique_ptr<ShmRing> ring;
     std::unique_ptr<TcpRecordStream> records;
     if (tcp)
