@@ -154,8 +154,15 @@ void destroy_ep(Ep *ep) {
                 if (rc != PTL_OK && rc != PTL_EQ_DROPPED) break;
         }
         for (ptl_pt_index_t pt : {recv_pt(ep->ctx), rndv_pt(ep->ctx), ctl_pt(ep->ctx)}) PtlPTFree(lib().ni, pt);
+        if (ep->arrivals != PTL_INVALID_HANDLE) PtlCTFree(ep->arrivals);
         // An MD with operations still under way is left to PtlNIFini (a forced close may do that).
-        if (PtlMDRelease(ep->md) == PTL_OK && ep->eq != PTL_INVALID_HANDLE) PtlEQFree(ep->eq);
+        // The retain ring's memory outlives an MD the engine still reads from (a forced close).
+        bool ring_released = true;
+        if (ep->ring.md != PTL_INVALID_HANDLE && PtlMDRelease(ep->ring.md) != PTL_OK) {
+            ring_released = false;
+            static_cast<void>(ep->ring.mem.release());
+        }
+        if (PtlMDRelease(ep->md) == PTL_OK && ring_released && ep->eq != PTL_INVALID_HANDLE) PtlEQFree(ep->eq);
         if (PtlMDRelease(ep->ctl_md) == PTL_OK && ep->ctl_eq != PTL_INVALID_HANDLE) PtlEQFree(ep->ctl_eq);
     }
     Library &l = lib();
@@ -581,7 +588,8 @@ PSM2_API psm2_error_t psm2_ep_disconnect(psm2_ep_t ep, int num_of_epaddr, psm2_e
 PSM2_API psm2_error_t psm2_poll(psm2_ep_t ep) {
     if (!ep) return PSM2_PARAM_ERR;
     std::lock_guard g(ep->lock);
-    return drain(*ep) ? PSM2_OK : PSM2_OK_NO_PROGRESS;
+    const bool events = drain(*ep);
+    return new_arrivals(*ep) || events ? PSM2_OK : PSM2_OK_NO_PROGRESS;
 }
 
 // ---- endpoint addresses -------------------------------------------------------------------------

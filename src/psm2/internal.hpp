@@ -13,11 +13,15 @@
 //   hdr_data      = tag2 | message length << 32 (the target's events do not carry the hi bits)
 //   remote_offset = flags | sender's context << 8 | send id << 16 (every receive entry manages
 //                   its offset locally, so Portals reports this value without using it)
-// Eager messages carry their data; an unexpected one lands in a slab on the overflow list.
+// Eager messages carry their data from the sender's retain ring, where it stays until the ack
+// says the receiver has it (remote_offset's send id is then the ring offset). An unexpected one
+// lands in a slab on the overflow list; with every slab full (the receiver is away from PSM2), in
+// the zero-length catch-all entry behind them, so only its header waits and the receiver later
+// gets the data from the sender's ring. Nothing is dropped for want of room.
 // Rendezvous messages (long, or synchronous) leave their source exposed on the sender's
 // rendezvous PT under the send id; on shared memory the put still carries the data (the engine
 // moves it single copy straight into a posted receive), over the network it carries none. An
-// unexpected rendezvous message lands in a zero-length overflow entry, so only its header waits.
+// unexpected rendezvous message lands in the catch-all, so only its header waits.
 // The receiver gets what the put did not deliver; the sender's request completes on the get, or on
 // an ack from the priority list when the put delivered everything.
 #pragma once
@@ -61,6 +65,10 @@ inline constexpr uint32_t kMaxEagerBytes = uint32_t{2} << 20;
 inline constexpr uint64_t kMsgRendezvous = 1; // the receiver gets what the put did not carry
 inline constexpr uint64_t kMsgCarriesData = 2;
 inline constexpr uint64_t kMsgSync = 4;
+
+// Match bits of the retain ring's entry on the rendezvous PT (send ids, the rendezvous entries'
+// match bits, start at 1).
+inline constexpr ptl_match_bits_t kRingMatchBits = 0;
 
 // Control PT match bits.
 inline constexpr ptl_match_bits_t kCtlIdentity = 1; // connect reads the endpoint's Identity
@@ -121,9 +129,11 @@ struct psm2_mq_req {
     uint64_t msg_flags = 0;
     uint32_t msg_len = 0;
     uint32_t got = 0; // bytes in the user buffer so far
-    // Probed: where an improbe'd message waits (a slab, or the sender for rendezvous).
+    // Probed: where an improbe'd message waits (a slab, or the sender: rendezvous, or an eager
+    // message whose header alone landed).
     const void *stash = nullptr;
-    uint64_t send_id = 0;
+    bool at_sender = false; // an eager message whose data waits in the sender's retain ring
+    uint64_t send_id = 0;   // rendezvous: the sender's send id; eager: its retain-ring offset
     // Send state.
     uint64_t id = 0;
     ptl_handle_me_t rndv_me = PTL_INVALID_HANDLE;
@@ -133,14 +143,40 @@ namespace portico::psm2 {
 
 using Req = psm2_mq_req;
 
-// An overflow-list buffer for unexpected eager messages. Freed (or relinked) once it is unlinked
-// and every message in it has been consumed.
+// An overflow-list buffer for unexpected messages. An MQ slab is relinked once it has unlinked
+// itself, the engine said that no unexpected header points into it (AUTO_FREE) and no improbe'd
+// message waits in it: it raises no event per arrival, so a flood cannot overflow the queue.
 struct Slab {
     std::unique_ptr<std::byte[]> mem;
     size_t size = 0;
     ptl_handle_me_t me = PTL_INVALID_HANDLE;
     bool linked = false;
-    int messages = 0; // arrived and not consumed yet
+    bool freed = true; // MQ: AUTO_FREE came since it was last linked
+    int probed = 0;    // MQ: improbe'd messages in it, not received yet
+};
+
+// A sender's copy of one eager message, kept until the receiver has the data.
+struct Retained {
+    uint64_t offset = 0; // in the ring
+    uint32_t reserved = 0;
+    uint32_t length = 0;
+    bool acked = false;   // the put's ack came
+    bool awaited = false; // the ack said only the header landed: the receiver gets the data
+    bool fetched = false; // that get came
+    bool done() const { return acked && (!awaited || fetched); }
+};
+
+// Where eager sends keep their data until acknowledged: a ring of bytes bound as an MD (the put's
+// source) and exposed to gets on the rendezvous PT. Full, an eager send falls back to rendezvous.
+struct RetainRing {
+    std::unique_ptr<std::byte[]> mem;
+    size_t size = 0;
+    ptl_handle_md_t md = PTL_INVALID_HANDLE;
+    ptl_handle_me_t me = PTL_INVALID_HANDLE;
+    std::deque<Retained> slots;             // allocation order; references stay valid (deque, ends only)
+    uint64_t head = 0;                      // the next free byte
+    size_t unacked = 0;                     // slots whose ack has not come
+    std::map<uint64_t, Retained *> awaited; // by offset
 };
 
 struct AmHandler {
@@ -170,8 +206,15 @@ struct psm2_ep {
     ptl_handle_md_t md = PTL_INVALID_HANDLE; // the whole address space
     portico::psm2::Identity identity{};
     ptl_handle_me_t identity_me = PTL_INVALID_HANDLE;
-    ptl_handle_me_t rndv_overflow_me = PTL_INVALID_HANDLE;
+    // Zero-length overflow entries that keep a message's header when no slab takes it: the last
+    // is behind every slab; older ones wait to be unlinked until no header points into them.
+    std::deque<ptl_handle_me_t> catch_alls;
+    // Counts the messages that land on the overflow list (they raise no event): psm2_poll reports
+    // an arrival as progress.
+    ptl_handle_ct_t arrivals = PTL_INVALID_HANDLE;
+    ptl_size_t arrivals_seen = 0;
     std::list<portico::psm2::Slab> slabs;
+    portico::psm2::RetainRing ring;
     psm2_mq mq_obj{};
     bool mq_open = false;
     uint32_t rndv_net = 64000; // PSM2_MQ_RNDV_HFI_THRESH
@@ -189,7 +232,7 @@ struct psm2_ep {
     std::map<uint64_t, std::unique_ptr<portico::psm2::AmOp>> am_ops; // requests awaiting their reply
     uint64_t next_am_id = 1;
     bool closing = false;
-    uint64_t lost_eager = 0; // eager sends whose receiver dropped them (no room)
+    uint64_t lost_eager = 0; // eager sends their receiver refused (no header room, or gone)
 };
 
 namespace portico::psm2 {
@@ -230,9 +273,12 @@ inline bool same_node(psm2_epaddr &peer) {
 // Takes every event ep's queues hold and acts on it; true if there was one. Caller holds ep.lock.
 // psm2_ep_connect drains the matched queue's only: it takes its own replies from the control queue.
 bool drain(Ep &ep, bool control = true);
+// Whether unexpected messages arrived since the last call. Caller holds ep.lock.
+bool new_arrivals(Ep &ep);
 // Waits (bounded) for one event and acts on it, then drains the rest. Caller holds ep.lock.
 bool wait_event(Ep &ep, ptl_time_t timeout_ms);
-// Links the MQ's overflow entries (slabs, the rendezvous header entry), at psm2_ep_open.
+// Links the MQ's overflow entries (slabs, the catch-all) and exposes the retain ring, at
+// psm2_ep_open.
 psm2_error_t mq_start(Ep &ep);
 void mq_stop(Ep &ep);
 // Sends the network still owes an answer (graceful close waits for them).

@@ -21,6 +21,12 @@ static_assert(kMaxEagerBytes <= kSlabBytes / 4, "a slab holds several of the lar
 // Unexpected eager data absorbed before a PSM2 call replaces a full slab: 48 MiB usable. Slabs are
 // not zeroed, so memory is only taken as messages land.
 constexpr int kSlabsLinked = 8;
+// The retain ring: eager data kept until acknowledged (untouched pages cost nothing). Its slots
+// are bounded too, so that their events (an ack, and a get when only the header landed) stay well
+// inside the event queue.
+constexpr size_t kRingBytes = size_t{16} << 20;
+constexpr size_t kRingSlots = 8192;
+constexpr size_t kRingAlign = 64;
 
 struct Tag96 {
     uint32_t w[3];
@@ -29,10 +35,36 @@ Tag96 tag_of(const psm2_mq_tag_t *t) { return {{t->tag[0], t->tag[1], t->tag[2]}
 Tag96 tag_of64(uint64_t t) { return {{static_cast<uint32_t>(t), static_cast<uint32_t>(t >> 32), 0}}; }
 uint64_t low64(const Tag96 &t) { return t.w[0] | uint64_t{t.w[1]} << 32; }
 
+// Appends a catch-all behind everything on the overflow list, then unlinks the older ones no
+// header points into any more (one that still holds headers keeps catching until it is empty: a
+// message must not pass headers that arrived before it).
+bool link_catch_all(Ep &ep) {
+    ptl_me_t me = ck::me_desc(
+        nullptr, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE,
+        0, ~ptl_match_bits_t{0});
+    me.match_id = ck::any_process();
+    me.ct_handle = ep.arrivals;
+    me.options |= PTL_ME_EVENT_CT_COMM;
+    const portico_match_hi_t hi{0, ~uint64_t{0}};
+    ptl_handle_me_t h = PTL_INVALID_HANDLE;
+    if (portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_OVERFLOW_LIST, nullptr, &h) != PTL_OK)
+        return false;
+    ep.catch_alls.push_back(h);
+    return true;
+}
+
+void retire_catch_alls(Ep &ep) {
+    for (size_t i = 0; i + 1 < ep.catch_alls.size();)
+        if (PtlMEUnlink(ep.catch_alls[i]) == PTL_OK)
+            ep.catch_alls.erase(ep.catch_alls.begin() + static_cast<std::ptrdiff_t>(i));
+        else
+            ++i;
+}
+
 bool link_slab(Ep &ep) {
     Slab *s = nullptr;
     for (Slab &x : ep.slabs)
-        if (!x.linked && x.messages == 0) {
+        if (!x.linked && x.freed && x.probed == 0) {
             s = &x;
             break;
         }
@@ -43,17 +75,26 @@ bool link_slab(Ep &ep) {
         s->mem = std::make_unique_for_overwrite<std::byte[]>(kSlabBytes);
     }
     ptl_me_t me = ck::me_desc(s->mem.get(), s->size,
-                              PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_NO_TRUNCATE, 0,
-                              ~ptl_match_bits_t{0});
+                              PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE |
+                                  PTL_ME_EVENT_COMM_DISABLE | PTL_ME_NO_TRUNCATE,
+                              0, ~ptl_match_bits_t{0});
     me.match_id = ck::any_process();
+    me.ct_handle = ep.arrivals;
+    me.options |= PTL_ME_EVENT_CT_COMM;
     // Room for the largest eager message any sender may send, not just under this endpoint's own
-    // thresholds: a slab unlinks before one could be cut short (or find no slab and be dropped).
+    // thresholds: a slab unlinks before one could be cut short.
     me.min_free = kMaxEagerBytes;
     const portico_match_hi_t hi{0, ~kHiRendezvous};
     if (portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_OVERFLOW_LIST, s, &s->me) != PTL_OK)
         return false;
     s->linked = true;
+    s->freed = false;
     return true;
+}
+
+// A full slab's replacement goes behind the catch-all, so a new catch-all follows it.
+void replace_slab(Ep &ep) {
+    if (link_slab(ep) && link_catch_all(ep)) retire_catch_alls(ep);
 }
 
 Slab *slab_holding(Ep &ep, const void *p) {
@@ -62,9 +103,51 @@ Slab *slab_holding(Ep &ep, const void *p) {
     return nullptr;
 }
 
-void slab_consumed(Ep &ep, const void *p) {
-    Slab *s = slab_holding(ep, p);
-    if (s && s->messages > 0) --s->messages;
+// ---- the retain ring ----------------------------------------------------------------------------
+// Ack events name a slot by its address with the low bit set (requests are at least 8-aligned).
+void *slot_cookie(Retained *s) { return reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(s) | 1); }
+Retained *slot_of(void *cookie) {
+    const auto v = reinterpret_cast<uintptr_t>(cookie);
+    return v & 1 ? reinterpret_cast<Retained *>(v & ~uintptr_t{1}) : nullptr;
+}
+
+// Reserves room for len bytes, or nullptr when the ring is full. The live slots occupy
+// [tail, head) or, wrapped, [tail, size) and [0, head); head meets tail only when it is empty.
+Retained *ring_take(RetainRing &g, uint32_t len) {
+    if (g.slots.size() >= kRingSlots) return nullptr;
+    const uint64_t need = std::max<uint64_t>((uint64_t{len} + kRingAlign - 1) / kRingAlign * kRingAlign, kRingAlign);
+    if (need >= g.size) return nullptr;
+    uint64_t at = 0;
+    if (g.slots.empty()) {
+        at = 0;
+    } else {
+        const uint64_t tail = g.slots.front().offset;
+        if (g.head > tail) { // not wrapped: after head, else from the start up to tail
+            if (g.head + need <= g.size)
+                at = g.head;
+            else if (need < tail)
+                at = 0;
+            else
+                return nullptr;
+        } else if (g.head + need < tail) {
+            at = g.head;
+        } else {
+            return nullptr;
+        }
+    }
+    g.head = at + need;
+    ++g.unacked;
+    Retained &s = g.slots.emplace_back();
+    s.offset = at;
+    s.reserved = static_cast<uint32_t>(need);
+    s.length = len;
+    return &s;
+}
+
+// Frees the oldest slots that are done.
+void ring_trim(RetainRing &g) {
+    while (!g.slots.empty() && g.slots.front().done()) g.slots.pop_front();
+    if (g.slots.empty()) g.head = 0;
 }
 
 void queue_completion(Ep &ep, Req *r) {
@@ -127,12 +210,15 @@ void fill_from_arrival(Ep &ep, Req *r, const Arrival &a) {
     r->send_id = a.send_id;
 }
 
-// Fetches bytes [got, wanted) of a rendezvous message from its sender.
+// Fetches bytes [got, wanted) of a message from its sender: a rendezvous source, or an eager
+// message's copy in the sender's retain ring (only its header landed here).
 void fetch_rest(Ep &ep, Req *r) {
     const uint32_t wanted = std::min(r->msg_len, r->user.buf_len);
     const auto *peer = r->user.peer;
-    const int rc = PtlGet(ep.md, reinterpret_cast<uintptr_t>(r->user.buf) + r->got, wanted - r->got, peer->proc,
-                          rndv_pt(peer->ctx), r->send_id, r->got, r);
+    const bool rndv = r->msg_flags & kMsgRendezvous;
+    const int rc =
+        PtlGet(ep.md, reinterpret_cast<uintptr_t>(r->user.buf) + r->got, wanted - r->got, peer->proc,
+               rndv_pt(peer->ctx), rndv ? r->send_id : kRingMatchBits, rndv ? r->got : r->send_id + r->got, r);
     if (rc != PTL_OK) {
         r->user.error_code = report(&ep, PSM2_INTERNAL_ERR, "rendezvous get from %s failed: %s",
                                     peer->label ? peer->label : "peer", ck::rc_name(rc));
@@ -148,10 +234,18 @@ void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
     fill_from_arrival(ep, r, a);
     r->matched = true;
     const uint32_t wanted = std::min(a.length, r->user.buf_len);
+    if (from_overflow) {
+        ep.stats.rx_sys_num++;
+        ep.stats.rx_sys_bytes += a.length;
+    }
     if (!(a.flags & kMsgRendezvous)) {
         if (from_overflow) {
+            if (ev.mlength < a.length) { // only the header landed: the data waits at the sender
+                r->got = 0;
+                fetch_rest(ep, r);
+                return;
+            }
             if (wanted) std::memcpy(r->user.buf, ev.start, wanted); // a 0-byte receive may have no buffer
-            slab_consumed(ep, ev.start);
             ep.stats.rx_sysbuf_num++;
             ep.stats.rx_sysbuf_bytes += wanted;
         }
@@ -168,16 +262,36 @@ void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
     fetch_rest(ep, r); // also when nothing is left to fetch: the get releases the sender
 }
 
-// An eager send completed before its receiver had room for it (its unexpected-message slabs full
-// and not yet replaced: docs/PSM2.md, "Unexpected messages"). Nothing can resend it, so it is said
+// An eager send that completed when its put was issued, refused by its receiver (its unexpected
+// headers at the NI's limit, or the endpoint gone). Nothing can resend it in order, so it is said
 // loudly, once per endpoint, whatever the error handler.
 void lost_eager(Ep &ep, ptl_ni_fail_t why) {
     if (ep.lost_eager++ == 0)
-        std::fprintf(stderr,
-                     "psm2 (portico) pid %d: an eager message was dropped at its receiver (%s): "
-                     "its unexpected-message buffers were full\n",
+        std::fprintf(stderr, "psm2 (portico) pid %d: an eager message was refused by its receiver (%s)\n",
                      static_cast<int>(getpid()), ck::fail_name(why));
     report(&ep, PSM2_INTERNAL_ERR, "an eager message was lost at its receiver: %s", ck::fail_name(why));
+}
+
+// The ack of an eager put from the retain ring: the slot is free, or waits for the receiver's get.
+void on_ring_ack(Ep &ep, Retained *s, const ptl_event_t &ev) {
+    s->acked = true;
+    --ep.ring.unacked;
+    if (ev.ni_fail_type != PTL_NI_OK) {
+        lost_eager(ep, ev.ni_fail_type);
+    } else if (ev.ptl_list == PTL_OVERFLOW_LIST && ev.mlength < s->length && !s->fetched) {
+        s->awaited = true;
+        ep.ring.awaited.emplace(s->offset, s);
+    }
+    ring_trim(ep.ring);
+}
+
+// A receiver got an eager message's data from the ring.
+void on_ring_get(Ep &ep, const ptl_event_t &ev) {
+    const auto it = ep.ring.awaited.find(ev.remote_offset);
+    if (it == ep.ring.awaited.end()) return; // only a slot whose ack said so is fetched
+    it->second->fetched = true;
+    ep.ring.awaited.erase(it);
+    ring_trim(ep.ring);
 }
 
 void on_send_event(Ep &ep, Req *r, const ptl_event_t &ev) {
@@ -224,13 +338,20 @@ void on_send_event(Ep &ep, Req *r, const ptl_event_t &ev) {
 
 void on_event(Ep &ep, const ptl_event_t &ev) {
     switch (ev.type) {
-    case PTL_EVENT_SEND:
     case PTL_EVENT_ACK:
+        if (Retained *s = slot_of(ev.user_ptr)) {
+            on_ring_ack(ep, s, ev);
+            return;
+        }
+        [[fallthrough]];
+    case PTL_EVENT_SEND:
     case PTL_EVENT_REPLY: on_send_event(ep, static_cast<Req *>(ev.user_ptr), ev); return;
     default: break;
     }
     if (ev.pt_index == rndv_pt(ep.ctx)) {
-        if (ev.type == PTL_EVENT_GET) { // the receiver took the source: the send is done
+        if (ev.type == PTL_EVENT_GET && ev.user_ptr == &ep.ring) {
+            on_ring_get(ep, ev);
+        } else if (ev.type == PTL_EVENT_GET) { // the receiver took the source: the send is done
             auto *r = static_cast<Req *>(ev.user_ptr);
             --r->engine_refs;
             r->rndv_me = PTL_INVALID_HANDLE;
@@ -242,15 +363,6 @@ void on_event(Ep &ep, const ptl_event_t &ev) {
     if (ev.pt_index != recv_pt(ep.ctx)) return;
     switch (ev.type) {
     case PTL_EVENT_PUT:
-        if (ev.ptl_list == PTL_OVERFLOW_LIST) { // unexpected: it waits for a receive or a probe
-            if (ev.user_ptr != &ep.rndv_overflow_me) {
-                static_cast<Slab *>(ev.user_ptr)->messages++;
-                ep.stats.rx_sys_num++;
-                ep.stats.rx_sys_bytes += ev.mlength;
-            }
-            return;
-        }
-        [[fallthrough]];
     case PTL_EVENT_PUT_OVERFLOW: {
         auto *r = static_cast<Req *>(ev.user_ptr);
         r->me = PTL_INVALID_HANDLE;
@@ -264,13 +376,16 @@ void on_event(Ep &ep, const ptl_event_t &ev) {
         maybe_free(ep, r);
         return;
     }
-    case PTL_EVENT_AUTO_UNLINK: {
+    case PTL_EVENT_AUTO_UNLINK: { // a slab is full
         auto *s = static_cast<Slab *>(ev.user_ptr);
         s->linked = false;
         s->me = PTL_INVALID_HANDLE;
-        if (!ep.closing) link_slab(ep);
+        if (!ep.closing) replace_slab(ep);
         return;
     }
+    case PTL_EVENT_AUTO_FREE: // and every message in it has been received or probed
+        static_cast<Slab *>(ev.user_ptr)->freed = true;
+        return;
     default: return;
     }
 }
@@ -339,7 +454,15 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
     r->msg_len = len;
     r->id = ep.next_send_id++;
     const bool local = same_node(*dest);
-    const bool rndv = (flags & PSM2_MQ_FLAG_SENDSYNC) || len > (local ? ep.rndv_shm : ep.rndv_net);
+    bool rndv = (flags & PSM2_MQ_FLAG_SENDSYNC) || len > (local ? ep.rndv_shm : ep.rndv_net);
+    Retained *slot = nullptr;
+    if (!rndv) {
+        // A full ring waits for the acks under way (the receiving engine sends them whatever its
+        // application does); full of messages whose receiver will get them, the data waits in
+        // the caller's buffer instead, as rendezvous.
+        while (!(slot = ring_take(ep.ring, len)) && ep.ring.unacked > 0) wait_event(ep, 1);
+        rndv = !slot;
+    }
     uint64_t hi = tag.w[2] | uint64_t{ep.ctx} << kHiContextShift;
     uint64_t msg = 0;
     ptl_size_t carried = len;
@@ -370,21 +493,32 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
     if (local) ep.stats.tx_shm_num++;
     ep.stats.tx_num++;
     r->msg_flags = msg;
-    const ptl_size_t remote_offset = msg | uint64_t{ep.ctx} << 8 | r->id << 16;
     const ptl_hdr_data_t hdr = tag.w[2] | uint64_t{len} << 32;
-    r->engine_refs += 2; // SEND and ACK
-    const int rc = portico_put_wide(ep.md, reinterpret_cast<uintptr_t>(buf), carried, PTL_ACK_REQ, dest->proc,
-                                    recv_pt(dest->ctx), low64(tag), hi, remote_offset, r, hdr);
+    int rc = PTL_OK;
+    if (slot) {
+        // The ring's copy is the put's source and the receiver's if only the header lands: the
+        // caller's buffer is free at once, and the request owes no event (the slot's ack frees it).
+        if (len) std::memcpy(ep.ring.mem.get() + slot->offset, buf, len);
+        rc = portico_put_wide(ep.ring.md, slot->offset, len, PTL_ACK_REQ, dest->proc, recv_pt(dest->ctx), low64(tag),
+                              hi, msg | uint64_t{ep.ctx} << 8 | slot->offset << 16, slot_cookie(slot), hdr);
+        if (rc != PTL_OK) {
+            slot->acked = true;
+            --ep.ring.unacked;
+            ring_trim(ep.ring);
+        }
+    } else {
+        r->engine_refs += 2; // SEND and ACK
+        rc = portico_put_wide(ep.md, reinterpret_cast<uintptr_t>(buf), carried, PTL_ACK_REQ, dest->proc,
+                              recv_pt(dest->ctx), low64(tag), hi, msg | uint64_t{ep.ctx} << 8 | r->id << 16, r, hdr);
+        if (rc != PTL_OK) r->engine_refs -= 2;
+    }
     if (rc != PTL_OK) {
-        r->engine_refs -= 2;
         if (r->rndv_me != PTL_INVALID_HANDLE && PtlMEUnlink(r->rndv_me) == PTL_OK) --r->engine_refs;
         ep.requests.erase(r);
         delete r;
         return report(&ep, PSM2_EPID_UNREACHABLE, "isend: %s", ck::rc_name(rc));
     }
-    // The volatile MD's put has copied a small message: the buffer is the caller's again. The
-    // SEND and ACK still come (the ACK says whether it was delivered) and free the request.
-    if (!rndv && len <= lib().max_volatile) finish_send(ep, r, PSM2_OK);
+    if (slot) finish_send(ep, r, PSM2_OK);
     *req = r;
     return PSM2_OK;
 }
@@ -406,6 +540,13 @@ void status2(const Req *r, psm2_mq_status2_t *st) {
     st->context = r->user.context;
 }
 
+// An improbe'd message left its slab (received, or its request freed).
+void unprobe(Ep &ep, Req *r) {
+    if (r->at_sender || (r->msg_flags & kMsgRendezvous) || !r->stash) return;
+    if (Slab *s = slab_holding(ep, r->stash); s && s->probed > 0) --s->probed;
+    r->stash = nullptr;
+}
+
 void drop_from_completions(Ep &ep, Req *r) {
     if (!r->in_completions) return;
     r->in_completions = false;
@@ -415,6 +556,7 @@ void drop_from_completions(Ep &ep, Req *r) {
 
 // Hands a finished request back: it is freed now, or when the last event naming it comes.
 void release(Ep &ep, Req *r) {
+    if (r->kind == Req::Kind::Probed) unprobe(ep, r); // improbe'd, never received
     drop_from_completions(ep, r);
     r->user_released = true;
     maybe_free(ep, r);
@@ -480,6 +622,9 @@ psm2_error_t probe_impl(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const
     fill_from_arrival(ep, r, arrival_of(ev));
     r->user.recv_msglen = r->msg_len;
     r->stash = ev.start;
+    r->at_sender = !(r->msg_flags & kMsgRendezvous) && ev.mlength < r->msg_len;
+    Slab *slab = take && !r->at_sender && !(r->msg_flags & kMsgRendezvous) ? slab_holding(ep, ev.start) : nullptr;
+    if (slab) ++slab->probed; // the slab is not reused before imrecv copies it out
     if (st) {
         if constexpr (std::is_same_v<Status, psm2_mq_status2_t>)
             status2(r, st);
@@ -510,9 +655,11 @@ psm2_error_t imrecv_impl(psm2_mq_t mq, void *buf, uint32_t len, void *context, p
     r->user.context = context;
     r->matched = true;
     const uint32_t wanted = std::min(r->msg_len, len);
-    if (!(r->msg_flags & kMsgRendezvous)) {
+    ep.stats.rx_sys_num++;
+    ep.stats.rx_sys_bytes += r->msg_len;
+    if (!(r->msg_flags & kMsgRendezvous) && !r->at_sender) {
         if (wanted) std::memcpy(buf, r->stash, wanted); // a 0-byte receive may have no buffer
-        slab_consumed(ep, r->stash);
+        unprobe(ep, r);
         ep.stats.rx_sysbuf_num++;
         ep.stats.rx_sysbuf_bytes += wanted;
         r->got = wanted;
@@ -557,16 +704,35 @@ bool wait_event(Ep &ep, ptl_time_t timeout_ms) {
     return true;
 }
 
+bool new_arrivals(Ep &ep) {
+    ptl_ct_event_t c{};
+    if (ep.arrivals == PTL_INVALID_HANDLE || PtlCTGet(ep.arrivals, &c) != PTL_OK || c.success == ep.arrivals_seen)
+        return false;
+    ep.arrivals_seen = c.success;
+    return true;
+}
+
 psm2_error_t mq_start(Ep &ep) {
+    if (PtlCTAlloc(lib().ni, &ep.arrivals) != PTL_OK) return PSM2_NO_MEMORY;
     for (int i = 0; i < kSlabsLinked; ++i)
         if (!link_slab(ep)) return PSM2_NO_MEMORY;
-    ptl_me_t me = ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE, 0,
-                              ~ptl_match_bits_t{0});
+    if (!link_catch_all(ep)) return PSM2_NO_MEMORY;
+    RetainRing &g = ep.ring;
+    g.size = kRingBytes;
+    g.mem = std::make_unique_for_overwrite<std::byte[]>(kRingBytes);
+    ptl_md_t md{};
+    md.start = g.mem.get();
+    md.length = g.size;
+    md.options = PTL_MD_EVENT_SEND_DISABLE; // its puts complete on the ack alone
+    md.eq_handle = ep.eq;
+    md.ct_handle = PTL_CT_NONE;
+    if (PtlMDBind(lib().ni, &md, &g.md) != PTL_OK) return PSM2_NO_MEMORY;
+    // Gets from any peer at the offset a message named; the event frees that slot.
+    ptl_me_t me =
+        ck::me_desc(g.mem.get(), g.size, PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE,
+                    kRingMatchBits, 0);
     me.match_id = ck::any_process();
-    const portico_match_hi_t hi{kHiRendezvous, ~kHiRendezvous};
-    if (portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_OVERFLOW_LIST, &ep.rndv_overflow_me,
-                               &ep.rndv_overflow_me) != PTL_OK)
-        return PSM2_NO_MEMORY;
+    if (PtlMEAppend(lib().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, &g, &g.me) != PTL_OK) return PSM2_NO_MEMORY;
     return PSM2_OK;
 }
 
@@ -574,8 +740,10 @@ void mq_stop(Ep &ep) {
     ep.closing = true;
     for (Slab &s : ep.slabs)
         if (s.linked) PtlMEUnlink(s.me);
-    if (ep.rndv_overflow_me != PTL_INVALID_HANDLE) PtlMEUnlink(ep.rndv_overflow_me);
-    ep.rndv_overflow_me = PTL_INVALID_HANDLE;
+    for (ptl_handle_me_t h : ep.catch_alls) PtlMEUnlink(h);
+    ep.catch_alls.clear();
+    if (ep.ring.me != PTL_INVALID_HANDLE) PtlMEUnlink(ep.ring.me);
+    ep.ring.me = PTL_INVALID_HANDLE;
 }
 
 } // namespace portico::psm2
@@ -819,6 +987,7 @@ PSM2_API psm2_error_t psm2_mq_fp_msg(psm2_ep_t ep, psm2_mq_t mq, psm2_epaddr_t a
 }
 
 bool portico::psm2::sends_pending(const Ep &ep) {
+    if (!ep.ring.slots.empty()) return true; // eager data not known to be delivered yet
     for (const Req *r : ep.requests)
         if (r->kind == Req::Kind::Send && (!r->complete || r->engine_refs > 0)) return true;
     return false;

@@ -1,15 +1,17 @@
 /*
- * flood_test.c — many unexpected eager messages while the receiver makes no PSM2 progress
- * (notes/psm2.md §3.5 and §6 case 21: unexpected messages are buffered by the MQ until a receive
- * takes them). Rank 1 sends 24 MiB of eager messages of the largest eager size (the threshold
- * that applies to the peer) while rank 0 waits in a launcher barrier; then rank 0 receives them
- * all and checks every byte.
+ * flood_test.c — a flood of unexpected messages while the receiver makes no PSM2 call (notes/
+ * psm2.md §3.5 and §6 case 21: unexpected messages are buffered until a receive takes them, and
+ * none is lost). Rank 1 starts nonblocking sends of `MiB` mebibytes in messages of `len` bytes
+ * (default: the largest eager size that applies to the peer) while rank 0 waits in a launcher
+ * barrier; then rank 0 takes them all, in order, every other one with improbe + imrecv, and checks
+ * every byte and length, and rank 1 checks that every send completed.
  *
- * Unexpected eager data lands in slabs on the overflow list (src/psm2/mq.cpp): eight linked at a
- * time, 48 MiB usable, replaced only during PSM2 calls. Beyond that, a flood while the receiver is
- * away from PSM2 loses messages (the sender is told on stderr); in-order retransmission under
- * Portals flow control is the open fix (docs/PSM2.md). Run by hand with a size:
- * portico-run -n 2 psm2_flood_test [MiB].
+ * What it passes through (src/psm2/mq.cpp, docs/PSM2.md "Unexpected messages"): the receiver's
+ * slabs (48 MiB), then messages whose header alone lands and whose data the receiver gets from the
+ * sender's retain ring (16 MiB), then, the ring full of those, rendezvous sends that complete when
+ * the receiver gets their data. Many small messages (131072 of 16 bytes) are more arrivals than
+ * the receiver's event queue holds: arrivals must not need events.
+ * Usage: portico-run -n 2 psm2_flood_test [MiB [len]]
  */
 #include "psm2_test.h"
 
@@ -28,26 +30,56 @@ int main(int argc, char **argv) {
     free(all);
     uint32_t len = 0;
     CHECK_OK(psm2_mq_getopt(mq, shm ? PSM2_MQ_RNDV_SHM_SZ : PSM2_MQ_RNDV_HFI_SZ, &len));
-    const uint32_t n = (mib << 20) / len;
-    uint8_t *buf = t_malloc(len);
+    if (argc > 2) len = (uint32_t)strtoul(argv[2], NULL, 0);
+    CHECKF(len > 0, "message length 0");
+    const uint32_t n = (uint32_t)(((uint64_t)mib << 20) / len);
     if (t_rank == 1) {
+        uint8_t *buf = t_malloc((size_t)n * len); /* a rendezvous send keeps its buffer */
+        psm2_mq_req_t *reqs = t_malloc(n * sizeof *reqs);
         for (uint32_t i = 0; i < n; ++i) {
-            t_fill(buf, len, i);
-            CHECK_OK(psm2_mq_send(mq, peer, 0, 0x2100, buf, len));
+            t_fill(buf + (size_t)i * len, len, i);
+            CHECK_OK(psm2_mq_isend(mq, peer, 0, 0x2100 + (i & 1), buf + (size_t)i * len, len, NULL, &reqs[i]));
         }
         t_barrier();
+        for (uint32_t i = 0; i < n; ++i) {
+            psm2_mq_status_t st;
+            CHECK_OK(psm2_mq_wait(&reqs[i], &st));
+            CHECKF(st.error_code == PSM2_OK && st.nbytes == len, "send %u of %u: error %d, %u bytes", i, n,
+                   (int)st.error_code, st.nbytes);
+        }
+        psm2_mq_stats_t stats;
+        psm2_mq_get_stats(mq, &stats);
+        if (mib > 64) /* more than the receiver's slabs and this side's retain ring hold */
+            CHECKF(stats.tx_rndv_num > 0, "no send fell back to rendezvous (%" PRIu64 " eager)", stats.tx_eager_num);
+        free(reqs);
+        free(buf);
     } else {
+        uint8_t *buf = t_malloc(len);
         t_barrier();
         for (uint32_t i = 0; i < n; ++i) {
             psm2_mq_req_t req = NULL;
             psm2_mq_status_t st;
-            CHECK_OK(psm2_mq_irecv(mq, 0x2100, ~0ULL, 0, buf, len, NULL, &req));
+            memset(buf, 0, len);
+            if (i & 1) {
+                CHECK_OK(psm2_mq_improbe(mq, 0x2100, ~1ULL, &req, &st)); /* all have arrived */
+                CHECKF(st.msg_tag == 0x2101 && st.msg_length == len, "improbe %u: tag %#" PRIx64 ", %u bytes", i,
+                       st.msg_tag, st.msg_length);
+                CHECK_OK(psm2_mq_imrecv(mq, 0, buf, len, NULL, &req));
+            } else {
+                CHECK_OK(psm2_mq_irecv(mq, 0x2100, ~1ULL, 0, buf, len, NULL, &req));
+            }
             CHECK_OK(psm2_mq_wait(&req, &st));
-            CHECKF(st.nbytes == len && st.error_code == PSM2_OK, "message %u of %u: %u bytes", i, n, st.nbytes);
+            CHECKF(st.nbytes == len && st.error_code == PSM2_OK && st.msg_tag == 0x2100u + (i & 1),
+                   "message %u of %u: %u bytes, tag %#" PRIx64, i, n, st.nbytes, st.msg_tag);
             CHECK_DATA(buf, len, i);
         }
+        psm2_mq_stats_t stats;
+        psm2_mq_get_stats(mq, &stats);
+        CHECKF(stats.rx_sys_num == n, "%" PRIu64 " of %u messages were unexpected", stats.rx_sys_num, n);
+        if (mib > 48) /* more than the slabs hold: some data was fetched from the sender */
+            CHECKF(stats.rx_sysbuf_num < n, "all %u messages came from slabs", n);
+        free(buf);
     }
-    free(buf);
     t_barrier();
     CHECK_OK(psm2_ep_close(ep, PSM2_EP_CLOSE_GRACEFUL, 0));
     CHECK_OK(psm2_finalize());
