@@ -40,7 +40,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace portico::psm2 {
@@ -137,11 +136,68 @@ struct psm2_mq_req {
     // Send state.
     uint64_t id = 0;
     ptl_handle_me_t rndv_me = PTL_INVALID_HANDLE;
+    // The endpoint's list of live requests.
+    psm2_mq_req *live_prev = nullptr;
+    psm2_mq_req *live_next = nullptr;
 };
 
 namespace portico::psm2 {
 
 using Req = psm2_mq_req;
+
+// An endpoint's requests: the live ones (closing unlinks their entries and frees them) and freed
+// ones kept for reuse, so that a message costs no allocation once the pool is warm.
+class Requests {
+public:
+    Requests() = default;
+    Requests(const Requests &) = delete;
+    Requests &operator=(const Requests &) = delete;
+    ~Requests() {
+        clear();
+        for (Req *r : spare_) delete r;
+    }
+    Req *take() {
+        Req *r = nullptr;
+        if (spare_.empty()) {
+            r = new Req;
+        } else {
+            r = spare_.back();
+            spare_.pop_back();
+            *r = Req{};
+        }
+        r->live_next = live_;
+        if (live_) live_->live_prev = r;
+        live_ = r;
+        return r;
+    }
+    void give_back(Req *r) {
+        if (r->live_prev)
+            r->live_prev->live_next = r->live_next;
+        else
+            live_ = r->live_next;
+        if (r->live_next) r->live_next->live_prev = r->live_prev;
+        if (spare_.size() < kSpareRequests)
+            spare_.push_back(r);
+        else
+            delete r;
+    }
+    template <class F> void for_each(F f) const {
+        for (Req *r = live_; r;) {
+            Req *next = r->live_next;
+            f(r);
+            r = next;
+        }
+    }
+    void clear() {
+        for_each([](Req *r) { delete r; });
+        live_ = nullptr;
+    }
+
+private:
+    static constexpr size_t kSpareRequests = 4096;
+    Req *live_ = nullptr;
+    std::vector<Req *> spare_;
+};
 
 // An overflow-list buffer for unexpected messages. An MQ slab is relinked once it has unlinked
 // itself, the engine said that no unexpected header points into it (AUTO_FREE) and no improbe'd
@@ -223,7 +279,7 @@ struct psm2_ep {
     uint64_t next_send_id = 1;
     std::map<psm2_epid_t, std::unique_ptr<psm2_epaddr>> peers;
     std::deque<psm2_mq_req *> completed;        // completion order, for ipeek
-    std::unordered_set<psm2_mq_req *> requests; // every live request (closing unlinks theirs)
+    portico::psm2::Requests requests;
     // Control: connect's identity reads and active messages, on their own queue and MD.
     ptl_handle_eq_t ctl_eq = PTL_INVALID_HANDLE;
     ptl_handle_md_t ctl_md = PTL_INVALID_HANDLE;
@@ -275,7 +331,8 @@ inline bool same_node(psm2_epaddr &peer) {
 bool drain(Ep &ep, bool control = true);
 // Whether unexpected messages arrived since the last call. Caller holds ep.lock.
 bool new_arrivals(Ep &ep);
-// Waits (bounded) for one event and acts on it, then drains the rest. Caller holds ep.lock.
+// Acts on the events queued, or else waits (bounded) for one and acts on it; true if there was
+// one. Caller holds ep.lock.
 bool wait_event(Ep &ep, ptl_time_t timeout_ms);
 // Links the MQ's overflow entries (slabs, the catch-all) and exposes the retain ring, at
 // psm2_ep_open.

@@ -160,8 +160,7 @@ void queue_completion(Ep &ep, Req *r) {
 
 void maybe_free(Ep &ep, Req *r) {
     if (r->user_released && r->engine_refs == 0 && r->complete) {
-        ep.requests.erase(r);
-        delete r;
+        ep.requests.give_back(r);
     }
 }
 
@@ -405,13 +404,12 @@ portico_match_hi_t select(ptl_me_t &me, const psm2_epaddr *src, const Tag96 &tag
 }
 
 Req *new_req(Ep &ep, Req::Kind kind, void *buf, uint32_t len, void *context) {
-    auto *r = new Req;
+    Req *r = ep.requests.take();
     r->kind = kind;
     r->ep = &ep;
     r->user.buf = static_cast<uint8_t *>(buf);
     r->user.buf_len = len;
     r->user.context = context;
-    ep.requests.insert(r);
     return r;
 }
 
@@ -432,8 +430,7 @@ psm2_error_t post_recv(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const 
     ++r->engine_refs; // its PUT or PUT_OVERFLOW
     const int rc = portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_PRIORITY_LIST, r, &r->me);
     if (rc != PTL_OK) {
-        ep.requests.erase(r);
-        delete r;
+        ep.requests.give_back(r);
         return report(&ep, PSM2_NO_MEMORY, "irecv: cannot post the receive: %s", ck::rc_name(rc));
     }
     *req = r;
@@ -473,8 +470,7 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
         me.match_id = dest->proc;
         const int rc = PtlMEAppend(lib().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, r, &r->rndv_me);
         if (rc != PTL_OK) {
-            ep.requests.erase(r);
-            delete r;
+            ep.requests.give_back(r);
             return report(&ep, PSM2_NO_MEMORY, "isend: cannot expose the source: %s", ck::rc_name(rc));
         }
         ++r->engine_refs; // its GET (or the unlink after a full delivery)
@@ -514,8 +510,7 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
     }
     if (rc != PTL_OK) {
         if (r->rndv_me != PTL_INVALID_HANDLE && PtlMEUnlink(r->rndv_me) == PTL_OK) --r->engine_refs;
-        ep.requests.erase(r);
-        delete r;
+        ep.requests.give_back(r);
         return report(&ep, PSM2_EPID_UNREACHABLE, "isend: %s", ck::rc_name(rc));
     }
     if (slot) finish_send(ep, r, PSM2_OK);
@@ -676,31 +671,30 @@ psm2_error_t imrecv_impl(psm2_mq_t mq, void *buf, uint32_t len, void *context, p
 // ---- the event loop -----------------------------------------------------------------------------
 
 bool drain(Ep &ep, bool with_control) {
+    // One poll of both queues per event, and one look at the transports when both are empty
+    // (each empty PtlEQGet would look again).
+    const ptl_handle_eq_t eqs[2] = {ep.eq, ep.ctl_eq};
     bool any = false;
-    ptl_event_t ev;
-    for (const bool control : {true, false}) {
-        if (control && !with_control) continue;
-        for (;;) {
-            const int rc = PtlEQGet(control ? ep.ctl_eq : ep.eq, &ev);
-            if (rc == PTL_EQ_EMPTY) break;
-            if (rc == PTL_EQ_DROPPED) report(&ep, PSM2_INTERNAL_ERR, "the endpoint's event queue overflowed");
-            if (rc != PTL_OK && rc != PTL_EQ_DROPPED) break;
-            any = true;
-            control ? ctl_event(ep, ev) : on_event(ep, ev);
-        }
+    for (;;) {
+        ptl_event_t ev;
+        unsigned which = 0;
+        const int rc = PtlEQPoll(eqs, with_control ? 2 : 1, 0, &ev, &which);
+        if (rc == PTL_EQ_DROPPED) report(&ep, PSM2_INTERNAL_ERR, "the endpoint's event queue overflowed");
+        if (rc != PTL_OK && rc != PTL_EQ_DROPPED) break;
+        any = true;
+        which == 1 ? ctl_event(ep, ev) : on_event(ep, ev);
     }
     return any;
 }
 
 bool wait_event(Ep &ep, ptl_time_t timeout_ms) {
     if (drain(ep)) return true;
-    const ptl_handle_eq_t eqs[2] = {ep.ctl_eq, ep.eq};
+    const ptl_handle_eq_t eqs[2] = {ep.eq, ep.ctl_eq};
     ptl_event_t ev;
     unsigned which = 0;
     const int rc = PtlEQPoll(eqs, 2, timeout_ms, &ev, &which);
     if (rc != PTL_OK && rc != PTL_EQ_DROPPED) return false;
-    which == 0 ? ctl_event(ep, ev) : on_event(ep, ev);
-    drain(ep);
+    which == 1 ? ctl_event(ep, ev) : on_event(ep, ev);
     return true;
 }
 
@@ -988,17 +982,18 @@ PSM2_API psm2_error_t psm2_mq_fp_msg(psm2_ep_t ep, psm2_mq_t mq, psm2_epaddr_t a
 
 bool portico::psm2::sends_pending(const Ep &ep) {
     if (!ep.ring.slots.empty()) return true; // eager data not known to be delivered yet
-    for (const Req *r : ep.requests)
-        if (r->kind == Req::Kind::Send && (!r->complete || r->engine_refs > 0)) return true;
-    return false;
+    bool pending = false;
+    ep.requests.for_each([&](const Req *r) {
+        if (r->kind == Req::Kind::Send && (!r->complete || r->engine_refs > 0)) pending = true;
+    });
+    return pending;
 }
 
 void portico::psm2::drop_requests(Ep &ep) {
-    for (Req *r : ep.requests) {
+    ep.requests.for_each([](const Req *r) {
         if (r->me != PTL_INVALID_HANDLE) PtlMEUnlink(r->me);
         if (r->rndv_me != PTL_INVALID_HANDLE) PtlMEUnlink(r->rndv_me);
-        delete r;
-    }
+    });
     ep.requests.clear();
     ep.completed.clear();
 }
