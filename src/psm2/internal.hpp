@@ -68,6 +68,9 @@ inline constexpr uint64_t kMsgSync = 4;
 // Match bits of the retain ring's entry on the rendezvous PT (send ids, the rendezvous entries'
 // match bits, start at 1).
 inline constexpr ptl_match_bits_t kRingMatchBits = 0;
+// Set in the match bits of the last get of a rendezvous message: the sender's request completes
+// on it (over the network the receiver gets the data in pieces).
+inline constexpr ptl_match_bits_t kLastPiece = ptl_match_bits_t{1} << 63;
 
 // Control PT match bits.
 inline constexpr ptl_match_bits_t kCtlIdentity = 1; // connect reads the endpoint's Identity
@@ -128,6 +131,10 @@ struct psm2_mq_req {
     uint64_t msg_flags = 0;
     uint32_t msg_len = 0;
     uint32_t got = 0; // bytes in the user buffer so far
+    // Fetching from the sender: the next byte to ask for, where to stop, gets under way.
+    uint32_t fetch_next = 0;
+    uint32_t fetch_end = 0;
+    int gets = 0;
     // Probed: where an improbe'd message waits (a slab, or the sender: rendezvous, or an eager
     // message whose header alone landed).
     const void *stash = nullptr;
@@ -278,7 +285,9 @@ struct psm2_ep {
     psm2_mq_stats_t stats{};
     uint64_t next_send_id = 1;
     std::map<psm2_epid_t, std::unique_ptr<psm2_epaddr>> peers;
-    std::deque<psm2_mq_req *> completed;        // completion order, for ipeek
+    std::deque<psm2_mq_req *> completed; // completion order, for ipeek
+    std::deque<psm2_mq_req *> fetches;   // receives waiting to ask a network peer for a piece
+    int net_gets = 0;                    // pieces under way over the network
     portico::psm2::Requests requests;
     // Control: connect's identity reads and active messages, on their own queue and MD.
     ptl_handle_eq_t ctl_eq = PTL_INVALID_HANDLE;

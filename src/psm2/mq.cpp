@@ -209,22 +209,62 @@ void fill_from_arrival(Ep &ep, Req *r, const Arrival &a) {
     r->send_id = a.send_id;
 }
 
-// Fetches bytes [got, wanted) of a message from its sender: a rendezvous source, or an eager
-// message's copy in the sender's retain ring (only its header landed here).
-void fetch_rest(Ep &ep, Req *r) {
-    const uint32_t wanted = std::min(r->msg_len, r->user.buf_len);
+// Over the network a rendezvous message is fetched in pieces, a few under way per endpoint: a
+// window of 64 messages of 4 MiB asked for at once queued 256 MiB of replies at the sender and
+// stalled TCP (zero windows, retransmissions) for up to a second.
+constexpr uint32_t kPieceBytes = uint32_t{1} << 20;
+constexpr int kNetGetsInFlight = 4;
+
+bool get_piece(Ep &ep, Req *r, uint32_t from, uint32_t bytes, ptl_match_bits_t bits, ptl_size_t remote_offset) {
     const auto *peer = r->user.peer;
-    const bool rndv = r->msg_flags & kMsgRendezvous;
-    const int rc =
-        PtlGet(ep.md, reinterpret_cast<uintptr_t>(r->user.buf) + r->got, wanted - r->got, peer->proc,
-               rndv_pt(peer->ctx), rndv ? r->send_id : kRingMatchBits, rndv ? r->got : r->send_id + r->got, r);
+    const int rc = PtlGet(ep.md, reinterpret_cast<uintptr_t>(r->user.buf) + from, bytes, peer->proc, rndv_pt(peer->ctx),
+                          bits, remote_offset, r);
     if (rc != PTL_OK) {
-        r->user.error_code = report(&ep, PSM2_INTERNAL_ERR, "rendezvous get from %s failed: %s",
+        r->user.error_code = report(&ep, PSM2_INTERNAL_ERR, "get from %s failed: %s",
                                     peer->label ? peer->label : "peer", ck::rc_name(rc));
-        queue_completion(ep, r);
-        return;
+        return false;
     }
     ++r->engine_refs;
+    ++r->gets;
+    return true;
+}
+
+// Asks network peers for the next pieces, in message order, while the window has room.
+void pump_fetches(Ep &ep) {
+    while (ep.net_gets < kNetGetsInFlight && !ep.fetches.empty()) {
+        Req *r = ep.fetches.front();
+        const uint32_t n = std::min(kPieceBytes, r->fetch_end - r->fetch_next);
+        const bool last = r->fetch_next + n == r->fetch_end;
+        if (!get_piece(ep, r, r->fetch_next, n, r->send_id | (last ? kLastPiece : 0), r->fetch_next)) {
+            ep.fetches.pop_front();
+            r->fetch_next = r->fetch_end; // the replies under way complete it, or now
+            if (r->gets == 0) queue_completion(ep, r);
+            continue;
+        }
+        ++ep.net_gets;
+        r->fetch_next += n;
+        if (last) ep.fetches.pop_front();
+    }
+}
+
+// Fetches bytes [got, wanted) of a message from its sender: a rendezvous source, or an eager
+// message's copy in the sender's retain ring (only its header landed here). A rendezvous fetch
+// always ends with a get marked last, even of nothing: it releases the sender.
+void fetch_rest(Ep &ep, Req *r) {
+    const uint32_t wanted = std::min(r->msg_len, r->user.buf_len);
+    r->fetch_next = r->got;
+    r->fetch_end = wanted;
+    if ((r->msg_flags & kMsgRendezvous) && !same_node(*r->user.peer)) {
+        ep.fetches.push_back(r);
+        pump_fetches(ep);
+        return;
+    }
+    // One get: from the ring, or single copy from a source on this machine (nothing queues).
+    const bool ok = r->msg_flags & kMsgRendezvous
+                        ? get_piece(ep, r, r->got, wanted - r->got, r->send_id | kLastPiece, r->got)
+                        : get_piece(ep, r, r->got, wanted - r->got, kRingMatchBits, r->send_id + r->got);
+    r->fetch_next = r->fetch_end;
+    if (!ok) queue_completion(ep, r);
 }
 
 // A receive that has its message: take the data the put delivered, fetch the rest if any.
@@ -320,16 +360,28 @@ void on_send_event(Ep &ep, Req *r, const ptl_event_t &ev) {
             finish_send(ep, r, PSM2_OK);
         }
         break;
-    case PTL_EVENT_REPLY: // a receive's rendezvous get (r is a receive)
-        if (ev.ni_fail_type != PTL_NI_OK) {
+    case PTL_EVENT_REPLY: { // a piece of a receive's data (r is a receive)
+        --r->gets;
+        const bool net = (r->msg_flags & kMsgRendezvous) && !same_node(*r->user.peer);
+        if (net) --ep.net_gets;
+        if (ev.ni_fail_type != PTL_NI_OK && r->user.error_code == PSM2_OK) {
             r->user.error_code =
                 report(&ep, PSM2_EPID_NETWORK_ERROR, "rendezvous data lost: %s", ck::fail_name(ev.ni_fail_type));
-            queue_completion(ep, r);
-        } else {
-            r->got += static_cast<uint32_t>(ev.mlength);
-            finish_recv(ep, r);
+            if (r->fetch_next < r->fetch_end) { // ask for no more of it
+                std::erase(ep.fetches, r);
+                r->fetch_next = r->fetch_end;
+            }
         }
+        r->got += static_cast<uint32_t>(ev.mlength);
+        if (r->gets == 0 && r->fetch_next == r->fetch_end && !r->complete) {
+            if (r->user.error_code == PSM2_OK)
+                finish_recv(ep, r);
+            else
+                queue_completion(ep, r);
+        }
+        if (net) pump_fetches(ep);
         break;
+    }
     default: break;
     }
     maybe_free(ep, r);
@@ -350,9 +402,13 @@ void on_event(Ep &ep, const ptl_event_t &ev) {
     if (ev.pt_index == rndv_pt(ep.ctx)) {
         if (ev.type == PTL_EVENT_GET && ev.user_ptr == &ep.ring) {
             on_ring_get(ep, ev);
-        } else if (ev.type == PTL_EVENT_GET) { // the receiver took the source: the send is done
+        } else if (ev.type == PTL_EVENT_GET && (ev.match_bits & kLastPiece)) { // the send is done
             auto *r = static_cast<Req *>(ev.user_ptr);
-            --r->engine_refs;
+            if (r->rndv_me != PTL_INVALID_HANDLE) {
+                // The last piece was asked for last, on the same ordered link: no get is under way.
+                PtlMEUnlink(r->rndv_me);
+                --r->engine_refs;
+            }
             r->rndv_me = PTL_INVALID_HANDLE;
             finish_send(ep, r, PSM2_OK);
             maybe_free(ep, r);
@@ -464,9 +520,10 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
     uint64_t msg = 0;
     ptl_size_t carried = len;
     if (rndv) {
-        ptl_me_t me = ck::me_desc(
-            const_cast<void *>(buf), len,
-            PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE, r->id, 0);
+        // Not use-once: a network receiver gets it in pieces; the one marked last ends the send.
+        ptl_me_t me =
+            ck::me_desc(const_cast<void *>(buf), len,
+                        PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE, r->id, kLastPiece);
         me.match_id = dest->proc;
         const int rc = PtlMEAppend(lib().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, r, &r->rndv_me);
         if (rc != PTL_OK) {
@@ -996,4 +1053,5 @@ void portico::psm2::drop_requests(Ep &ep) {
     });
     ep.requests.clear();
     ep.completed.clear();
+    ep.fetches.clear();
 }

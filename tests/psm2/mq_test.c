@@ -322,8 +322,8 @@ static void posted_order(void) {
 
 static uint32_t stream_size(uint32_t i) {
     if (i % 100 == 50) return STREAM_BIG;
-    const uint32_t sizes[] = {0,           1,       8,           100,   4096,  g_thr - 1, g_thr,  g_thr + 1,
-                              g_other - 1, g_other, g_other + 1, 20000, 90000, 250000,    1 << 20};
+    const uint32_t sizes[] = {0,           1,       8,           100,   4096,  g_thr - 1, g_thr,   g_thr + 1,
+                              g_other - 1, g_other, g_other + 1, 20000, 90000, 250000,    1 << 20, (3 << 20) + 7};
     return sizes[(i * 7) % (sizeof sizes / sizeof sizes[0])];
 }
 
@@ -490,11 +490,13 @@ static void sizes(void) {
 /* ---- case 23: truncation ----------------------------------------------------------------------- */
 
 static void truncation(void) {
-    /* (sent, room): eager 80 -> 50, rendezvous, each expected and unexpected. */
-    const uint32_t cases[][2] = {{80, 50}, {2 * g_thr + 80, g_thr + 50}, {1 << 20, 0}};
-    uint8_t *buf = t_malloc((1 << 20) + 64);
+    /* (sent, room): eager 80 -> 50, rendezvous, each expected and unexpected; the last is fetched
+     * in several pieces over the network and cut inside one. */
+    const uint32_t cases[][2] = {{80, 50}, {2 * g_thr + 80, g_thr + 50}, {1 << 20, 0}, {3 << 20, (5 << 19) + 5}};
+    const size_t ncases = sizeof cases / sizeof cases[0];
+    uint8_t *buf = t_malloc((3 << 20) + 64);
     for (int unexpected = 0; unexpected <= 1; ++unexpected) {
-        for (size_t i = 0; i < 3; ++i) {
+        for (size_t i = 0; i < ncases; ++i) {
             const uint32_t sent = cases[i][0], room = cases[i][1];
             const uint32_t seed = (uint32_t)(2300 + i);
             const uint64_t tag = 0x2300 + i;
