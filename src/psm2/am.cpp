@@ -1,7 +1,11 @@
 // PSM2 active messages on Portals: a request or reply is one put to the peer endpoint's control
-// PT, landing in a slab (a locally managed entry), whose handler runs when the target drains its
-// control queue. The payload is the arguments, then the data:
-//   match_bits    = kCtlAmRequest or kCtlAmReply
+// PT from the sender's retain ring, landing in a slab on the control PT's overflow list (or, with
+// the slabs full, only its header in the catch-all behind them: the target then gets the data
+// from the ring). Arrivals raise no event: the target, in a PSM2 call, sees the counter move and
+// takes them with searches of the unexpected headers, in arrival order, so a flood of requests
+// while it is away from PSM2 is neither dropped nor able to overflow its event queue. The payload
+// is the arguments, then the data:
+//   match_bits    = kCtlAmRequest or kCtlAmReply | ring offset << 8
 //   hdr_data      = handler index | nargs << 32 | flags << 40 | sender's context << 48
 //   remote_offset = the requester's operation id (a reply names the request it answers)
 // A request with a completion callback learns that its handler ran from the reply, or from an
@@ -24,6 +28,8 @@ constexpr uint32_t kMaxArgs = 8;
 constexpr uint32_t kMaxShort = 16384; // payload bytes of a request or reply
 constexpr size_t kAmSlabBytes = size_t{1} << 20;
 constexpr int kAmSlabsLinked = 2;
+constexpr ptl_match_bits_t kKindMask = 0xFF;
+constexpr unsigned kRingOffsetShift = 8;
 
 constexpr uint64_t kWantDone = 1; // the requester has a completion callback
 constexpr uint64_t kNoReply = 2;
@@ -39,72 +45,40 @@ struct Token {
     bool replied;
 };
 
-bool link_am_slab(Ep &ep) {
-    Slab *s = nullptr;
-    for (Slab &x : ep.am_slabs)
-        if (!x.linked) {
-            s = &x;
-            break;
-        }
-    if (!s) {
-        ep.am_slabs.emplace_back();
-        s = &ep.am_slabs.back();
-        s->size = kAmSlabBytes;
-        s->mem = std::make_unique_for_overwrite<std::byte[]>(kAmSlabBytes);
-    }
-    // Matches kCtlAmRequest (2) and kCtlAmReply (3).
-    ptl_me_t me = ck::me_desc(s->mem.get(), s->size, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE,
-                              kCtlAmRequest, 1);
-    me.match_id = ck::any_process();
-    me.min_free = kMaxArgs * sizeof(psm2_amarg_t) + kMaxShort;
-    if (PtlMEAppend(lib().ni, ctl_pt(ep.ctx), &me, PTL_PRIORITY_LIST, s, &s->me) != PTL_OK) return false;
-    s->linked = true;
-    return true;
-}
-
-// Sends one request or reply; the payload is copied unless `async` (then it must stay until SEND).
+// Sends one request or reply. The ring keeps a copy until the target has it, so the caller's
+// buffers are free at once whatever the flags; a ring full of messages that targets have yet to
+// fetch is waited for.
 psm2_error_t send_am(Ep &ep, psm2_epaddr *to, ptl_match_bits_t kind, uint32_t handler, const psm2_amarg_t *args,
-                     int nargs, const void *src, size_t len, uint64_t flags, uint64_t op_id, bool async,
+                     int nargs, const void *src, size_t len, uint64_t flags, uint64_t op_id,
                      psm2_am_completion_fn_t done, void *done_ctxt) {
     if (nargs < 0 || static_cast<uint32_t>(nargs) > kMaxArgs || len > kMaxShort || (nargs && !args) || (len && !src))
         return PSM2_PARAM_ERR;
-    auto op = std::make_unique<AmOp>();
     const size_t arg_bytes = static_cast<size_t>(nargs) * sizeof(psm2_amarg_t);
-    ptl_size_t where = 0;
-    ptl_size_t bytes = arg_bytes + len;
-    if (async && nargs == 0) {
-        where = reinterpret_cast<uintptr_t>(src);
-    } else {
-        op->payload.resize(bytes);
-        if (arg_bytes) std::memcpy(op->payload.data(), args, arg_bytes);
-        if (len) std::memcpy(op->payload.data() + arg_bytes, src, len);
-        where = reinterpret_cast<uintptr_t>(op->payload.data());
-    }
+    const auto bytes = static_cast<uint32_t>(arg_bytes + len);
+    Retained *slot = nullptr;
+    while (!(slot = ring_take_waiting(ep, bytes))) wait_event(ep, 1);
+    std::byte *at = ep.ring.mem.get() + slot->offset;
+    if (arg_bytes) std::memcpy(at, args, arg_bytes);
+    if (len) std::memcpy(at + arg_bytes, src, len);
     const uint64_t my_id = ep.next_am_id++;
-    op->done = done;
-    op->done_ctxt = done_ctxt;
-    // A request waits for its handler (if anyone wants to know); a reply only for its send.
-    op->handled = kind == kCtlAmReply || !done;
     if (kind == kCtlAmRequest) op_id = my_id;
+    // A request with a completion callback waits for its handler to have run.
+    if (kind == kCtlAmRequest && done) {
+        auto op = std::make_unique<AmOp>();
+        op->done = done;
+        op->done_ctxt = done_ctxt;
+        ep.am_ops[my_id] = std::move(op);
+    }
     const ptl_hdr_data_t hdr =
         handler | uint64_t(static_cast<uint32_t>(nargs)) << 32 | flags << 40 | uint64_t{ep.ctx} << 48;
-    ep.am_ops[my_id] = std::move(op);
-    const int rc = PtlPut(ep.ctl_md, where, bytes, PTL_NO_ACK_REQ, to->proc, ctl_pt(to->ctx), kind, op_id,
-                          reinterpret_cast<void *>(static_cast<uintptr_t>(my_id)), hdr);
+    const int rc = PtlPut(ep.ring.md, slot->offset, bytes, PTL_ACK_REQ, to->proc, ctl_pt(to->ctx),
+                          kind | slot->offset << kRingOffsetShift, op_id, slot_cookie(slot), hdr);
     if (rc != PTL_OK) {
+        ring_put_failed(ep.ring, slot);
         ep.am_ops.erase(my_id);
         return report(&ep, PSM2_EPID_UNREACHABLE, "active message: %s", ck::rc_name(rc));
     }
     return PSM2_OK;
-}
-
-void finish_op(Ep &ep, std::map<uint64_t, std::unique_ptr<AmOp>>::iterator it) {
-    AmOp &op = *it->second;
-    if (!op.sent || !op.handled) return;
-    const psm2_am_completion_fn_t done = op.done;
-    void *ctxt = op.done_ctxt;
-    ep.am_ops.erase(it);
-    if (done) done(ctxt);
 }
 
 void run_handler(Ep &ep, const ptl_event_t &ev) {
@@ -112,7 +86,7 @@ void run_handler(Ep &ep, const ptl_event_t &ev) {
     const int nargs = static_cast<int>((ev.hdr_data >> 32) & 0xFF);
     const uint64_t flags = (ev.hdr_data >> 40) & 0xFF;
     const unsigned sender_ctx = static_cast<unsigned>((ev.hdr_data >> 48) & 0xFF);
-    const bool is_reply = ev.match_bits == kCtlAmReply;
+    const bool is_reply = (ev.match_bits & kKindMask) == kCtlAmReply;
     const size_t arg_bytes = static_cast<size_t>(nargs) * sizeof(psm2_amarg_t);
     if (static_cast<uint32_t>(nargs) > kMaxArgs || ev.mlength < arg_bytes || ev.mlength != ev.rlength) {
         report(&ep, PSM2_INTERNAL_ERR, "a malformed active message was dropped");
@@ -138,11 +112,12 @@ void run_handler(Ep &ep, const ptl_event_t &ev) {
             h.fn(&t, args, nargs, data, len);
     };
     if (is_reply) {
-        auto it = ep.am_ops.find(ev.remote_offset);
         if (!(flags & kDoneOnly) && handler < ep.am_handlers.size()) call();
-        if (it != ep.am_ops.end()) {
-            it->second->handled = true;
-            finish_op(ep, it);
+        auto it = ep.am_ops.find(ev.remote_offset);
+        if (it != ep.am_ops.end()) { // the request's handler ran
+            const AmOp op = *it->second;
+            ep.am_ops.erase(it);
+            op.done(op.done_ctxt);
         }
         return;
     }
@@ -152,7 +127,56 @@ void run_handler(Ep &ep, const ptl_event_t &ev) {
         report(&ep, PSM2_PARAM_ERR, "an active message named handler %u, which is not registered", handler);
     }
     if ((flags & kWantDone) && !t.replied)
-        send_am(ep, t.source, kCtlAmReply, 0, nullptr, 0, nullptr, 0, kDoneOnly, t.op_id, false, nullptr, nullptr);
+        send_am(ep, t.source, kCtlAmReply, 0, nullptr, 0, nullptr, 0, kDoneOnly, t.op_id, nullptr, nullptr);
+}
+
+// Waits on the control queue for the event of the search or get named by marker, acting on the
+// others meanwhile (they come in order: the ones queued before it).
+ptl_event_t ctl_wait_for(Ep &ep, const void *marker) {
+    for (;;) {
+        ptl_event_t ev{};
+        unsigned which = 0;
+        const int rc = PtlEQPoll(&ep.ctl_eq, 1, PTL_TIME_FOREVER, &ev, &which);
+        if (rc != PTL_OK && rc != PTL_EQ_DROPPED) {
+            ev = ptl_event_t{};
+            ev.ni_fail_type = PTL_NI_NO_MATCH;
+            return ev;
+        }
+        if (ev.user_ptr == marker) return ev;
+        ctl_event(ep, ev);
+    }
+}
+
+// One message taken from the unexpected headers: its data from the slab, or from the sender's
+// ring when only the header landed; then its handler.
+void deliver(Ep &ep, ptl_event_t ev) {
+    std::vector<std::byte> fetched;
+    if (ev.mlength < ev.rlength) {
+        fetched.resize(ev.rlength);
+        const char marker = 0;
+        const unsigned sender_ctx = static_cast<unsigned>((ev.hdr_data >> 48) & 0xFF);
+        if (PtlGet(ep.ctl_md, reinterpret_cast<uintptr_t>(fetched.data()), ev.rlength, ev.initiator,
+                   rndv_pt(sender_ctx), kRingMatchBits, ev.match_bits >> kRingOffsetShift,
+                   const_cast<char *>(&marker)) != PTL_OK) {
+            report(&ep, PSM2_INTERNAL_ERR, "an active message's data could not be fetched");
+            return;
+        }
+        const ptl_event_t reply = ctl_wait_for(ep, &marker);
+        if (reply.ni_fail_type != PTL_NI_OK || reply.mlength != ev.rlength) {
+            report(&ep, PSM2_EPID_NETWORK_ERROR, "an active message's data was lost: %s",
+                   ck::fail_name(reply.ni_fail_type));
+            return;
+        }
+        ev.start = fetched.data();
+        ev.mlength = ev.rlength;
+        run_handler(ep, ev);
+        return;
+    }
+    // The slab is not reused while the handler reads from it (a reply it sends may progress).
+    Slab *slab = overflow_slab_holding(ep.am_overflow, ev.start);
+    if (slab) ++slab->probed;
+    run_handler(ep, ev);
+    if (slab) --slab->probed;
 }
 
 } // namespace
@@ -160,44 +184,42 @@ void run_handler(Ep &ep, const ptl_event_t &ev) {
 namespace portico::psm2 {
 
 psm2_error_t ctl_start(Ep &ep) {
-    for (int i = 0; i < kAmSlabsLinked; ++i)
-        if (!link_am_slab(ep)) return PSM2_NO_MEMORY;
-    return PSM2_OK;
+    Overflow &o = ep.am_overflow;
+    o.pt = ctl_pt(ep.ctx);
+    o.slab_bytes = kAmSlabBytes;
+    o.slabs_linked = kAmSlabsLinked;
+    o.min_free = kMaxArgs * sizeof(psm2_amarg_t) + kMaxShort;
+    o.match_bits = kCtlAmRequest; // requests and replies (kCtlAmReply differs in bit 0), any ring offset
+    o.ignore_bits = ~ptl_match_bits_t{kCtlAmRequest};
+    return overflow_start(o);
 }
 
 void ctl_stop(Ep &ep) {
-    for (Slab &s : ep.am_slabs)
-        if (s.linked) PtlMEUnlink(s.me);
-    ep.am_slabs.clear();
+    overflow_stop(ep.am_overflow);
     ep.am_ops.clear();
+}
+
+bool take_active_messages(Ep &ep) {
+    bool any = false;
+    for (;;) {
+        ptl_me_t me =
+            ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, kCtlAmRequest, ~ptl_match_bits_t{kCtlAmRequest});
+        me.match_id = ck::any_process();
+        const char marker = 0;
+        if (PtlMESearch(lib().ni, ctl_pt(ep.ctx), &me, PTL_SEARCH_DELETE, const_cast<char *>(&marker)) != PTL_OK) break;
+        const ptl_event_t ev = ctl_wait_for(ep, &marker);
+        if (ev.type != PTL_EVENT_PUT_OVERFLOW || ev.ni_fail_type != PTL_NI_OK) break; // none left
+        any = true;
+        deliver(ep, ev);
+    }
+    return any;
 }
 
 void ctl_event(Ep &ep, const ptl_event_t &ev) {
     switch (ev.type) {
-    case PTL_EVENT_SEND: {
-        auto it = ep.am_ops.find(reinterpret_cast<uintptr_t>(ev.user_ptr));
-        if (it == ep.am_ops.end()) return;
-        if (ev.ni_fail_type != PTL_NI_OK) {
-            report(&ep, PSM2_EPID_NETWORK_ERROR, "an active message was not delivered: %s",
-                   ck::fail_name(ev.ni_fail_type));
-            it->second->handled = true; // its handler will never run
-        }
-        it->second->sent = true;
-        it->second->payload.clear();
-        finish_op(ep, it);
-        return;
-    }
-    case PTL_EVENT_PUT:
-        if (ev.pt_index == ctl_pt(ep.ctx)) run_handler(ep, ev);
-        return;
-    case PTL_EVENT_AUTO_UNLINK: {
-        // Every message in the slab has been handled (events come in order): it is free again.
-        auto *s = static_cast<Slab *>(ev.user_ptr);
-        s->linked = false;
-        if (!ep.closing) link_am_slab(ep);
-        return;
-    }
-    default: return; // a stale connect reply, or events nobody asked for
+    case PTL_EVENT_AUTO_UNLINK:
+    case PTL_EVENT_AUTO_FREE: overflow_slab_event(ep.am_overflow, ev, ep.closing); return;
+    default: return; // a stale connect reply
     }
 }
 
@@ -245,22 +267,24 @@ PSM2_API psm2_error_t psm2_am_request_short(psm2_epaddr_t epaddr, psm2_handler_t
     std::lock_guard g(ep.lock);
     const uint64_t wire_flags = (completion_fn ? kWantDone : 0) | ((flags & PSM2_AM_FLAG_NOREPLY) ? kNoReply : 0);
     const psm2_error_t err = send_am(ep, epaddr, kCtlAmRequest, handler, args, nargs, src, len, wire_flags, 0,
-                                     (flags & PSM2_AM_FLAG_ASYNC) != 0, completion_fn, completion_ctxt);
+                                     completion_fn, completion_ctxt);
     if (err == PSM2_PARAM_ERR) return report(&ep, err, "am_request_short: bad argument or beyond the limits");
     drain(ep);
     return err;
 }
 
 PSM2_API psm2_error_t psm2_am_reply_short(psm2_am_token_t token, psm2_handler_t handler, psm2_amarg_t *args, int nargs,
-                                          void *src, size_t len, int flags, psm2_am_completion_fn_t completion_fn,
-                                          void *completion_ctxt) {
+                                          void *src, size_t len, int /*flags: ASYNC needs nothing, the ring copies*/,
+                                          psm2_am_completion_fn_t completion_fn, void *completion_ctxt) {
     auto *t = static_cast<Token *>(token);
     if (!t || !t->ep) return PSM2_PARAM_ERR;
     if (t->is_reply || t->no_reply || t->replied)
         return report(t->ep, PSM2_AM_INVALID_REPLY, "am_reply_short: this message may not be replied to (again)");
     t->replied = true;
-    const psm2_error_t err = send_am(*t->ep, t->source, kCtlAmReply, handler, args, nargs, src, len, 0, t->op_id,
-                                     (flags & PSM2_AM_FLAG_ASYNC) != 0, completion_fn, completion_ctxt);
+    // A reply's completion callback runs once it is sent: the ring's copy makes that at once.
+    const psm2_error_t err =
+        send_am(*t->ep, t->source, kCtlAmReply, handler, args, nargs, src, len, 0, t->op_id, nullptr, nullptr);
+    if (err == PSM2_OK && completion_fn) completion_fn(completion_ctxt);
     if (err == PSM2_PARAM_ERR) return report(t->ep, err, "am_reply_short: bad argument or beyond the limits");
     return err;
 }

@@ -154,7 +154,8 @@ void destroy_ep(Ep *ep) {
                 if (rc != PTL_OK && rc != PTL_EQ_DROPPED) break;
         }
         for (ptl_pt_index_t pt : {recv_pt(ep->ctx), rndv_pt(ep->ctx), ctl_pt(ep->ctx)}) PtlPTFree(lib().ni, pt);
-        if (ep->arrivals != PTL_INVALID_HANDLE) PtlCTFree(ep->arrivals);
+        overflow_free_ct(ep->mq_overflow);
+        overflow_free_ct(ep->am_overflow);
         // An MD with operations still under way is left to PtlNIFini (a forced close may do that).
         // The retain ring's memory outlives an MD the engine still reads from (a forced close).
         bool ring_released = true;
@@ -589,7 +590,7 @@ PSM2_API psm2_error_t psm2_poll(psm2_ep_t ep) {
     if (!ep) return PSM2_PARAM_ERR;
     std::lock_guard g(ep->lock);
     const bool events = drain(*ep);
-    return new_arrivals(*ep) || events ? PSM2_OK : PSM2_OK_NO_PROGRESS;
+    return overflow_new_arrivals(ep->mq_overflow) || events ? PSM2_OK : PSM2_OK_NO_PROGRESS;
 }
 
 // ---- endpoint addresses -------------------------------------------------------------------------

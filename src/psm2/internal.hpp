@@ -218,7 +218,26 @@ struct Slab {
     int probed = 0;    // MQ: improbe'd messages in it, not received yet
 };
 
-// A sender's copy of one eager message, kept until the receiver has the data.
+// The buffers of one portal table entry (MQ receives, or control) for messages no posted entry
+// takes: slabs on the overflow list, the catch-all behind them (buffers.cpp). Arrivals raise no
+// event; a counter counts them.
+struct Overflow {
+    ptl_pt_index_t pt = 0;
+    size_t slab_bytes = 0;
+    ptl_size_t min_free = 0; // room a slab keeps for the largest message
+    int slabs_linked = 0;    // at a time
+    ptl_match_bits_t match_bits = 0;
+    ptl_match_bits_t ignore_bits = 0;
+    portico_match_hi_t slab_hi{0, ~uint64_t{0}};
+    std::list<Slab> slabs;
+    // Zero-length entries that keep a message's header when no slab takes it: the last is behind
+    // every slab; older ones wait to be unlinked until no header points into them.
+    std::deque<ptl_handle_me_t> catch_alls;
+    ptl_handle_ct_t arrivals = PTL_INVALID_HANDLE;
+    ptl_size_t arrivals_seen = 0;
+};
+
+// A sender's copy of one message, kept until the receiver has the data.
 struct Retained {
     uint64_t offset = 0; // in the ring
     uint32_t reserved = 0;
@@ -248,13 +267,11 @@ struct AmHandler {
     void *hctx = nullptr;
 };
 
-// A request sent and not complete: its payload copy (unless ASYNC) and completion callback.
+// A request whose completion callback waits for its handler to have run (the reply, or the
+// target's "done" message, says so).
 struct AmOp {
-    std::vector<std::byte> payload;
     psm2_am_completion_fn_t done = nullptr;
     void *done_ctxt = nullptr;
-    bool sent = false;    // SEND came: the payload is free
-    bool handled = false; // the handler ran (reply or done message came)
 };
 
 } // namespace portico::psm2
@@ -269,15 +286,8 @@ struct psm2_ep {
     ptl_handle_md_t md = PTL_INVALID_HANDLE; // the whole address space
     portico::psm2::Identity identity{};
     ptl_handle_me_t identity_me = PTL_INVALID_HANDLE;
-    // Zero-length overflow entries that keep a message's header when no slab takes it: the last
-    // is behind every slab; older ones wait to be unlinked until no header points into them.
-    std::deque<ptl_handle_me_t> catch_alls;
-    // Counts the messages that land on the overflow list (they raise no event): psm2_poll reports
-    // an arrival as progress.
-    ptl_handle_ct_t arrivals = PTL_INVALID_HANDLE;
-    ptl_size_t arrivals_seen = 0;
-    std::list<portico::psm2::Slab> slabs;
-    portico::psm2::RetainRing ring;
+    portico::psm2::Overflow mq_overflow; // unexpected MQ messages
+    portico::psm2::RetainRing ring;      // eager messages and active messages until acknowledged
     psm2_mq mq_obj{};
     bool mq_open = false;
     uint32_t rndv_net = 64000; // PSM2_MQ_RNDV_HFI_THRESH
@@ -293,7 +303,7 @@ struct psm2_ep {
     ptl_handle_eq_t ctl_eq = PTL_INVALID_HANDLE;
     ptl_handle_md_t ctl_md = PTL_INVALID_HANDLE;
     std::vector<portico::psm2::AmHandler> am_handlers;
-    std::list<portico::psm2::Slab> am_slabs;
+    portico::psm2::Overflow am_overflow;                             // active messages
     std::map<uint64_t, std::unique_ptr<portico::psm2::AmOp>> am_ops; // requests awaiting their reply
     uint64_t next_am_id = 1;
     bool closing = false;
@@ -338,8 +348,6 @@ inline bool same_node(psm2_epaddr &peer) {
 // Takes every event ep's queues hold and acts on it; true if there was one. Caller holds ep.lock.
 // psm2_ep_connect drains the matched queue's only: it takes its own replies from the control queue.
 bool drain(Ep &ep, bool control = true);
-// Whether unexpected messages arrived since the last call. Caller holds ep.lock.
-bool new_arrivals(Ep &ep);
 // Acts on the events queued, or else waits (bounded) for one and acts on it; true if there was
 // one. Caller holds ep.lock.
 bool wait_event(Ep &ep, ptl_time_t timeout_ms);
@@ -352,9 +360,37 @@ bool sends_pending(const Ep &ep);
 // Unlinks every request's entries and frees the requests (closing). Caller holds ep.lock.
 void drop_requests(Ep &ep);
 
+// ---- overflow buffers and the retain ring (buffers.cpp); callers hold ep.lock ---------------------
+psm2_error_t overflow_start(Overflow &o); // the counter, the slabs, the catch-all
+void overflow_stop(Overflow &o);
+void overflow_free_ct(Overflow &o);
+// A slab's AUTO_UNLINK (full: a replacement is linked) or AUTO_FREE (no header points into it).
+void overflow_slab_event(Overflow &o, const ptl_event_t &ev, bool closing);
+Slab *overflow_slab_holding(Overflow &o, const void *p);
+// Whether messages arrived since the last call.
+bool overflow_new_arrivals(Overflow &o);
+
+psm2_error_t ring_start(Ep &ep); // its MD (the puts' source) and its entry on the rendezvous PT
+void ring_stop(Ep &ep);
+// Room for len bytes, or nullptr when the ring is full; a full ring whose acks are under way is
+// waited for (the receiving engine sends them whether or not its application runs).
+Retained *ring_take(RetainRing &g, uint32_t len);
+Retained *ring_take_waiting(Ep &ep, uint32_t len);
+void ring_put_failed(RetainRing &g, Retained *s);
+void ring_trim(RetainRing &g);
+// The put's ack: the slot is free, or (only the header landed) waits for the receiver's get.
+// False when the message was refused.
+bool ring_ack(RetainRing &g, Retained *s, const ptl_event_t &ev);
+void ring_fetched(RetainRing &g, const ptl_event_t &ev); // a GET event of the ring's entry
+// Ack events name a slot by its address with the low bit set (requests are at least 8-aligned).
+void *slot_cookie(Retained *s);
+Retained *slot_of(void *cookie);
+
 // ---- control: active messages and connect (am.cpp) -------------------------------------------------
 psm2_error_t ctl_start(Ep &ep);
 void ctl_stop(Ep &ep);
+// Runs the handlers of the active messages that arrived; true if there was one.
+bool take_active_messages(Ep &ep);
 // Acts on an event of ep's control queue.
 void ctl_event(Ep &ep, const ptl_event_t &ev);
 

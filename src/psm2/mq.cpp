@@ -21,134 +21,12 @@ static_assert(kMaxEagerBytes <= kSlabBytes / 4, "a slab holds several of the lar
 // Unexpected eager data absorbed before a PSM2 call replaces a full slab: 48 MiB usable. Slabs are
 // not zeroed, so memory is only taken as messages land.
 constexpr int kSlabsLinked = 8;
-// The retain ring: eager data kept until acknowledged (untouched pages cost nothing). Its slots
-// are bounded too, so that their events (an ack, and a get when only the header landed) stay well
-// inside the event queue.
-constexpr size_t kRingBytes = size_t{16} << 20;
-constexpr size_t kRingSlots = 8192;
-constexpr size_t kRingAlign = 64;
-
 struct Tag96 {
     uint32_t w[3];
 };
 Tag96 tag_of(const psm2_mq_tag_t *t) { return {{t->tag[0], t->tag[1], t->tag[2]}}; }
 Tag96 tag_of64(uint64_t t) { return {{static_cast<uint32_t>(t), static_cast<uint32_t>(t >> 32), 0}}; }
 uint64_t low64(const Tag96 &t) { return t.w[0] | uint64_t{t.w[1]} << 32; }
-
-// Appends a catch-all behind everything on the overflow list, then unlinks the older ones no
-// header points into any more (one that still holds headers keeps catching until it is empty: a
-// message must not pass headers that arrived before it).
-bool link_catch_all(Ep &ep) {
-    ptl_me_t me = ck::me_desc(
-        nullptr, 0, PTL_ME_OP_PUT | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE,
-        0, ~ptl_match_bits_t{0});
-    me.match_id = ck::any_process();
-    me.ct_handle = ep.arrivals;
-    me.options |= PTL_ME_EVENT_CT_COMM;
-    const portico_match_hi_t hi{0, ~uint64_t{0}};
-    ptl_handle_me_t h = PTL_INVALID_HANDLE;
-    if (portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_OVERFLOW_LIST, nullptr, &h) != PTL_OK)
-        return false;
-    ep.catch_alls.push_back(h);
-    return true;
-}
-
-void retire_catch_alls(Ep &ep) {
-    for (size_t i = 0; i + 1 < ep.catch_alls.size();)
-        if (PtlMEUnlink(ep.catch_alls[i]) == PTL_OK)
-            ep.catch_alls.erase(ep.catch_alls.begin() + static_cast<std::ptrdiff_t>(i));
-        else
-            ++i;
-}
-
-bool link_slab(Ep &ep) {
-    Slab *s = nullptr;
-    for (Slab &x : ep.slabs)
-        if (!x.linked && x.freed && x.probed == 0) {
-            s = &x;
-            break;
-        }
-    if (!s) {
-        ep.slabs.emplace_back();
-        s = &ep.slabs.back();
-        s->size = kSlabBytes;
-        s->mem = std::make_unique_for_overwrite<std::byte[]>(kSlabBytes);
-    }
-    ptl_me_t me = ck::me_desc(s->mem.get(), s->size,
-                              PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE |
-                                  PTL_ME_EVENT_COMM_DISABLE | PTL_ME_NO_TRUNCATE,
-                              0, ~ptl_match_bits_t{0});
-    me.match_id = ck::any_process();
-    me.ct_handle = ep.arrivals;
-    me.options |= PTL_ME_EVENT_CT_COMM;
-    // Room for the largest eager message any sender may send, not just under this endpoint's own
-    // thresholds: a slab unlinks before one could be cut short.
-    me.min_free = kMaxEagerBytes;
-    const portico_match_hi_t hi{0, ~kHiRendezvous};
-    if (portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_OVERFLOW_LIST, s, &s->me) != PTL_OK)
-        return false;
-    s->linked = true;
-    s->freed = false;
-    return true;
-}
-
-// A full slab's replacement goes behind the catch-all, so a new catch-all follows it.
-void replace_slab(Ep &ep) {
-    if (link_slab(ep) && link_catch_all(ep)) retire_catch_alls(ep);
-}
-
-Slab *slab_holding(Ep &ep, const void *p) {
-    for (Slab &s : ep.slabs)
-        if (p >= s.mem.get() && p < s.mem.get() + s.size) return &s;
-    return nullptr;
-}
-
-// ---- the retain ring ----------------------------------------------------------------------------
-// Ack events name a slot by its address with the low bit set (requests are at least 8-aligned).
-void *slot_cookie(Retained *s) { return reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(s) | 1); }
-Retained *slot_of(void *cookie) {
-    const auto v = reinterpret_cast<uintptr_t>(cookie);
-    return v & 1 ? reinterpret_cast<Retained *>(v & ~uintptr_t{1}) : nullptr;
-}
-
-// Reserves room for len bytes, or nullptr when the ring is full. The live slots occupy
-// [tail, head) or, wrapped, [tail, size) and [0, head); head meets tail only when it is empty.
-Retained *ring_take(RetainRing &g, uint32_t len) {
-    if (g.slots.size() >= kRingSlots) return nullptr;
-    const uint64_t need = std::max<uint64_t>((uint64_t{len} + kRingAlign - 1) / kRingAlign * kRingAlign, kRingAlign);
-    if (need >= g.size) return nullptr;
-    uint64_t at = 0;
-    if (g.slots.empty()) {
-        at = 0;
-    } else {
-        const uint64_t tail = g.slots.front().offset;
-        if (g.head > tail) { // not wrapped: after head, else from the start up to tail
-            if (g.head + need <= g.size)
-                at = g.head;
-            else if (need < tail)
-                at = 0;
-            else
-                return nullptr;
-        } else if (g.head + need < tail) {
-            at = g.head;
-        } else {
-            return nullptr;
-        }
-    }
-    g.head = at + need;
-    ++g.unacked;
-    Retained &s = g.slots.emplace_back();
-    s.offset = at;
-    s.reserved = static_cast<uint32_t>(need);
-    s.length = len;
-    return &s;
-}
-
-// Frees the oldest slots that are done.
-void ring_trim(RetainRing &g) {
-    while (!g.slots.empty() && g.slots.front().done()) g.slots.pop_front();
-    if (g.slots.empty()) g.head = 0;
-}
 
 void queue_completion(Ep &ep, Req *r) {
     r->complete = true;
@@ -306,31 +184,14 @@ void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
 // loudly, once per endpoint, whatever the error handler.
 void lost_eager(Ep &ep, ptl_ni_fail_t why) {
     if (ep.lost_eager++ == 0)
-        std::fprintf(stderr, "psm2 (portico) pid %d: an eager message was refused by its receiver (%s)\n",
+        std::fprintf(stderr, "psm2 (portico) pid %d: a message was refused by its receiver (%s)\n",
                      static_cast<int>(getpid()), ck::fail_name(why));
-    report(&ep, PSM2_INTERNAL_ERR, "an eager message was lost at its receiver: %s", ck::fail_name(why));
+    report(&ep, PSM2_INTERNAL_ERR, "a message was lost at its receiver: %s", ck::fail_name(why));
 }
 
-// The ack of an eager put from the retain ring: the slot is free, or waits for the receiver's get.
+// The ack of a put from the retain ring.
 void on_ring_ack(Ep &ep, Retained *s, const ptl_event_t &ev) {
-    s->acked = true;
-    --ep.ring.unacked;
-    if (ev.ni_fail_type != PTL_NI_OK) {
-        lost_eager(ep, ev.ni_fail_type);
-    } else if (ev.ptl_list == PTL_OVERFLOW_LIST && ev.mlength < s->length && !s->fetched) {
-        s->awaited = true;
-        ep.ring.awaited.emplace(s->offset, s);
-    }
-    ring_trim(ep.ring);
-}
-
-// A receiver got an eager message's data from the ring.
-void on_ring_get(Ep &ep, const ptl_event_t &ev) {
-    const auto it = ep.ring.awaited.find(ev.remote_offset);
-    if (it == ep.ring.awaited.end()) return; // only a slot whose ack said so is fetched
-    it->second->fetched = true;
-    ep.ring.awaited.erase(it);
-    ring_trim(ep.ring);
+    if (!ring_ack(ep.ring, s, ev)) lost_eager(ep, ev.ni_fail_type);
 }
 
 void on_send_event(Ep &ep, Req *r, const ptl_event_t &ev) {
@@ -401,7 +262,7 @@ void on_event(Ep &ep, const ptl_event_t &ev) {
     }
     if (ev.pt_index == rndv_pt(ep.ctx)) {
         if (ev.type == PTL_EVENT_GET && ev.user_ptr == &ep.ring) {
-            on_ring_get(ep, ev);
+            ring_fetched(ep.ring, ev);
         } else if (ev.type == PTL_EVENT_GET && (ev.match_bits & kLastPiece)) { // the send is done
             auto *r = static_cast<Req *>(ev.user_ptr);
             if (r->rndv_me != PTL_INVALID_HANDLE) {
@@ -431,16 +292,8 @@ void on_event(Ep &ep, const ptl_event_t &ev) {
         maybe_free(ep, r);
         return;
     }
-    case PTL_EVENT_AUTO_UNLINK: { // a slab is full
-        auto *s = static_cast<Slab *>(ev.user_ptr);
-        s->linked = false;
-        s->me = PTL_INVALID_HANDLE;
-        if (!ep.closing) replace_slab(ep);
-        return;
-    }
-    case PTL_EVENT_AUTO_FREE: // and every message in it has been received or probed
-        static_cast<Slab *>(ev.user_ptr)->freed = true;
-        return;
+    case PTL_EVENT_AUTO_UNLINK:
+    case PTL_EVENT_AUTO_FREE: overflow_slab_event(ep.mq_overflow, ev, ep.closing); return;
     default: return;
     }
 }
@@ -513,7 +366,7 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
         // A full ring waits for the acks under way (the receiving engine sends them whatever its
         // application does); full of messages whose receiver will get them, the data waits in
         // the caller's buffer instead, as rendezvous.
-        while (!(slot = ring_take(ep.ring, len)) && ep.ring.unacked > 0) wait_event(ep, 1);
+        slot = ring_take_waiting(ep, len);
         rndv = !slot;
     }
     uint64_t hi = tag.w[2] | uint64_t{ep.ctx} << kHiContextShift;
@@ -554,11 +407,7 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
         if (len) std::memcpy(ep.ring.mem.get() + slot->offset, buf, len);
         rc = portico_put_wide(ep.ring.md, slot->offset, len, PTL_ACK_REQ, dest->proc, recv_pt(dest->ctx), low64(tag),
                               hi, msg | uint64_t{ep.ctx} << 8 | slot->offset << 16, slot_cookie(slot), hdr);
-        if (rc != PTL_OK) {
-            slot->acked = true;
-            --ep.ring.unacked;
-            ring_trim(ep.ring);
-        }
+        if (rc != PTL_OK) ring_put_failed(ep.ring, slot);
     } else {
         r->engine_refs += 2; // SEND and ACK
         rc = portico_put_wide(ep.md, reinterpret_cast<uintptr_t>(buf), carried, PTL_ACK_REQ, dest->proc,
@@ -595,7 +444,7 @@ void status2(const Req *r, psm2_mq_status2_t *st) {
 // An improbe'd message left its slab (received, or its request freed).
 void unprobe(Ep &ep, Req *r) {
     if (r->at_sender || (r->msg_flags & kMsgRendezvous) || !r->stash) return;
-    if (Slab *s = slab_holding(ep, r->stash); s && s->probed > 0) --s->probed;
+    if (Slab *s = overflow_slab_holding(ep.mq_overflow, r->stash); s && s->probed > 0) --s->probed;
     r->stash = nullptr;
 }
 
@@ -675,7 +524,9 @@ psm2_error_t probe_impl(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const
     r->user.recv_msglen = r->msg_len;
     r->stash = ev.start;
     r->at_sender = !(r->msg_flags & kMsgRendezvous) && ev.mlength < r->msg_len;
-    Slab *slab = take && !r->at_sender && !(r->msg_flags & kMsgRendezvous) ? slab_holding(ep, ev.start) : nullptr;
+    Slab *slab = take && !r->at_sender && !(r->msg_flags & kMsgRendezvous)
+                     ? overflow_slab_holding(ep.mq_overflow, ev.start)
+                     : nullptr;
     if (slab) ++slab->probed; // the slab is not reused before imrecv copies it out
     if (st) {
         if constexpr (std::is_same_v<Status, psm2_mq_status2_t>)
@@ -741,6 +592,8 @@ bool drain(Ep &ep, bool with_control) {
         any = true;
         which == 1 ? ctl_event(ep, ev) : on_event(ep, ev);
     }
+    // Active messages raise no event on arrival: a counter says that some wait.
+    if (with_control && overflow_new_arrivals(ep.am_overflow) && take_active_messages(ep)) any = true;
     return any;
 }
 
@@ -755,46 +608,25 @@ bool wait_event(Ep &ep, ptl_time_t timeout_ms) {
     return true;
 }
 
-bool new_arrivals(Ep &ep) {
-    ptl_ct_event_t c{};
-    if (ep.arrivals == PTL_INVALID_HANDLE || PtlCTGet(ep.arrivals, &c) != PTL_OK || c.success == ep.arrivals_seen)
-        return false;
-    ep.arrivals_seen = c.success;
-    return true;
-}
-
 psm2_error_t mq_start(Ep &ep) {
-    if (PtlCTAlloc(lib().ni, &ep.arrivals) != PTL_OK) return PSM2_NO_MEMORY;
-    for (int i = 0; i < kSlabsLinked; ++i)
-        if (!link_slab(ep)) return PSM2_NO_MEMORY;
-    if (!link_catch_all(ep)) return PSM2_NO_MEMORY;
-    RetainRing &g = ep.ring;
-    g.size = kRingBytes;
-    g.mem = std::make_unique_for_overwrite<std::byte[]>(kRingBytes);
-    ptl_md_t md{};
-    md.start = g.mem.get();
-    md.length = g.size;
-    md.options = PTL_MD_EVENT_SEND_DISABLE; // its puts complete on the ack alone
-    md.eq_handle = ep.eq;
-    md.ct_handle = PTL_CT_NONE;
-    if (PtlMDBind(lib().ni, &md, &g.md) != PTL_OK) return PSM2_NO_MEMORY;
-    // Gets from any peer at the offset a message named; the event frees that slot.
-    ptl_me_t me =
-        ck::me_desc(g.mem.get(), g.size, PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE,
-                    kRingMatchBits, 0);
-    me.match_id = ck::any_process();
-    if (PtlMEAppend(lib().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, &g, &g.me) != PTL_OK) return PSM2_NO_MEMORY;
-    return PSM2_OK;
+    Overflow &o = ep.mq_overflow;
+    o.pt = recv_pt(ep.ctx);
+    o.slab_bytes = kSlabBytes;
+    o.slabs_linked = kSlabsLinked;
+    // Room for the largest eager message any sender may send, not just under this endpoint's own
+    // thresholds: a slab unlinks before one could be cut short.
+    o.min_free = kMaxEagerBytes;
+    o.match_bits = 0;
+    o.ignore_bits = ~ptl_match_bits_t{0};
+    o.slab_hi = {0, ~kHiRendezvous}; // rendezvous messages leave their data at the sender
+    if (const psm2_error_t err = overflow_start(o); err != PSM2_OK) return err;
+    return ring_start(ep);
 }
 
 void mq_stop(Ep &ep) {
     ep.closing = true;
-    for (Slab &s : ep.slabs)
-        if (s.linked) PtlMEUnlink(s.me);
-    for (ptl_handle_me_t h : ep.catch_alls) PtlMEUnlink(h);
-    ep.catch_alls.clear();
-    if (ep.ring.me != PTL_INVALID_HANDLE) PtlMEUnlink(ep.ring.me);
-    ep.ring.me = PTL_INVALID_HANDLE;
+    overflow_stop(ep.mq_overflow);
+    ring_stop(ep);
 }
 
 } // namespace portico::psm2

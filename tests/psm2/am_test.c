@@ -6,7 +6,8 @@
  * psm2_am_get_source; reply rules (once, never from a reply handler or for NOREPLY); 10000
  * NOREPLY requests handled in order; ASYNC payloads; requests to itself; a full handler table
  * (PSM2_EP_NO_RESOURCES). Also case 37's point for AM: B sends requests back to A through the
- * epaddr get_source gave it, without connecting.
+ * epaddr get_source gave it, without connecting. A flood of requests while the target is away
+ * from PSM2 (none lost, order kept).
  */
 #include "psm2_test.h"
 
@@ -20,7 +21,7 @@ static psm2_epaddr_t g_peer; /* A: B, connected */
 static psm2_epaddr_t g_self;
 static psm2_epaddr_t g_src; /* B: A, as get_source names it */
 
-enum { H_REQ, H_REP, H_SEQ, H_ASYNC, H_PING, H_COUNT };
+enum { H_REQ, H_REP, H_SEQ, H_ASYNC, H_PING, H_FLOOD, H_COUNT };
 static int g_idx[H_COUNT];
 
 static const uint32_t kLens[] = {0, 1, 255, 256, 4096, 16383, 16384};
@@ -122,6 +123,19 @@ static int h_ping(psm2_am_token_t token, psm2_amarg_t *args, int nargs, void *sr
     return 0;
 }
 
+/* B: the flood's requests, numbered in args[0], payload seeded with it. */
+static uint32_t g_flood_next;
+#define FLOOD_LEN 1000
+static int h_flood(psm2_am_token_t token, psm2_amarg_t *args, int nargs, void *src, uint32_t len) {
+    (void)token;
+    CHECK(nargs == 2 && len == FLOOD_LEN);
+    CHECKF(args[0].u32w0 == g_flood_next && args[1].u64 == ~(uint64_t)g_flood_next,
+           "flood request %u came when %u was next", args[0].u32w0, g_flood_next);
+    CHECK_DATA(src, len, 9000 + g_flood_next);
+    ++g_flood_next;
+    return 0;
+}
+
 static void poll_until(const uint32_t *counter, uint32_t value) {
     while (*(volatile const uint32_t *)counter < value) {
         const psm2_error_t rc = psm2_poll(g_ep);
@@ -148,14 +162,15 @@ static void registration(void) {
     void *hctx[3] = {&g, NULL, NULL};
     int idx2[3] = {-1, -1, -1};
     CHECK_OK(psm2_am_register_handlers_2(g_ep, fn2, 3, hctx, idx2));
-    psm2_am_handler_fn_t fn1[2] = {h_rep, h_ping};
-    int idx1[2] = {-1, -1};
-    CHECK_OK(psm2_am_register_handlers(g_ep, fn1, 2, idx1));
+    psm2_am_handler_fn_t fn1[3] = {h_rep, h_ping, h_flood};
+    int idx1[3] = {-1, -1, -1};
+    CHECK_OK(psm2_am_register_handlers(g_ep, fn1, 3, idx1));
     g_idx[H_REQ] = idx2[0];
     g_idx[H_SEQ] = idx2[1];
     g_idx[H_ASYNC] = idx2[2];
     g_idx[H_REP] = idx1[0];
     g_idx[H_PING] = idx1[1];
+    g_idx[H_FLOOD] = idx1[2];
     for (int i = 0; i < H_COUNT; ++i) {
         CHECK(g_idx[i] >= 0 && g_idx[i] < 256);
         for (int j = 0; j < i; ++j) CHECK(g_idx[i] != g_idx[j]);
@@ -216,6 +231,32 @@ static void ordered(void) {
         poll_until(&g.completed, base + N);
     } else {
         poll_until(&g.seq_next, N);
+    }
+    t_barrier();
+}
+
+/* 6000 requests of 1000 bytes while B waits in a launcher barrier, away from PSM2: more than its
+ * 2 MiB of slabs and its 4096-event control queue hold. None is lost, all run in order once B
+ * polls, and every completion callback at A runs (from B's "done" messages). */
+static void flood(void) {
+    enum { N = 6000 };
+    if (t_rank == A) {
+        const uint32_t base = g.completed;
+        uint8_t payload[FLOOD_LEN];
+        for (uint32_t i = 0; i < N; ++i) {
+            psm2_amarg_t args[2];
+            args[0].u64 = 0;
+            args[0].u32w0 = i;
+            args[1].u64 = ~(uint64_t)i;
+            t_fill(payload, sizeof payload, 9000 + i);
+            CHECK_OK(psm2_am_request_short(g_peer, (psm2_handler_t)g_idx[H_FLOOD], args, 2, payload, sizeof payload,
+                                           PSM2_AM_FLAG_NOREPLY, completion, &g));
+        }
+        t_barrier();
+        poll_until(&g.completed, base + N);
+    } else {
+        t_barrier();
+        poll_until(&g_flood_next, N);
     }
     t_barrier();
 }
@@ -302,6 +343,7 @@ int main(void) {
     t_barrier(); /* handlers registered everywhere before the first request */
     request_reply();
     ordered();
+    flood();
     async_payloads();
     pings();
     full_table();
