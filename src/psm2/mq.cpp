@@ -87,11 +87,13 @@ void fill_from_arrival(Ep &ep, Req *r, const Arrival &a) {
     r->send_id = a.send_id;
 }
 
-// Over the network a rendezvous message is fetched in pieces, a few under way per endpoint: a
+// Over the network a rendezvous message is fetched in pieces, two under way per endpoint: a
 // window of 64 messages of 4 MiB asked for at once queued 256 MiB of replies at the sender and
-// stalled TCP (zero windows, retransmissions) for up to a second.
-constexpr uint32_t kPieceBytes = uint32_t{1} << 20;
-constexpr int kNetGetsInFlight = 4;
+// stalled TCP (zero windows, retransmissions) for up to a second. Measured with psm2_bw at 4 MiB
+// over TCP (docs/PERFORMANCE.md): 4 MiB x 2 gave 0.88-0.96 of put_bw, 1 MiB x 4 0.70-0.88,
+// 256 KiB x 16 0.63-0.65, 4 MiB x 1 0.69-0.83.
+constexpr uint32_t kPieceBytes = uint32_t{4} << 20;
+constexpr int kNetGetsInFlight = 2;
 
 bool get_piece(Ep &ep, Req *r, uint32_t from, uint32_t bytes, ptl_match_bits_t bits, ptl_size_t remote_offset) {
     const auto *peer = r->user.peer;

@@ -315,10 +315,10 @@ static void posted_order(void) {
     t_barrier();
 }
 
-/* ---- case 20: 1000 messages of one tag, 0 B to 4 MiB, in order --------------------------------- */
+/* ---- case 20: 1000 messages of one tag, 0 B to 9 MiB, in order --------------------------------- */
 
 #define STREAM_N 1000
-#define STREAM_BIG (4u << 20)
+#define STREAM_BIG ((9u << 20) + 3) /* over the network, three pieces */
 
 static uint32_t stream_size(uint32_t i) {
     if (i % 100 == 50) return STREAM_BIG;
@@ -492,9 +492,9 @@ static void sizes(void) {
 static void truncation(void) {
     /* (sent, room): eager 80 -> 50, rendezvous, each expected and unexpected; the last is fetched
      * in several pieces over the network and cut inside one. */
-    const uint32_t cases[][2] = {{80, 50}, {2 * g_thr + 80, g_thr + 50}, {1 << 20, 0}, {3 << 20, (5 << 19) + 5}};
+    const uint32_t cases[][2] = {{80, 50}, {2 * g_thr + 80, g_thr + 50}, {1 << 20, 0}, {9 << 20, (9 << 19) + 5}};
     const size_t ncases = sizeof cases / sizeof cases[0];
-    uint8_t *buf = t_malloc((3 << 20) + 64);
+    uint8_t *buf = t_malloc((9 << 20) + 64);
     for (int unexpected = 0; unexpected <= 1; ++unexpected) {
         for (size_t i = 0; i < ncases; ++i) {
             const uint32_t sent = cases[i][0], room = cases[i][1];
