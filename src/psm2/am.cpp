@@ -53,6 +53,8 @@ psm2_error_t send_am(Ep &ep, psm2_epaddr *to, ptl_match_bits_t kind, uint32_t ha
                      psm2_am_completion_fn_t done, void *done_ctxt) {
     if (nargs < 0 || static_cast<uint32_t>(nargs) > kMaxArgs || len > kMaxShort || (nargs && !args) || (len && !src))
         return PSM2_PARAM_ERR;
+    if (!device_allows(ep, to->epid))
+        return report(&ep, PSM2_EPID_UNREACHABLE, "active message: PSM2_DEVICES has no path to that peer");
     const size_t arg_bytes = static_cast<size_t>(nargs) * sizeof(psm2_amarg_t);
     const auto bytes = static_cast<uint32_t>(arg_bytes + len);
     Retained *slot = nullptr;

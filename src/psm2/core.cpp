@@ -119,9 +119,31 @@ bool same_node(psm2_epid_t epid) {
            shares;
 }
 
+bool device_allows(const Ep &ep, psm2_epid_t epid) {
+    if (epid == ep.epid) return ep.devices & kDeviceSelf;
+    return ep.devices & (same_node(epid) ? kDeviceShm : kDeviceHfi);
+}
+
 } // namespace portico::psm2
 
 namespace {
+
+// PSM2_DEVICES (comma-separated; unset: all). "ips" is upstream's name for the adapter path.
+unsigned devices_from_env() {
+    const char *v = std::getenv("PSM2_DEVICES");
+    if (!v || !*v) return kDeviceSelf | kDeviceShm | kDeviceHfi;
+    unsigned mask = 0;
+    std::string list(v);
+    for (size_t at = 0; at <= list.size();) {
+        const size_t end = std::min(list.find(',', at), list.size());
+        const std::string name = list.substr(at, end - at);
+        if (name == "self") mask |= kDeviceSelf;
+        if (name == "shm" || name == "shmem") mask |= kDeviceShm;
+        if (name == "hfi" || name == "ips") mask |= kDeviceHfi;
+        at = end + 1;
+    }
+    return mask;
+}
 
 bool initialized() {
     Library &l = lib();
@@ -410,6 +432,12 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
     while (ctx < kMaxEndpoints && l.eps[ctx]) ++ctx;
     if (ctx == kMaxEndpoints)
         return report(nullptr, PSM2_TOO_MANY_ENDPOINTS, "psm2_ep_open: %d endpoints open", kMaxEndpoints);
+    const unsigned devices = devices_from_env();
+    if (!(devices & (kDeviceShm | kDeviceHfi)))
+        return report(nullptr, PSM2_PARAM_ERR, "psm2_ep_open: PSM2_DEVICES names neither shm nor hfi");
+    // Without shm every peer goes through the network transport, this machine's too (as
+    // upstream's adapter loopback): asked of the engine before it starts, unless the user chose.
+    if (!(devices & kDeviceShm) && l.ni == PTL_INVALID_HANDLE) setenv("PORTICO_TRANSPORT", "tcp", 0);
     if (const psm2_error_t err = open_ni(unique_job_key); err != PSM2_OK)
         return report(nullptr, err, "psm2_ep_open: the Portico engine did not start");
     auto *e = new Ep;
@@ -417,6 +445,7 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
     e->epid = make_epid(l.self.phys.nid, l.self.phys.pid, ctx);
     std::memcpy(e->uuid, unique_job_key, sizeof e->uuid);
     e->errhandler = l.global_handler;
+    e->devices = devices;
     e->mq_obj.ep = e;
     // Capped like psm2_mq_setopt's: a larger eager message would never fit a receiver's slab.
     e->rndv_net = std::min(env_u32("PSM2_MQ_RNDV_HFI_THRESH", e->rndv_net), kMaxEagerBytes);
@@ -507,6 +536,12 @@ PSM2_API psm2_error_t psm2_ep_connect(psm2_ep_t ep, int num_of_epid, const psm2_
             const psm2_epid_t epid = array_of_epid[p.index];
             if (epid_pid_of(epid) == 0 || epid_ctx_of(epid) >= kMaxEndpoints) {
                 p.done = true;
+                --left;
+                continue;
+            }
+            if (!device_allows(e, epid)) { // PSM2_DEVICES has no path to it
+                p.done = true;
+                p.err = PSM2_EPID_UNREACHABLE;
                 --left;
                 continue;
             }

@@ -51,6 +51,12 @@ inline ptl_pt_index_t recv_pt(unsigned ctx) { return kPtBase + 3 * ctx; }
 inline ptl_pt_index_t rndv_pt(unsigned ctx) { return kPtBase + 3 * ctx + 1; }
 inline ptl_pt_index_t ctl_pt(unsigned ctx) { return kPtBase + 3 * ctx + 2; }
 
+// PSM2_DEVICES: "self" (the endpoint itself), "shm" (peers reached through shared memory), "hfi"
+// (Portico's network transport, for every other peer).
+inline constexpr unsigned kDeviceSelf = 1;
+inline constexpr unsigned kDeviceShm = 2;
+inline constexpr unsigned kDeviceHfi = 4;
+
 inline constexpr uint64_t kHiRendezvous = uint64_t{1} << 40;
 inline constexpr uint64_t kHiContextShift = 32;
 inline constexpr uint64_t kHiContextMask = uint64_t{0xFF} << kHiContextShift;
@@ -282,6 +288,7 @@ struct psm2_ep {
     psm2_epid_t epid = 0;
     uint8_t uuid[16]{};
     psm2_ep_errhandler_t errhandler = nullptr;
+    unsigned devices = 0; // PSM2_DEVICES: the kDevice* bits of the paths to peers it may use
     ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
     ptl_handle_md_t md = PTL_INVALID_HANDLE; // the whole address space
     portico::psm2::Identity identity{};
@@ -343,6 +350,9 @@ inline bool same_node(psm2_epaddr &peer) {
     if (peer.shm < 0) peer.shm = same_node(peer.epid) ? 1 : 0;
     return peer.shm == 1;
 }
+
+// Whether PSM2_DEVICES lets ep reach epid (itself through "self", a peer through "shm" or "hfi").
+bool device_allows(const Ep &ep, psm2_epid_t epid);
 
 // ---- matched queues (mq.cpp) ---------------------------------------------------------------------
 // Takes every event ep's queues hold and acts on it; true if there was one. Caller holds ep.lock.

@@ -355,6 +355,8 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
         return report(mq ? mq->ep : nullptr, PSM2_PARAM_ERR, "isend: bad argument");
     Ep &ep = *mq->ep;
     std::lock_guard g(ep.lock);
+    if (!device_allows(ep, dest->epid))
+        return report(&ep, PSM2_EPID_UNREACHABLE, "isend: PSM2_DEVICES has no path to that peer");
     Req *r = new_req(ep, Req::Kind::Send, const_cast<void *>(buf), len, context);
     std::memcpy(r->user.tag.tag, tag.w, sizeof tag.w);
     r->user.peer = dest;

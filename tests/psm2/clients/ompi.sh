@@ -7,7 +7,8 @@ libdir=$1 prog=$2 np=$3 transport=${4:-shm}
 command -v mpirun.openmpi >/dev/null || { echo "SKIP: Open MPI (openmpi-bin) is not installed" >&2; exit 77; }
 [ -x "$prog" ] || { echo "SKIP: $prog was not built (mpicc.openmpi from libopenmpi-dev is missing)" >&2; exit 77; }
 env=(-x LD_LIBRARY_PATH="$libdir")
-# Open MPI tells libpsm2 that all ranks are local (PSM2_DEVICES=self,shm); TCP is Portico's choice.
-[ "$transport" = tcp ] && env+=(-x PORTICO_TRANSPORT=tcp)
+# With all ranks local Open MPI sets PSM2_DEVICES=self,shm unless the user set it; "self,hfi"
+# sends them through the network path (Portico's TCP transport), as PSM2's own way to ask that.
+[ "$transport" = tcp ] && env+=(-x PSM2_DEVICES=self,hfi)
 exec mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np" "${env[@]}" \
   --mca pml cm --mca mtl psm2 --mca btl self "$prog"
