@@ -15,8 +15,9 @@ packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           # a private one-node Slurm cluster for the launcher.slurm test (tests/launcher/slurm.sh)
           slurmd slurmctld slurm-client munge
           # libpsm2-dev: Debian's PSM2 headers, which the ABI test compares Portico's psm2.h with;
-          # libfabric-bin: fi_info/fi_pingpong, real PSM2 clients run over Portico's libpsm2
-          libpsm2-dev libfabric-bin
+          # libfabric-bin: fi_info/fi_pingpong, real PSM2 clients run over Portico's libpsm2;
+          # libfabric-dev: the RMA test program for libfabric's psm2 provider (RMA over PSM2 AM)
+          libpsm2-dev libfabric-bin libfabric-dev
           # libopenmpi-dev: mpicc.openmpi builds the MPI program the mtl psm2 tests run
           libopenmpi-dev)
 missing=()
