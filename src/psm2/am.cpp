@@ -70,6 +70,7 @@ psm2_error_t send_am(Ep &ep, psm2_epaddr *to, ptl_match_bits_t kind, uint32_t ha
         op->done = done;
         op->done_ctxt = done_ctxt;
         ep.am_ops[my_id] = std::move(op);
+        slot->am_op = my_id;
     }
     const ptl_hdr_data_t hdr =
         handler | uint64_t(static_cast<uint32_t>(nargs)) << 32 | flags << 40 | uint64_t{ep.ctx} << 48;
@@ -199,6 +200,14 @@ psm2_error_t ctl_start(Ep &ep) {
 void ctl_stop(Ep &ep) {
     overflow_stop(ep.am_overflow);
     ep.am_ops.clear();
+}
+
+void am_undelivered(Ep &ep, uint64_t op_id) {
+    auto it = ep.am_ops.find(op_id);
+    if (it == ep.am_ops.end()) return;
+    const AmOp op = *it->second;
+    ep.am_ops.erase(it);
+    op.done(op.done_ctxt); // the loss itself was reported with the ack
 }
 
 bool take_active_messages(Ep &ep) {

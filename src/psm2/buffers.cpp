@@ -207,10 +207,17 @@ bool ring_ack(RetainRing &g, Retained *s, const ptl_event_t &ev) {
 
 void ring_fetched(RetainRing &g, const ptl_event_t &ev) {
     const auto it = g.awaited.find(ev.remote_offset);
-    if (it == g.awaited.end()) return; // only a slot whose ack said so is fetched
-    it->second->fetched = true;
-    g.awaited.erase(it);
-    ring_trim(g);
+    if (it != g.awaited.end()) {
+        it->second->fetched = true;
+        g.awaited.erase(it);
+        ring_trim(g);
+        return;
+    }
+    // The receiver's engine acks before the header can be matched and the get comes on the same
+    // ordered link, so the ack is always seen first; should a get ever overtake it, the ack must
+    // not leave the slot waiting for a get that came.
+    for (Retained &s : g.slots)
+        if (s.offset == ev.remote_offset && !s.acked) s.fetched = true;
 }
 
 } // namespace portico::psm2

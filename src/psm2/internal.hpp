@@ -251,6 +251,7 @@ struct Retained {
     bool acked = false;   // the put's ack came
     bool awaited = false; // the ack said only the header landed: the receiver gets the data
     bool fetched = false; // that get came
+    uint64_t am_op = 0;   // an active message request whose completion callback waits on it
     bool done() const { return acked && (!awaited || fetched); }
 };
 
@@ -401,6 +402,9 @@ psm2_error_t ctl_start(Ep &ep);
 void ctl_stop(Ep &ep);
 // Runs the handlers of the active messages that arrived; true if there was one.
 bool take_active_messages(Ep &ep);
+// A request the target refused (or that could not reach it): its completion callback runs, as
+// its handler never will.
+void am_undelivered(Ep &ep, uint64_t op_id);
 // Acts on an event of ep's control queue.
 void ctl_event(Ep &ep, const ptl_event_t &ev);
 

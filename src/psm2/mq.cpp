@@ -186,14 +186,19 @@ void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
 // loudly, once per endpoint, whatever the error handler.
 void lost_eager(Ep &ep, ptl_ni_fail_t why) {
     if (ep.lost_eager++ == 0)
-        std::fprintf(stderr, "psm2 (portico) pid %d: a message was refused by its receiver (%s)\n",
+        std::fprintf(stderr, "psm2 (portico) pid %d: a message did not reach its receiver (%s)\n",
                      static_cast<int>(getpid()), ck::fail_name(why));
-    report(&ep, PSM2_INTERNAL_ERR, "a message was lost at its receiver: %s", ck::fail_name(why));
+    // A peer that is gone is a network error about that peer; a refusal (no header room) is not.
+    report(&ep, why == PTL_NI_UNDELIVERABLE ? PSM2_EPID_NETWORK_ERROR : PSM2_INTERNAL_ERR,
+           "a message was lost at its receiver: %s", ck::fail_name(why));
 }
 
 // The ack of a put from the retain ring.
 void on_ring_ack(Ep &ep, Retained *s, const ptl_event_t &ev) {
-    if (!ring_ack(ep.ring, s, ev)) lost_eager(ep, ev.ni_fail_type);
+    const uint64_t am_op = s->am_op; // ring_ack may free the slot
+    if (ring_ack(ep.ring, s, ev)) return;
+    lost_eager(ep, ev.ni_fail_type);
+    if (am_op) am_undelivered(ep, am_op);
 }
 
 void on_send_event(Ep &ep, Req *r, const ptl_event_t &ev) {
