@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
     const uint32_t n = (uint32_t)(((uint64_t)mib << 20) / len);
     if (t_rank == 1) {
         uint8_t *buf = t_malloc((size_t)n * len); /* a rendezvous send keeps its buffer */
-        psm2_mq_req_t *reqs = t_malloc(n * sizeof *reqs);
+        psm2_mq_req_t *reqs = t_malloc(n * sizeof(psm2_mq_req_t));
         for (uint32_t i = 0; i < n; ++i) {
             t_fill(buf + (size_t)i * len, len, i);
             CHECK_OK(psm2_mq_isend(mq, peer, 0, 0x2100 + (i & 1), buf + (size_t)i * len, len, NULL, &reqs[i]));
