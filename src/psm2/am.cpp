@@ -58,7 +58,11 @@ psm2_error_t send_am(Ep &ep, psm2_epaddr *to, ptl_match_bits_t kind, uint32_t ha
     const size_t arg_bytes = static_cast<size_t>(nargs) * sizeof(psm2_amarg_t);
     const auto bytes = static_cast<uint32_t>(arg_bytes + len);
     Retained *slot = nullptr;
-    while (!(slot = ring_take_waiting(ep, bytes))) wait_event(ep, 1);
+    for (unsigned n = 0; !(slot = ring_take_waiting(ep, bytes)); ++n) {
+        if (n % 1000 == 0) forget_dead_receivers(ep); // a receiver that is gone never fetches
+        wait_event(ep, 1);
+    }
+    slot->to = to;
     std::byte *at = ep.ring.mem.get() + slot->offset;
     if (arg_bytes) std::memcpy(at, args, arg_bytes);
     if (len) std::memcpy(at + arg_bytes, src, len);
@@ -208,6 +212,30 @@ void am_undelivered(Ep &ep, uint64_t op_id) {
     const AmOp op = *it->second;
     ep.am_ops.erase(it);
     op.done(op.done_ctxt); // the loss itself was reported with the ack
+}
+
+void forget_dead_receivers(Ep &ep) {
+    std::vector<psm2_epaddr *> receivers;
+    for (const auto &[offset, slot] : ep.ring.awaited)
+        if (std::find(receivers.begin(), receivers.end(), slot->to) == receivers.end()) receivers.push_back(slot->to);
+    for (psm2_epaddr *peer : receivers) {
+        Identity id{};
+        const char marker = 0;
+        if (PtlGet(ep.ctl_md, reinterpret_cast<uintptr_t>(&id), sizeof id, peer->proc, ctl_pt(peer->ctx), kCtlIdentity,
+                   0, const_cast<char *>(&marker)) != PTL_OK)
+            continue;
+        const ptl_event_t reply = ctl_wait_for(ep, &marker);
+        if (reply.ni_fail_type == PTL_NI_OK && id.epid == peer->epid) continue; // there: it may still fetch
+        for (auto it = ep.ring.awaited.begin(); it != ep.ring.awaited.end();) {
+            if (it->second->to == peer) {
+                it->second->fetched = true;
+                it = ep.ring.awaited.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    ring_trim(ep.ring);
 }
 
 bool take_active_messages(Ep &ep) {

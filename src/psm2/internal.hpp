@@ -248,10 +248,11 @@ struct Retained {
     uint64_t offset = 0; // in the ring
     uint32_t reserved = 0;
     uint32_t length = 0;
-    bool acked = false;   // the put's ack came
-    bool awaited = false; // the ack said only the header landed: the receiver gets the data
-    bool fetched = false; // that get came
-    uint64_t am_op = 0;   // an active message request whose completion callback waits on it
+    bool acked = false;        // the put's ack came
+    bool awaited = false;      // the ack said only the header landed: the receiver gets the data
+    bool fetched = false;      // that get came
+    uint64_t am_op = 0;        // an active message request whose completion callback waits on it
+    psm2_epaddr *to = nullptr; // the receiver
     bool done() const { return acked && (!awaited || fetched); }
 };
 
@@ -405,6 +406,10 @@ bool take_active_messages(Ep &ep);
 // A request the target refused (or that could not reach it): its completion callback runs, as
 // its handler never will.
 void am_undelivered(Ep &ep, uint64_t op_id);
+// Asks each receiver that still has to fetch data from the ring whether it is there (a read of
+// its identity); the slots of one that is gone are given up, so a graceful close never waits
+// for the dead.
+void forget_dead_receivers(Ep &ep);
 // Acts on an event of ep's control queue.
 void ctl_event(Ep &ep, const ptl_event_t &ev);
 

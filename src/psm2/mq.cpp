@@ -414,6 +414,7 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
         // The ring's copy is the put's source and the receiver's if only the header lands: the
         // caller's buffer is free at once, and the request owes no event (the slot's ack frees it).
         if (len) std::memcpy(ep.ring.mem.get() + slot->offset, buf, len);
+        slot->to = dest;
         rc = portico_put_wide(ep.ring.md, slot->offset, len, PTL_ACK_REQ, dest->proc, recv_pt(dest->ctx), low64(tag),
                               hi, msg | uint64_t{ep.ctx} << 8 | slot->offset << 16, slot_cookie(slot), hdr);
         if (rc != PTL_OK) ring_put_failed(ep.ring, slot);

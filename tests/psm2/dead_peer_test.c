@@ -5,7 +5,9 @@
  *   - a rendezvous send to it ends (psm2_mq_wait returns) with an error status;
  *   - an eager send completes (its data was taken) and the loss is reported, not waited for;
  *   - an active-message request with a completion callback has its callback run;
- *   - a receive posted for it is still cancellable, and the endpoint closes gracefully.
+ *   - a receive posted for it is still cancellable, and the endpoint closes gracefully, although
+ *     the peer died holding only the headers of 60 MiB of eager messages sent to it while it made
+ *     no PSM2 call (their data waited in this side's retain ring for a fetch that never comes).
  * Usage: psm2_dead_peer_test (no launcher; ctest runs it on shared memory and over TCP).
  */
 #include "psm2_test.h"
@@ -43,6 +45,25 @@ int main(void) {
     psm2_epid_t other = 0;
     CHECK(read(to_parent[0], &other, sizeof other) == (ssize_t)sizeof other);
     psm2_epaddr_t peer = t_connect(ep, other);
+    /* More eager data than the child's slabs hold, while it waits in read(): the rest lands as
+     * headers, the data stays here. Connecting again reads the child's identity, an answer that
+     * comes after every ack of those messages on the same link. */
+    int shm = 0;
+    CHECK_OK(psm2_ep_epid_share_memory(ep, other, &shm));
+    uint32_t eager = 0;
+    CHECK_OK(psm2_mq_getopt(mq, shm ? PSM2_MQ_RNDV_SHM_SZ : PSM2_MQ_RNDV_HFI_SZ, &eager));
+    const uint32_t n = (60u << 20) / eager;
+    uint8_t *flood = t_malloc(eager);
+    for (uint32_t i = 0; i < n; ++i) {
+        psm2_mq_req_t fr = NULL;
+        t_fill(flood, eager, i);
+        CHECK_OK(psm2_mq_isend(mq, peer, 0, 0x10, flood, eager, NULL, &fr));
+        CHECK_OK(psm2_mq_wait(&fr, NULL)); /* eager: complete at once, the ring has room */
+    }
+    free(flood);
+    CHECK(t_connect(ep, other) == peer);
+    const psm2_error_t prc = psm2_poll(ep); /* takes the acks */
+    CHECK(prc == PSM2_OK || prc == PSM2_OK_NO_PROGRESS);
     CHECK(write(to_child[1], "x", 1) == 1);
     int status = 0;
     CHECK(waitpid(child, &status, 0) == child && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
@@ -71,8 +92,8 @@ int main(void) {
         psm2_am_request_short(peer, (psm2_handler_t)idx[0], &arg, 1, NULL, 0, 0, am_done, &g_done_called);
     if (arc == PSM2_OK) {
         while (!g_done_called) {
-            const psm2_error_t prc = psm2_poll(ep);
-            CHECK(prc == PSM2_OK || prc == PSM2_OK_NO_PROGRESS);
+            const psm2_error_t rc2 = psm2_poll(ep);
+            CHECK(rc2 == PSM2_OK || rc2 == PSM2_OK_NO_PROGRESS);
         }
     }
     /* A receive from it never matches; it is cancelled. */
