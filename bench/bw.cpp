@@ -176,9 +176,7 @@ void run_bw(Context &ctx, bool get) {
                                 p.reps, msgs, std::max(window, msgs / 8 / window * window));
         res.unit = "MB/s";
         res.better = "higher";
-        res.has_baseline2 = true;
-        res.baseline2 = Stats::of(baseline2);
-        res.baseline2_kind = "memcpy_64MiB";
+        res.set_baseline2(baseline2, "memcpy_64MiB");
         ctx.report.result(res);
     }
     // Rank 1's counter must have seen every operation rank 0 started.

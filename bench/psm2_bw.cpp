@@ -53,9 +53,7 @@ void run_psm2_bw(Context &ctx) {
     if (tcp) raw = std::make_unique<TcpStream>(job);
     std::vector<unsigned char> copy_dst;
     if (job.rank() == 0) copy_dst.assign(Bandwidth::kMaxSize, 1);
-    std::atomic<bool> in_psm2{false};
-    Watchdog dog(job, kWatchdogS,
-                 [&] { return in_psm2.load(std::memory_order_relaxed) ? stream.describe() : bw.describe(); });
+    Watchdog dog(job, kWatchdogS, [&] { return stream.running() ? stream.describe() : bw.describe(); });
     job.barrier();
 
     const std::string base_desc = tcp ? "raw TCP stream of " + std::to_string(stream_bytes >> 20) +
@@ -101,15 +99,7 @@ void run_psm2_bw(Context &ctx) {
             job.barrier();
             bw.check_stamp(size, stamp);
 
-            stream.prepare(size, r < 0 ? pwarm : pmsgs, ++stamp);
-            job.barrier();
-            dog.portals_phase();
-            in_psm2.store(true, std::memory_order_relaxed);
-            const double v = stream.run(dog) * static_cast<double>(size);
-            in_psm2.store(false, std::memory_order_relaxed);
-            dog.peer_phase();
-            job.barrier();
-            stream.check(stamp);
+            const double v = stream.measure(job, dog, size, r < 0 ? pwarm : pmsgs, ++stamp) * static_cast<double>(size);
             if (r < 0) continue;
             value.push_back(v);
             baseline.push_back(b);
@@ -126,9 +116,7 @@ void run_psm2_bw(Context &ctx) {
         res.variant = psm.protocol(peer, size);
         res.unit = "MB/s";
         res.better = "higher";
-        res.has_baseline2 = true;
-        res.baseline2 = Stats::of(portals);
-        res.baseline2_kind = "portals_put_bw";
+        res.set_baseline2(portals, "portals_put_bw");
         ctx.report.result(res);
     }
     job.barrier(); // nobody closes its endpoint while the peer still talks to it

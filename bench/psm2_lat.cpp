@@ -168,9 +168,7 @@ void run_psm2_lat(Context &ctx) {
         Result res = Result::of("psm2_lat", job.size(), size, value, baseline, base->kind(), p.reps, rounds, warm);
         res.variant = psm.protocol(job.rank() == 0 ? 1 : 0, size);
         if (with_put) {
-            res.has_baseline2 = true;
-            res.baseline2 = Stats::of(portals);
-            res.baseline2_kind = "portals_put_lat";
+            res.set_baseline2(portals, "portals_put_lat");
         }
         ctx.report.result(res);
     }

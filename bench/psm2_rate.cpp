@@ -55,9 +55,7 @@ void run_psm2_rate(Context &ctx) {
         ring = std::make_unique<ShmRing>(job);
     const uint64_t base_msgs = tcp ? p.iters : ring_msgs;
     const std::string base_kind = tcp ? records->kind() : "shm_spsc_ring";
-    std::atomic<bool> in_psm2{false};
-    Watchdog dog(job, kWatchdogS,
-                 [&] { return in_psm2.load(std::memory_order_relaxed) ? stream.describe() : put.describe(); });
+    Watchdog dog(job, kWatchdogS, [&] { return stream.running() ? stream.describe() : put.describe(); });
     job.barrier();
     ctx.report.begin(
         "psm2_rate: rate of 8-byte PSM2 MQ messages (" + psm.protocol(peer, 8) +
@@ -86,15 +84,7 @@ void run_psm2_rate(Context &ctx) {
         const double pr = put.run(r < 0 ? warmup : p.iters, dog);
         dog.peer_phase();
         job.barrier();
-        stream.prepare(8, r < 0 ? warmup : p.iters, ++stamp);
-        job.barrier();
-        dog.portals_phase();
-        in_psm2.store(true, std::memory_order_relaxed);
-        const double v = stream.run(dog);
-        in_psm2.store(false, std::memory_order_relaxed);
-        dog.peer_phase();
-        job.barrier();
-        stream.check(stamp);
+        const double v = stream.measure(job, dog, 8, r < 0 ? warmup : p.iters, ++stamp);
         if (r < 0) continue;
         value.push_back(v);
         baseline.push_back(b);
@@ -107,9 +97,7 @@ void run_psm2_rate(Context &ctx) {
     res.variant = psm.protocol(peer, 8);
     res.unit = "Mmsg/s";
     res.better = "higher";
-    res.has_baseline2 = true;
-    res.baseline2 = Stats::of(portals);
-    res.baseline2_kind = "portals_put_rate";
+    res.set_baseline2(portals, "portals_put_rate");
     ctx.report.result(res);
 
     const auto counts = job.allgather(std::to_string(put.sent()));

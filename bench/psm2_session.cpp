@@ -184,6 +184,19 @@ double Psm2Stream::run(Watchdog &dog) {
     return static_cast<double>(msgs_) * 1000.0 / static_cast<double>(t1 - t0);
 }
 
+double Psm2Stream::measure(Job &job, Watchdog &dog, size_t size, uint64_t msgs, uint64_t stamp) {
+    prepare(size, msgs, stamp);
+    job.barrier();
+    dog.portals_phase();
+    running_.store(true, std::memory_order_relaxed);
+    const double v = run(dog);
+    running_.store(false, std::memory_order_relaxed);
+    dog.peer_phase();
+    job.barrier();
+    check(stamp);
+    return v;
+}
+
 void Psm2Stream::check(uint64_t stamp) const {
     if (rank_ == 1) psm2_check_stamp(buf_.data(), size_, stamp, "psm2 stream");
 }

@@ -105,6 +105,11 @@ public:
     double run(Watchdog &dog);
     // After the repetition (and a job barrier): the receiver checks the stamp and the count.
     void check(uint64_t stamp) const;
+    // One repetition, all of the above between the job's barriers and the watchdog's phases:
+    // run's value at rank 0.
+    double measure(Job &job, Watchdog &dog, size_t size, uint64_t msgs, uint64_t stamp);
+    // Whether a repetition is under way (the watchdog describes the stream then).
+    bool running() const { return running_.load(std::memory_order_relaxed); }
 
     std::string describe() const;
 
@@ -120,6 +125,7 @@ private:
     uint64_t msgs_ = 0;
     // Atomics only for the watchdog thread; one thread writes them.
     std::atomic<uint64_t> started_{0}, completed_{0}, windows_{0};
+    std::atomic<bool> running_{false};
 };
 
 } // namespace portico::bench

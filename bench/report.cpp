@@ -52,6 +52,16 @@ std::string stats_cell(const Stats &s, const std::string &unit) {
 
 } // namespace
 
+void Result::set_baseline2(const std::vector<double> &values, std::string kind) {
+    set_baseline2(Stats::of(values), std::move(kind));
+}
+
+void Result::set_baseline2(const Stats &stats, std::string kind) {
+    has_baseline2 = true;
+    baseline2 = stats;
+    baseline2_kind = std::move(kind);
+}
+
 Result Result::of(std::string test, int procs, uint64_t size, std::vector<double> value, std::vector<double> baseline,
                   std::string baseline_kind, int reps, uint64_t iters, uint64_t warmup) {
     Result r;

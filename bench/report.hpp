@@ -41,6 +41,9 @@ struct Result {
 
     double ratio() const;  // value / baseline (medians); NaN without a baseline
     double ratio2() const; // value / baseline2
+    // The second reference of the same run (ratio2), from its repetitions' values or their stats.
+    void set_baseline2(const std::vector<double> &values, std::string kind);
+    void set_baseline2(const Stats &stats, std::string kind);
 
     // A result and its baseline from the repetitions' values (microseconds, lower is better: the
     // caller changes unit and better for rates and bandwidths).

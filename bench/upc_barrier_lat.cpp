@@ -127,9 +127,7 @@ void run_upc_barrier_lat(Context &ctx) {
         Result res = Result::of("upc_barrier_lat", job.size(), 0, v, base, "shm_counter_barrier", reps, iters, warmup);
         res.variant = variant;
         if (against_triggered) {
-            res.has_baseline2 = true;
-            res.baseline2 = trig;
-            res.baseline2_kind = "portico_triggered_barrier";
+            res.set_baseline2(trig, "portico_triggered_barrier");
         }
         ctx.report.result(res);
     };

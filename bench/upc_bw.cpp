@@ -209,9 +209,7 @@ void run_upc_bw(Context &ctx) {
             res.variant = std::string(op == 0 ? "memget/" : "memput/") + path;
             res.unit = "MB/s";
             res.better = "higher";
-            res.has_baseline2 = true;
-            res.baseline2 = Stats::of(base2);
-            res.baseline2_kind = tcp ? stream->kind() : "memcpy_64MiB";
+            res.set_baseline2(base2, tcp ? stream->kind() : "memcpy_64MiB");
             ctx.report.result(res);
         }
     }

@@ -334,17 +334,13 @@ void run_upc_lock(Context &ctx) {
         Result res = Result::of("upc_lock", job.size(), 0, un_upc[who], un_fa[who], "portals_fetch_atomic_rt", p.reps,
                                 p.iters, p.warmup);
         res.variant = who == 0 ? "uncontended/home" : "uncontended/remote/" + path;
-        res.has_baseline2 = true;
-        res.baseline2 = Stats::of(un_raw[who]);
-        res.baseline2_kind = "shm_ticket_lock_alone";
+        res.set_baseline2(un_raw[who], "shm_ticket_lock_alone");
         ctx.report.result(res);
     }
     Result res = Result::of("upc_lock", job.size(), 0, co_upc, co_raw, "shm_ticket_lock_handoff", p.reps, count,
                             std::max<uint64_t>(10, count / 10));
     res.variant = "contended/" + path;
-    res.has_baseline2 = true;
-    res.baseline2 = Stats::of(un_fa[1]);
-    res.baseline2_kind = "portals_fetch_atomic_rt_1_to_0";
+    res.set_baseline2(un_fa[1], "portals_fetch_atomic_rt_1_to_0");
     ctx.report.result(res);
     job.barrier();
 }
