@@ -10,5 +10,6 @@ env=(-x LD_LIBRARY_PATH="$libdir")
 # With all ranks local Open MPI sets PSM2_DEVICES=self,shm unless the user set it; "self,hfi"
 # sends them through the network path (Portico's TCP transport), as PSM2's own way to ask that.
 [ "$transport" = tcp ] && env+=(-x PSM2_DEVICES=self,hfi)
+# rtc_hwloc_vmhole none: see ompi_multihost.sh (Open MPI 4.1.4's topology-in-a-hole crash).
 exec mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np" "${env[@]}" \
-  --mca pml cm --mca mtl psm2 --mca btl self "$prog"
+  --mca rtc_hwloc_vmhole none --mca pml cm --mca mtl psm2 --mca btl self "$prog"

@@ -16,7 +16,11 @@ per=$(((np + ${#addrs[@]} - 1) / ${#addrs[@]}))
 hosts=
 for a in "${addrs[@]}"; do hosts+=${hosts:+,}$a:$per; done
 # Open MPI's daemons talk to mpirun over the set's network only (the root namespace has others).
+# rtc_hwloc_vmhole none: Open MPI 4.1.4's daemon maps its hwloc topology into the "biggest" hole
+# it sees in its address space and crashes there (SIGSEGV in hwloc_shmem_topology_write) in about
+# one start in ten; without the shared topology each rank discovers its own.
 net=${PORTICO_NETNS_GATEWAY%.*}.0/24
 exec timeout 200 mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np" --host "$hosts" \
   --mca plm_rsh_agent "$dir/ompi_rsh.sh" --mca oob_tcp_if_include "$net" \
+  --mca rtc_hwloc_vmhole none \
   -x LD_LIBRARY_PATH="$libdir" --mca pml cm --mca mtl psm2 --mca btl self "$prog"
