@@ -37,7 +37,7 @@ class RingView {
 public:
     RingView() = default;
     RingView(RingControl *ctl, std::byte *data, size_t bytes)
-        : ctl_(ctl), data_(data), mask_(bytes - 1), size_(bytes) {}
+        : ctl_(ctl), data_(data), mask_(bytes - 1), size_(bytes), tail_(ctl->tail.load(std::memory_order_relaxed)) {}
 
     RingControl *control() const { return ctl_; }
     size_t size() const { return size_; }
@@ -46,7 +46,9 @@ public:
     // Producer: returns where to write `body` bytes, or nullptr if there is no room now.
     std::byte *reserve(size_t body) {
         const size_t need = record_bytes(body);
-        const uint64_t tail = ctl_->tail.load(std::memory_order_relaxed);
+        // The producer's own copy: the shared line is the one the consumer polls, and reading it
+        // back stalled the producer behind the consumer's last look.
+        const uint64_t tail = tail_;
         const size_t pos = tail & mask_;
         const size_t contiguous = size_ - pos;
         const size_t total = need <= contiguous ? need : contiguous + need; // pad to the end first
@@ -68,7 +70,10 @@ public:
         pending_tail_ += need;
         return reinterpret_cast<std::byte *>(p + 1);
     }
-    void commit() { ctl_->tail.store(pending_tail_, std::memory_order_release); }
+    void commit() {
+        tail_ = pending_tail_;
+        ctl_->tail.store(pending_tail_, std::memory_order_release);
+    }
     // The consumer's head as the producer last read it: after a failed reserve(), the value that
     // showed there was no room.
     uint64_t head_seen_by_producer() const { return cached_head_; }
@@ -104,7 +109,11 @@ public:
         ctl_->head.store(ctl_->head.load(std::memory_order_relaxed) + current_, std::memory_order_release);
     }
     bool empty() const {
-        return ctl_->head.load(std::memory_order_relaxed) == ctl_->tail.load(std::memory_order_acquire);
+        const uint64_t head = ctl_->head.load(std::memory_order_relaxed);
+        // The next record's line is fetched while tail is: when the producer publishes, both
+        // lines come over at once instead of one after the other.
+        __builtin_prefetch(data_ + (head & mask_));
+        return head == ctl_->tail.load(std::memory_order_acquire);
     }
 
 private:
@@ -112,6 +121,7 @@ private:
     std::byte *data_ = nullptr;
     size_t mask_ = 0;
     size_t size_ = 0;
+    uint64_t tail_ = 0;        // producer: tail as it last published it
     uint64_t cached_head_ = 0; // producer's last view of head
     uint64_t pending_tail_ = 0;
     uint64_t cached_tail_ = 0; // consumer's last view of tail

@@ -929,10 +929,11 @@ int TcpTransport::poll(Receiver &r) {
     // With no connection at all only the listening socket matters; look at it now and then (and
     // without the lock: this is every turn of every waiting thread on a machine without TCP peers).
     if (live_links_.load(std::memory_order_relaxed) == 0) {
-        // A racy count is fine: it only spaces out the looks at the listening socket.
+        // A racy count is fine: it only spaces out the looks at the listening socket (system
+        // calls that a frame arriving on another transport would wait for; see ShmTransport::poll).
         const unsigned k = idle_polls_.load(std::memory_order_relaxed) + 1;
         idle_polls_.store(k, std::memory_order_relaxed);
-        if ((k & 127) != 0) return 0;
+        if ((k & 1023) != 0) return 0;
     }
     if (held_links_.load(std::memory_order_relaxed) > 0) flush_held();
     std::unique_lock lock(poll_mutex_, std::try_to_lock);
