@@ -199,13 +199,29 @@ void dispatch(int cls, const ptl_event_t &ev) {
     tok.magic = 0;
 }
 
+// How a message of category cat travels to dest: a Long payload goes ahead of its message (kLong),
+// by memcpy into the destination's segment when it is mapped here (PSHM) or through Portals when
+// it is large, and inside the message (kLongPacked) otherwise.
+unsigned wire_category(unsigned cat, size_t nbytes, gasnet_node_t dest) {
+    if (cat != kLong) return cat;
+    return nbytes > kLongPackedMax || dest == g->mynode || local_segment(dest) ? unsigned(kLong)
+                                                                               : unsigned(kLongPacked);
+}
+
 // Sends one message of class cls (credits already taken for charge).
 void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat, const void *src, size_t nbytes,
                   void *dest_addr, unsigned nargs, const Arg *args, bool async) {
-    const unsigned wire = cat == kLong && nbytes <= kLongPackedMax ? unsigned(kLongPacked) : cat;
+    const unsigned wire = wire_category(cat, nbytes, dest);
     if (wire == kLong && nbytes) {
+        char *mapped = local_segment(dest);
         if (dest == g->mynode) {
             std::memcpy(dest_addr, src, nbytes);
+        } else if (mapped) {
+            // PSHM: the payload is in place before the message that runs the handler is sent (the
+            // transport publishes the message after these stores).
+            std::memcpy(mapped +
+                            (reinterpret_cast<uintptr_t>(dest_addr) - reinterpret_cast<uintptr_t>(g->segs[dest].addr)),
+                        src, nbytes);
         } else {
             const uint64_t roff = g->seg_mode == 2 ? reinterpret_cast<uint64_t>(dest_addr)
                                                    : reinterpret_cast<uintptr_t>(dest_addr) -
@@ -243,8 +259,8 @@ void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat,
     put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr, am_hdr(h, nargs, wire, nbytes));
 }
 
-uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs) {
-    const unsigned wire = cat == kLong && nbytes <= kLongPackedMax ? unsigned(kLongPacked) : cat;
+uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t dest) {
+    const unsigned wire = wire_category(cat, nbytes, dest);
     size_t len = am_prefix(wire, nargs);
     if (wire == kMedium || wire == kLongPacked) len = round16(len + nbytes);
     return uint32_t(len < kMinCharge ? kMinCharge : len);
@@ -350,7 +366,7 @@ int am_request(unsigned cat, gasnet_node_t dest, gasnet_handler_t handler, void 
     if (rc != GASNET_OK) return rc;
     // Like GASNet, serve the network on sends too (every 16th: a drain is three queue reads).
     if ((++t.sends & 15) == 0 && ctx_of(t) == Ctx::Normal) poll(Ctx::Normal);
-    acquire_credit(kReq, dest, charge_of(cat, nbytes, nargs));
+    acquire_credit(kReq, dest, charge_of(cat, nbytes, nargs, dest));
     send_message(kReq, dest, handler, cat, src, nbytes, dest_addr, nargs, args, async);
     return GASNET_OK;
 }
@@ -380,7 +396,7 @@ int am_reply(unsigned cat, gasnet_token_t token, gasnet_handler_t handler, void 
     if (rc != GASNET_OK) return rc;
     tok->replied = true;
     t.replying = true; // waiting for reply credit may run reply handlers, nothing else
-    acquire_credit(kRep, tok->src, charge_of(cat, nbytes, nargs));
+    acquire_credit(kRep, tok->src, charge_of(cat, nbytes, nargs, tok->src));
     send_message(kRep, tok->src, handler, cat, src, nbytes, dest_addr, nargs, args, false);
     t.replying = false;
     return GASNET_OK;

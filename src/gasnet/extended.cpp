@@ -31,9 +31,6 @@ uint64_t remote_offset(const char *fn, gasnet_node_t node, const void *addr, siz
     return a - base;
 }
 
-// Where node's segment is mapped here (PSHM), or nullptr.
-char *local_segment(gasnet_node_t node) { return g->local_segs.empty() ? nullptr : g->local_segs[node]; }
-
 // Starts a put counted in ctr. bulk: the source stays untouched until the operation completes;
 // otherwise it may be reused on return.
 void start_put(const char *fn, gasnet_node_t node, void *dest, const void *src, size_t n, OpCounter *ctr, bool bulk) {

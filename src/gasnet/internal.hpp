@@ -242,6 +242,10 @@ struct State {
 };
 extern State *g;
 
+// Where node's segment is mapped in this process (PSHM: the node shares this machine and its
+// segment is a shared segment; our own segment for this node), or nullptr.
+inline char *local_segment(gasnet_node_t node) { return g->local_segs.empty() ? nullptr : g->local_segs[node]; }
+
 // ---- helpers shared across files ------------------------------------------------------------------
 [[noreturn]] void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // Explains an error code on stderr ("GASNet: ..."); after 20 messages a process stays quiet.
