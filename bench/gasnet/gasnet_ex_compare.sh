@@ -15,7 +15,7 @@ set -euo pipefail
 gex=${1:?GASNet-EX install prefix} build=${2:?Portico build directory} rounds=${3:-10} test=${4:-am_short_rt}
 here=$(cd "$(dirname "$0")" && pwd)
 run=$build/tools/portico-run/portico-run portico_bench=$build/bench/gasnet/gasnet_bench
-[ -x "$run" ] && [ -x "$portico_bench" ] || { echo "no portico-run or gasnet_bench in $build" >&2; exit 2; }
+if [ ! -x "$run" ] || [ ! -x "$portico_bench" ]; then echo "no portico-run or gasnet_bench in $build" >&2; exit 2; fi
 export PKG_CONFIG_PATH=$gex/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 pkg-config --exists gasnet-smp-seq || { echo "no gasnet-smp-seq.pc under $gex/lib/pkgconfig" >&2; exit 2; }
 tmp=$(mktemp -d)
