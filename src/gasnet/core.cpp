@@ -392,6 +392,7 @@ void alloc_queues_and_entries() {
     alloc_pt(g->eq_exit, kPtExit, &g->pt_exit);
 
     g->md_vol = bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE, g->eq_ops, PTL_CT_NONE);
+    g->md_quiet = bind_md(PTL_MD_VOLATILE, PTL_EQ_NONE, PTL_CT_NONE);
     g->md_send = bind_md(0, g->eq_ops, PTL_CT_NONE);
     g->md_bulk = bind_md(PTL_MD_EVENT_SEND_DISABLE, g->eq_ops, PTL_CT_NONE);
     check_ptl(PtlCTAlloc(g->ni, &g->ct_exit), "PtlCTAlloc");

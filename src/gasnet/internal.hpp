@@ -187,7 +187,10 @@ struct State {
     uint64_t vol_max = 0; // puts from the volatile MD up to this size copy the source at once
     ptl_handle_eq_t eq_ops = PTL_INVALID_HANDLE, eq_exit = PTL_INVALID_HANDLE;
     ptl_pt_index_t pt_ctrl = 0, pt_seg = 0, pt_exit = 0;
-    ptl_handle_md_t md_vol = PTL_INVALID_HANDLE;  // whole address space, volatile, no SEND events
+    ptl_handle_md_t md_vol = PTL_INVALID_HANDLE; // whole address space, volatile, no SEND events
+    // Whole address space, volatile, no EQ or CT: puts without ack from it are observed by nothing
+    // here, so the engine sends them without tracking them (and small ones without its lock).
+    ptl_handle_md_t md_quiet = PTL_INVALID_HANDLE;
     ptl_handle_md_t md_send = PTL_INVALID_HANDLE; // whole address space, SEND events
     ptl_handle_md_t md_bulk = PTL_INVALID_HANDLE; // whole address space, no SEND events
     ptl_handle_md_t md_exit = PTL_INVALID_HANDLE; // volatile, acks counted in ct_exit

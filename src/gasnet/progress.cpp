@@ -264,9 +264,12 @@ void put_copy(gasnet_node_t dest, ptl_pt_index_t pt, ptl_match_bits_t mb, uint64
               size_t len, ptl_ack_req_t ack, void *user_ptr, ptl_hdr_data_t hdr, size_t copy_max) {
     const uint64_t local = reinterpret_cast<uint64_t>(buf);
     if (len <= g->vol_max && len <= copy_max) {
-        // The volatile MD copies the bytes before PtlPut returns.
+        // The volatile MD copies the bytes before PtlPut returns. Without an ack nothing comes
+        // back, so the MD without an EQ serves (Active Messages, credits, barrier signals).
         if (ack != PTL_NO_ACK_REQ) reserve_events(1);
-        check_ptl(PtlPut(g->md_vol, local, len, ack, proc(dest), pt, mb, remote_offset, user_ptr, hdr), "PtlPut");
+        check_ptl(PtlPut(ack == PTL_NO_ACK_REQ ? g->md_quiet : g->md_vol, local, len, ack, proc(dest), pt, mb,
+                         remote_offset, user_ptr, hdr),
+                  "PtlPut");
         return;
     }
     // Too large to be copied at once: wait for the SEND event (the engine, not the target
