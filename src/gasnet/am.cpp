@@ -213,28 +213,23 @@ void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat,
                   void *dest_addr, unsigned nargs, const Arg *args, bool async) {
     const unsigned wire = wire_category(cat, nbytes, dest);
     if (wire == kLong && nbytes) {
-        char *mapped = local_segment(dest);
+        const uint64_t roff =
+            g->seg_mode == 2 ? reinterpret_cast<uint64_t>(dest_addr)
+                             : reinterpret_cast<uintptr_t>(dest_addr) - reinterpret_cast<uintptr_t>(g->segs[dest].addr);
         if (dest == g->mynode) {
             std::memcpy(dest_addr, src, nbytes);
-        } else if (mapped) {
+        } else if (char *mapped = local_segment(dest)) {
             // PSHM: the payload is in place before the message that runs the handler is sent (the
             // transport publishes the message after these stores).
-            std::memcpy(mapped +
-                            (reinterpret_cast<uintptr_t>(dest_addr) - reinterpret_cast<uintptr_t>(g->segs[dest].addr)),
-                        src, nbytes);
+            std::memcpy(mapped + roff, src, nbytes);
+        } else if (async && (nbytes > g->vol_max || nbytes > kZeroCopyMin)) {
+            // LongAsync: the client keeps the source intact until the reply handler runs.
+            reserve_events(1);
+            check_ptl(PtlPut(g->md_send, reinterpret_cast<uint64_t>(src), nbytes, PTL_NO_ACK_REQ, proc(dest), g->pt_seg,
+                             0, roff, ignore_send_tag(), 0),
+                      "PtlPut (Long payload)");
         } else {
-            const uint64_t roff = g->seg_mode == 2 ? reinterpret_cast<uint64_t>(dest_addr)
-                                                   : reinterpret_cast<uintptr_t>(dest_addr) -
-                                                         reinterpret_cast<uintptr_t>(g->segs[dest].addr);
-            if (async && (nbytes > g->vol_max || nbytes > kZeroCopyMin)) {
-                // LongAsync: the client keeps the source intact until the reply handler runs.
-                reserve_events(1);
-                check_ptl(PtlPut(g->md_send, reinterpret_cast<uint64_t>(src), nbytes, PTL_NO_ACK_REQ, proc(dest),
-                                 g->pt_seg, 0, roff, ignore_send_tag(), 0),
-                          "PtlPut (Long payload)");
-            } else {
-                put_copy(dest, g->pt_seg, 0, roff, src, nbytes, PTL_NO_ACK_REQ, nullptr, 0, kZeroCopyMin);
-            }
+            put_copy(dest, g->pt_seg, 0, roff, src, nbytes, PTL_NO_ACK_REQ, nullptr, 0, kZeroCopyMin);
         }
     }
     ThreadState &t = ts();
