@@ -10,7 +10,6 @@
 // then puts back. Every message carries the round number and the receiver checks it and the
 // counter's failure count. The physical baseline (latency_baseline.hpp) runs interleaved between
 // the same processes, as in put_lat.
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -20,7 +19,6 @@
 #include "job.hpp"
 #include "latency_baseline.hpp"
 #include "portals_util.hpp"
-#include "report.hpp"
 #include "timing.hpp"
 #include "watchdog.hpp"
 
@@ -110,31 +108,11 @@ void run_ct_lat(Context &ctx) {
     Watchdog dog(job, kWatchdogS, [&pp] { return pp.describe(); });
     job.barrier();
 
-    ctx.report.begin("ct_lat: one-way latency of an untracked PtlPut (no ack, MD without EQ or CT) counted on the "
-                     "target ME's CT (PtlCTWait), ping-pong between 2 processes, physical matching NIs, transport " +
-                         ctx.transport,
-                     std::to_string(p.iters) + " round trips x " + std::to_string(p.reps) +
-                         " repetitions per size after " + std::to_string(p.warmup) +
-                         " warm-up ones; medians [min .. max] over the repetitions; baseline: " + base->description() +
-                         ", interleaved; ratio = value / baseline");
-    const std::string env = env_note();
-    if (!env.empty()) ctx.report.note("environment: " + env);
-
-    for (size_t size : sizes) {
-        dog.peer_phase();
-        base->run(p.warmup);
-        dog.portals_phase();
-        pp.run(size, p.warmup, dog);
-        std::vector<double> value, baseline;
-        for (int r = 0; r < p.reps; ++r) {
-            dog.peer_phase();
-            baseline.push_back(base->run(p.iters));
-            dog.portals_phase();
-            value.push_back(pp.run(size, p.iters, dog));
-        }
-        ctx.report.result(
-            Result::of("ct_lat", job.size(), size, value, baseline, base->kind(), p.reps, p.iters, p.warmup));
-    }
+    measure_latency(ctx, "ct_lat",
+                    "one-way latency of an untracked PtlPut (no ack, MD without EQ or CT) counted on the target ME's "
+                    "CT (PtlCTWait), ping-pong between 2 processes, physical matching NIs",
+                    *base, dog, sizes, p,
+                    [&pp](size_t size, uint64_t rounds, Watchdog &d) { return pp.run(size, rounds, d); });
     job.barrier(); // nobody closes its NI while the peer still talks to it
 }
 

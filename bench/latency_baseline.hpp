@@ -4,12 +4,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace portico::bench {
 
 class Job;
+class Watchdog;
+struct Context;
+struct Plan;
 
 class LatencyBaseline {
 public:
@@ -23,5 +28,15 @@ public:
 
 // Collective over the job (which needs at least 2 ranks). `transport` is "shm" or "tcp".
 std::unique_ptr<LatencyBaseline> make_latency_baseline(Job &job, const std::string &transport);
+
+// The measurement of a ping-pong latency test, reported as test `name` ("<name>: <what>, transport
+// ..." titles the table): for each size a warm-up of the baseline and of `portals`, then p.reps
+// repetitions of each, interleaved, so that both see the same machine. portals(size, rounds,
+// dog) runs the Portals ping-pong and returns rank 0's one-way latency in µs (others 0);
+// `waiting` (optional) is called before each baseline run (a test's watchdog description).
+using LatencyRun = std::function<double(size_t size, uint64_t rounds, Watchdog &dog)>;
+void measure_latency(Context &ctx, const char *name, const std::string &what, LatencyBaseline &base, Watchdog &dog,
+                     const std::vector<size_t> &sizes, const Plan &p, const LatencyRun &portals,
+                     const std::function<void()> &waiting = {});
 
 } // namespace portico::bench
