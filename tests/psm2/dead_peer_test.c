@@ -33,9 +33,7 @@ int main(void) {
     psm2_epid_t mine;
     psm2_mq_t mq;
     psm2_ep_t ep = t_open(NULL, &mine, &mq);
-    psm2_am_handler_fn_t fn[1] = {h_never};
-    int idx[1] = {-1};
-    CHECK_OK(psm2_am_register_handlers(ep, fn, 1, idx));
+    const psm2_handler_t handler = t_register_handler(ep, h_never);
     if (child == 0) { /* publish the epid, wait to be told, die while the parent's sends are due */
         CHECK(write(to_parent[1], &mine, sizeof mine) == (ssize_t)sizeof mine);
         char go = 0;
@@ -88,8 +86,7 @@ int main(void) {
     /* An active message with a completion callback: the callback runs. */
     psm2_amarg_t arg;
     arg.u64 = 1;
-    const psm2_error_t arc =
-        psm2_am_request_short(peer, (psm2_handler_t)idx[0], &arg, 1, NULL, 0, 0, am_done, &g_done_called);
+    const psm2_error_t arc = psm2_am_request_short(peer, handler, &arg, 1, NULL, 0, 0, am_done, &g_done_called);
     if (arc == PSM2_OK) {
         while (!g_done_called) {
             const psm2_error_t rc2 = psm2_poll(ep);

@@ -28,9 +28,7 @@ int main(int argc, char **argv) {
     psm2_epid_t mine;
     psm2_mq_t mq;
     psm2_ep_t ep = t_open(NULL, &mine, &mq);
-    psm2_am_handler_fn_t fn[1] = {h_note};
-    int idx[1] = {-1};
-    CHECK_OK(psm2_am_register_handlers(ep, fn, 1, idx));
+    const psm2_handler_t handler = t_register_handler(ep, h_note);
     psm2_epid_t *all = t_exchange(mine);
     const psm2_epid_t other = all[1 - t_rank];
     free(all);
@@ -59,8 +57,7 @@ int main(int argc, char **argv) {
         CHECK_DATA(buf, sizeof buf, 70 + (uint32_t)(1 - t_rank));
         psm2_amarg_t arg;
         arg.u64 = 0x5151;
-        CHECK_OK(psm2_am_request_short(peer, (psm2_handler_t)idx[0], &arg, 1, "devices", 7, PSM2_AM_FLAG_NOREPLY, NULL,
-                                       NULL));
+        CHECK_OK(psm2_am_request_short(peer, handler, &arg, 1, "devices", 7, PSM2_AM_FLAG_NOREPLY, NULL, NULL));
         while (g_am_seen < 1) {
             const psm2_error_t rc = psm2_poll(ep);
             CHECK(rc == PSM2_OK || rc == PSM2_OK_NO_PROGRESS);
@@ -74,8 +71,7 @@ int main(int argc, char **argv) {
             CHECK_ERR(psm2_mq_send(mq, conn.addr, 0, 0x77, "x", 1), PSM2_EPID_UNREACHABLE);
             psm2_amarg_t arg;
             arg.u64 = 0;
-            CHECK_ERR(psm2_am_request_short(conn.addr, (psm2_handler_t)idx[0], &arg, 1, NULL, 0, PSM2_AM_FLAG_NOREPLY,
-                                            NULL, NULL),
+            CHECK_ERR(psm2_am_request_short(conn.addr, handler, &arg, 1, NULL, 0, PSM2_AM_FLAG_NOREPLY, NULL, NULL),
                       PSM2_EPID_UNREACHABLE);
         }
     }

@@ -115,6 +115,15 @@ static inline psm2_ep_t t_open(const uint8_t *uuid, psm2_epid_t *epid, psm2_mq_t
     return ep;
 }
 
+/* Registers one AM handler on ep and returns its index (checked to be a valid one). */
+static inline psm2_handler_t t_register_handler(psm2_ep_t ep, psm2_am_handler_fn_t fn) {
+    psm2_am_handler_fn_t fns[1] = {fn};
+    int idx[1] = {-1};
+    CHECK_OK(psm2_am_register_handlers(ep, fns, 1, idx));
+    CHECK(idx[0] >= 0 && idx[0] < 256);
+    return (psm2_handler_t)idx[0];
+}
+
 /* Every rank's epid, in rank order (the caller frees it). */
 static inline psm2_epid_t *t_exchange(psm2_epid_t mine) {
     psm2_epid_t *all = calloc((size_t)t_size, sizeof *all);
