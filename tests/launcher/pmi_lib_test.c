@@ -20,6 +20,7 @@
 #include <portico_runtime.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,11 +216,11 @@ static void api(const char *names) {
 }
 
 /* Reads every rank's "pmi_lib.<r>" over and over while the main thread runs collectives. */
-static volatile int g_stop;
+static atomic_int g_stop;
 static void *reader(void *arg) {
     long *reads = arg;
     char key[64], want[64], got[128];
-    while (!g_stop) {
+    while (!atomic_load(&g_stop)) {
         for (int r = 0; r < g_size; ++r) {
             snprintf(key, sizeof key, "pmi_lib.%d", r);
             snprintf(want, sizeof want, "first-%d", r);
@@ -251,7 +252,7 @@ static void portals(int pmi_first) {
     /* The job service's collectives and PMI gets from another thread, on the one connection. */
     long reads = 0;
     pthread_t t;
-    g_stop = 0;
+    atomic_store(&g_stop, 0);
     CHECK(pthread_create(&t, NULL, reader, &reads) == 0);
     for (int round = 0; round < 20; ++round) {
         int *all = calloc((size_t)g_size, sizeof *all), mine = g_rank * 1000 + round;
@@ -260,7 +261,7 @@ static void portals(int pmi_first) {
         free(all);
         CHECK_RC(portico_runtime_barrier(), PTL_OK);
     }
-    g_stop = 1;
+    atomic_store(&g_stop, 1);
     CHECK(pthread_join(t, NULL) == 0);
     CHECK(reads > 0);
     /* PMI collectives between the job service's. */
