@@ -39,9 +39,11 @@ int portico_runtime_barrier(void);
 int portico_runtime_allgather(const void *mine, size_t len, void *all);
 /* root's len bytes at data are copied to data on every rank. */
 int portico_runtime_broadcast(void *data, size_t len, int root);
-/* Leaves the job (the launcher's finalize, which launchers such as hydra expect of every rank).
- * The last PtlFini does it, unless the program called any portico_runtime_* function before its
- * first PtlInit: then the program owns the job's end and calls this before it exits. Idempotent. */
+/* Leaves the job (the launcher's finalize, which launchers such as hydra and Open MPI's mpirun
+ * expect of every rank). The last PtlFini does it, unless the program called any portico_runtime_*
+ * function before its first PtlInit: then the program owns the job's end and calls this before it
+ * exits. An exit with status 0 does it too if nothing has (waiting at most 5 s for the launcher).
+ * Idempotent. */
 int portico_runtime_finalize(void);
 /* Ends the whole job: the launcher kills every rank and reports message; the caller exits with
  * code (a job of one just exits). */

@@ -76,9 +76,11 @@ public:
     // secret is already in use.
     bool propose_secret(const std::string &s);
 
-    // Leaves the job (the launcher's finalize); idempotent. Collectives fail afterwards. Launchers
-    // expect it of every rank (hydra may end a job whose ranks exit without it before their
-    // output is out); it cannot be left to exit time, which must not wait for a launcher.
+    // Leaves the job (the launcher's finalize, unless another user of the connection, libpmi, still
+    // needs it); idempotent. Collectives fail afterwards. Launchers expect it of every rank (hydra
+    // may end a job whose ranks exit without it before their output is out). An exit with status 0
+    // does it too if nothing has (PmiClient::leave_at_exit, bounded: exit must not wait for a
+    // launcher).
     void finalize();
     // Who leaves: the engine's last PtlFini, unless a program joined the job before the engine
     // (it called portico_runtime_* before PtlInit, as test harnesses do, and may still run
