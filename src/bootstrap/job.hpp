@@ -92,6 +92,10 @@ public:
     // This process is about to end with code by a path that skips exit handlers (_exit); the
     // peer watch then tells a clean end (0) from a failure. Async-signal-safe.
     static void exiting(int code);
+    // Ends the process with code after leaving the launcher (portico_runtime_exit): a deliberate
+    // end the job's other ranks know of. Says what exit(0) says (the peer watch's board, goodbyes
+    // to other machines when code is 0), then PmiClient::leave_at_exit, then _exit.
+    [[noreturn]] static void exit_process(int code);
 
     // Where the ranks watch each other (PORTICO_PEER_WATCH): rank's connections all closed
     // without a goodbye (the engine tells). A rank on another machine ends the job unless this
