@@ -76,9 +76,12 @@ cat > "$tmp/gasnet_prog.c" << 'EOF'
 #error "not Portico's gasnet.h"
 #endif
 int main(int argc, char **argv) {
-    if (gasnet_init(&argc, &argv) != GASNET_OK) return 1;
+    if (gasnet_init(&argc, &argv) != GASNET_OK || gasnet_attach(NULL, 0, 0, 0) != GASNET_OK) return 1;
     printf("gasnet %u of %u, tools %d.%d\n", (unsigned)gasnet_mynode(), (unsigned)gasnet_nodes(),
            GASNETT_RELEASE_VERSION_MAJOR, GASNETT_RELEASE_VERSION_MINOR);
+    fflush(stdout); /* before any node's exit ends the others */
+    gasnet_barrier_notify(0, GASNET_BARRIERFLAG_ANONYMOUS);
+    gasnet_barrier_wait(0, GASNET_BARRIERFLAG_ANONYMOUS);
     gasnet_exit(0);
     return 0;
 }
