@@ -91,9 +91,11 @@ if [ "${PORTICO_CLIENTS_REBUILD:-0}" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$st
     else
         export PORTALS4HOME=$PREFIX
     fi
+    # The run path names Portico's libpsm2 where it is installed (not the home's links): its own
+    # $ORIGIN-relative run path then finds libportals.
     note "configuring $release $conduit-conduit: ${config[*]}"
     (cd "$work" && "$SRC/configure" "${config[@]}" CFLAGS="-O2" \
-        LDFLAGS="-Wl,-rpath,$PREFIX/lib -Wl,-rpath,$homes/psm2/lib -Wl,-rpath,$pmi_home/lib") \
+        LDFLAGS="-Wl,-rpath,$PREFIX/lib -Wl,-rpath,$PREFIX/lib/portico -Wl,-rpath,$pmi_home/lib") \
         > "$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; fail "configure"; }
     note "building $conduit-conduit (PAR) and ${#tests[@]} tests"
     # GCC 10+ (-fno-common): test.h defines gasnett_backtrace_user, which the library also has
