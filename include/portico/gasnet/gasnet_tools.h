@@ -459,7 +459,10 @@ typedef pthread_cond_t gasnett_cond_t;
 #define gasnett_cond_wait(pc, pm) pthread_cond_wait((pc), (pm))
 
 /* Reader-writer locks (POSIX); the lock calls return 0 or an errno value, the try forms EBUSY when
- * taken. The assertions are those of a GASNet built without debugging: no-ops. */
+ * taken. Where <pthread.h> hides them (strict ISO C, e.g. -std=c99 without a POSIX feature level)
+ * they are mutexes, as in GASNet where the system lacks them: correct, without concurrent readers.
+ * The assertions are those of a GASNet built without debugging: no-ops. */
+#ifdef PTHREAD_RWLOCK_INITIALIZER
 typedef pthread_rwlock_t gasnett_rwlock_t;
 #define GASNETT_RWLOCK_INITIALIZER PTHREAD_RWLOCK_INITIALIZER
 #define gasnett_rwlock_init(pl) pthread_rwlock_init((pl), NULL)
@@ -469,6 +472,17 @@ typedef pthread_rwlock_t gasnett_rwlock_t;
 #define gasnett_rwlock_tryrdlock(pl) pthread_rwlock_tryrdlock(pl)
 #define gasnett_rwlock_trywrlock(pl) pthread_rwlock_trywrlock(pl)
 #define gasnett_rwlock_unlock(pl) pthread_rwlock_unlock(pl)
+#else
+typedef pthread_mutex_t gasnett_rwlock_t;
+#define GASNETT_RWLOCK_INITIALIZER PTHREAD_MUTEX_INITIALIZER
+#define gasnett_rwlock_init(pl) pthread_mutex_init((pl), NULL)
+#define gasnett_rwlock_destroy(pl) pthread_mutex_destroy(pl)
+#define gasnett_rwlock_rdlock(pl) pthread_mutex_lock(pl)
+#define gasnett_rwlock_wrlock(pl) pthread_mutex_lock(pl)
+#define gasnett_rwlock_tryrdlock(pl) pthread_mutex_trylock(pl)
+#define gasnett_rwlock_trywrlock(pl) pthread_mutex_trylock(pl)
+#define gasnett_rwlock_unlock(pl) pthread_mutex_unlock(pl)
+#endif
 #define gasnett_rwlock_assertlocked(pl) ((void)0)
 #define gasnett_rwlock_assertrdlocked(pl) ((void)0)
 #define gasnett_rwlock_assertwrlocked(pl) ((void)0)
