@@ -19,38 +19,11 @@
 #include "common/guarded_copy.hpp"
 #include "common/futex.hpp"
 #include "common/log.hpp"
+#include "transport/shm/hello.hpp"
 
 namespace portico::transport::shm {
 
 namespace {
-
-constexpr uint32_t kHelloMagic = 0x50544c34; // "PTL4"
-constexpr uint32_t kSegmentVersion = 2;
-
-struct Hello {
-    uint32_t magic;
-    uint32_t version;
-    uint32_t nid;
-    uint32_t pid;
-    uint64_t ring_bytes;
-};
-
-// A hello and room for the segment's descriptor (SCM_RIGHTS), as sendmsg and recvmsg take it.
-struct HelloMessage {
-    Hello hello{};
-    iovec iov{};
-    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))]{};
-    msghdr msg{};
-    HelloMessage() {
-        iov = {&hello, sizeof hello};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = ctrl;
-        msg.msg_controllen = sizeof ctrl;
-    }
-    HelloMessage(const HelloMessage &) = delete; // msg points into itself
-    HelloMessage &operator=(const HelloMessage &) = delete;
-};
 
 struct alignas(kCacheLine) SegmentHeader {
     uint32_t magic;
@@ -73,14 +46,6 @@ RingView ring_at(void *seg, size_t ring_bytes, int which) {
     auto *base =
         static_cast<std::byte *>(seg) + sizeof(SegmentHeader) + size_t(which) * (sizeof(RingControl) + ring_bytes);
     return RingView(reinterpret_cast<RingControl *>(base), base + sizeof(RingControl), ring_bytes);
-}
-
-socklen_t abstract_address(PeerId id, sockaddr_un *addr) {
-    std::memset(addr, 0, sizeof *addr);
-    addr->sun_family = AF_UNIX;
-    // Leading NUL: Linux abstract namespace. The kernel frees the name when the socket closes.
-    int n = std::snprintf(addr->sun_path + 1, sizeof addr->sun_path - 1, "portico/%08x/%u", id.nid, id.pid);
-    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
 }
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
@@ -175,7 +140,7 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
     listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
     sockaddr_un addr;
-    socklen_t len = abstract_address({nid, pid}, &addr);
+    socklen_t len = rendezvous_address({nid, pid}, &addr);
     if (::bind(listen_fd_, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
         const int err = errno;
         ::close(listen_fd_);
@@ -225,7 +190,7 @@ int connect_same_user(PeerId to, pid_t *os_pid) {
     int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) return -1;
     sockaddr_un addr;
-    socklen_t len = abstract_address(to, &addr);
+    socklen_t len = rendezvous_address(to, &addr);
     if (::connect(s, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
         log_debug("shm: no endpoint %08x/%u: %s", to.nid, to.pid, std::strerror(errno));
         ::close(s);
@@ -269,18 +234,6 @@ void *create_segment(size_t ring_bytes, bool single_copy, int *mfd) {
         ctl->producer_waiting.store(0);
     }
     return seg;
-}
-
-// Our hello, with the segment's descriptor attached (SCM_RIGHTS).
-bool send_hello(int s, const Hello &hello, int mfd) {
-    HelloMessage m;
-    m.hello = hello;
-    cmsghdr *c = CMSG_FIRSTHDR(&m.msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &mfd, sizeof(int));
-    return ::sendmsg(s, &m.msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof m.hello);
 }
 
 } // namespace
@@ -337,15 +290,11 @@ void ShmTransport::accept_one(Receiver &) {
             continue;
         }
         if (try_hello(s, cr.pid)) continue;
-        if (pending_accepts_.size() >= kMaxPendingAccepts) { // the oldest has waited longest: it goes
-            refuse("a connection that sent no hello (too many waiting)");
-            drop_pending(pending_accepts_.front().get());
-        }
-        auto p = std::make_unique<PendingAccept>(PendingAccept{s, cr.pid, monotonic_ns() + kHelloTimeoutNs});
-        epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLRDHUP;
-        ev.data.u64 = reinterpret_cast<uintptr_t>(p.get()) | kPendingTag;
-        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, s, &ev);
+        // The oldest has waited longest: it goes (unless its hello has come meanwhile).
+        if (pending_accepts_.size() >= kMaxPendingAccepts)
+            give_up_oldest("a connection that sent no hello (too many waiting)");
+        auto p = std::make_unique<PendingAccept>(PendingAccept{s, cr.pid, monotonic_ns() + cfg_.hello_timeout_ns});
+        watch_pending(*p);
         pending_accepts_.push_back(std::move(p));
     }
 }
@@ -358,30 +307,41 @@ void ShmTransport::refuse(const std::string &what) {
         log_error("shm: refused %s (%llu refused so far)", what.c_str(), static_cast<unsigned long long>(n));
 }
 
-void ShmTransport::drop_pending(PendingAccept *p) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p->fd, nullptr);
-    ::close(p->fd);
-    std::erase_if(pending_accepts_, [p](const std::unique_ptr<PendingAccept> &q) { return q.get() == p; });
+void ShmTransport::watch_pending(const PendingAccept &p) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = reinterpret_cast<uintptr_t>(&p) | kPendingTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, p.fd, &ev);
+}
+
+void ShmTransport::give_up_oldest(const char *why) {
+    const PendingAccept p = *pending_accepts_.front();
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p.fd, nullptr);
+    pending_accepts_.erase(pending_accepts_.begin());
+    // A last read: its hello may be there, come after the caller's epoll_wait returned or while
+    // this process was descheduled.
+    if (!try_hello(p.fd, p.os_pid)) {
+        refuse(why);
+        ::close(p.fd);
+    }
 }
 
 void ShmTransport::service_pending(PendingAccept *p) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p->fd, nullptr);
-    const int fd = p->fd;
-    const pid_t pid = p->os_pid;
-    std::erase_if(pending_accepts_, [p](const std::unique_ptr<PendingAccept> &q) { return q.get() == p; });
-    if (!try_hello(fd, pid)) {
-        // Readable (or hung up) yet no whole hello: a connector sends it in one message.
-        refuse("a connection with a malformed hello");
-        ::close(fd);
+    if (!try_hello(p->fd, p->os_pid)) {
+        // Nothing to read after all: the event was about a connection that an earlier event of
+        // this batch settled, and whose memory this one took. It waits on.
+        watch_pending(*p);
+        return;
     }
+    std::erase_if(pending_accepts_, [p](const std::unique_ptr<PendingAccept> &q) { return q.get() == p; });
 }
 
-void ShmTransport::expire_pending() {
-    const uint64_t now = monotonic_ns();
-    while (!pending_accepts_.empty() && pending_accepts_.front()->deadline_ns <= now) {
-        refuse("a connection that sent no hello in time");
-        drop_pending(pending_accepts_.front().get());
-    }
+void ShmTransport::expire_pending(uint64_t before) {
+    // Those whose deadline passed before the caller began looking at its sockets, oldest first
+    // (the list is in deadline order).
+    while (!pending_accepts_.empty() && pending_accepts_.front()->deadline_ns < before)
+        give_up_oldest("a connection that sent no hello in time");
 }
 
 PendingAccept *ShmTransport::pending_of(void *tag) const {
@@ -393,15 +353,10 @@ PendingAccept *ShmTransport::pending_of(void *tag) const {
 bool ShmTransport::try_hello(int s, pid_t os_pid) {
     // False if nothing has arrived yet; true if the connection is settled (a link, or refused and
     // closed).
-    HelloMessage m;
-    const Hello &hello = m.hello;
-    msghdr &msg = m.msg;
-    const ssize_t n = ::recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    Hello hello{};
     int mfd = -1;
-    for (cmsghdr *c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-            std::memcpy(&mfd, CMSG_DATA(c), sizeof(int));
+    const ssize_t n = receive_hello(s, &hello, &mfd);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     const bool ring_ok = hello.ring_bytes >= 16 * 1024 && hello.ring_bytes <= (1ull << 30) &&
                          (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
     struct stat st {};
@@ -719,8 +674,10 @@ void ShmTransport::fail_link(ShmLink &l, Receiver &r) {
 }
 
 void ShmTransport::service_events(const void *events, int count, Receiver &r) {
-    // Caller holds poll_mutex_.
-    if (!pending_accepts_.empty()) expire_pending();
+    // Caller holds poll_mutex_. Reads first, expires after: a connection whose hello is already
+    // here is a link, however late this process comes to read it (descheduled acceptors of a
+    // 256-rank job used to drop their own peers' connections "for want of a hello").
+    const uint64_t started = monotonic_ns();
     const auto *evs = static_cast<const epoll_event *>(events);
     for (int i = 0; i < count; ++i) {
         void *p = evs[i].data.ptr;
@@ -748,6 +705,7 @@ void ShmTransport::service_events(const void *events, int count, Receiver &r) {
             }
         }
     }
+    if (!pending_accepts_.empty()) expire_pending(started);
 }
 
 int ShmTransport::poll(Receiver &r) {

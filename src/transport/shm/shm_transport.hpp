@@ -28,6 +28,9 @@ struct ShmConfig {
     size_t max_links = 4096;
     bool single_copy = true;              // process_vm_readv/writev between peers, where the kernel allows it
     size_t single_copy_bytes = 32 * 1024; // the smallest message sent single copy
+    // How long an accepted connection may take to send its hello (a connector sends it right
+    // after connect(): only a silent or hostile process needs more than a moment).
+    uint64_t hello_timeout_ns = 2'000'000'000;
 };
 
 class ShmLink;
@@ -74,9 +77,10 @@ private:
     ShmLink *connect_to(PeerId to);
     void accept_one(Receiver &r);
     bool try_hello(int s, pid_t os_pid);
+    void watch_pending(const PendingAccept &p);
     void service_pending(PendingAccept *p);
-    void drop_pending(PendingAccept *p);
-    void expire_pending();
+    void give_up_oldest(const char *why); // the oldest pending accept: a last read, else refused
+    void expire_pending(uint64_t before); // those whose deadline passed before `before`
     PendingAccept *pending_of(void *tag) const;
     void refuse(const std::string &what);
     void add_link(std::unique_ptr<ShmLink> l, bool use_for_send);
@@ -115,7 +119,6 @@ private:
     // hello right after connect(), so these are few; the bounds keep a hostile process from
     // holding file descriptors or memory here.
     static constexpr size_t kMaxPendingAccepts = 64;
-    static constexpr uint64_t kHelloTimeoutNs = 2'000'000'000;
     std::vector<std::unique_ptr<PendingAccept>> pending_accepts_;
 };
 
