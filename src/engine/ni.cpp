@@ -140,7 +140,10 @@ int Engine::open_endpoint_locked(ptl_pid_t pid, Endpoint **out) {
     try {
         e->transport = open_transport(pid);
     } catch (const std::system_error &err) {
-        if (err.code().value() == EADDRINUSE) return PTL_PID_IN_USE;
+        if (err.code().value() == EADDRINUSE) {
+            log_error("PtlNIInit: %s", err.what()); // who holds the pid: another user may be denying us
+            return PTL_PID_IN_USE;
+        }
         log_error("cannot open the network interface: %s", err.what());
         return err.code().value() == EINVAL ? PTL_ARG_INVALID : PTL_NO_SPACE;
     } catch (const std::exception &err) {

@@ -41,6 +41,10 @@ struct TransportInfo {
     // Opens endpoint (nid, pid). Throws std::system_error: EADDRINUSE when the pid is taken on this
     // transport (the caller tries another), anything else when the transport cannot run here.
     std::unique_ptr<Transport> (*open)(const OpenRequest &request);
+    // Who holds the pids [first_pid, first_pid + count) of nid on this transport, for the message
+    // of an endpoint that cannot have one (PTL_PID_IN_USE): the process of one pid, a summary of a
+    // range; empty when it cannot tell. Optional.
+    std::string (*holders)(uint32_t nid, uint32_t first_pid, uint32_t count) = nullptr;
 };
 
 // Every registered transport, highest priority first: the built-in ones and any added with add().

@@ -14,6 +14,7 @@
 
 #include "free_endpoint.hpp"
 #include "transport/shm/hello.hpp"
+#include "transport/shm/rendezvous.hpp"
 #include "transport/shm/shm_transport.hpp"
 
 namespace {
@@ -36,11 +37,11 @@ std::unique_ptr<shm::ShmTransport> open_acceptor(const shm::ShmConfig &cfg) {
         [&](uint32_t pid) { return std::make_unique<shm::ShmTransport>(kLoopback, pid, cfg); });
 }
 
-// A connection to `to` that has said nothing yet.
-int connect_silently(PeerId to) {
+// A connection to endpoint a that has said nothing yet.
+int connect_silently(const shm::ShmTransport &a) {
     const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr;
-    const socklen_t len = shm::rendezvous_address(to, &addr);
+    const socklen_t len = shm::rendezvous_address(a.directory(), a.self(), &addr);
     EXPECT_EQ(0, ::connect(s, reinterpret_cast<sockaddr *>(&addr), len)) << std::strerror(errno);
     return s;
 }
@@ -71,7 +72,7 @@ TEST(ShmAccept, AHelloThatArrivedIsReadEvenWhenTheAcceptorLooksAfterItsDeadline)
     auto a = open_acceptor(cfg);
     ASSERT_TRUE(a);
     Quiet r;
-    const int s = connect_silently(a->self());
+    const int s = connect_silently(*a);
     a->wait(r, 10000); // accepts it: no hello yet, so it waits
     ASSERT_EQ(0u, a->refused_connections()) << "a connection that has just come is not late";
     // The hello comes now; when the acceptor next looks it is both in the socket and overdue.
@@ -95,10 +96,10 @@ TEST(ShmAccept, AConnectionThatNeverSaysHelloIsRefusedOnceLate) {
     auto a = open_acceptor(cfg);
     ASSERT_TRUE(a);
     Quiet r;
-    const int silent = connect_silently(a->self());
+    const int silent = connect_silently(*a);
     a->wait(r, 10000); // accepted; waits for its hello
     // Anything that makes the acceptor look again (here a second connection) finds the first overdue.
-    const int second = connect_silently(a->self());
+    const int second = connect_silently(*a);
     a->wait(r, 10000);
     EXPECT_EQ(1u, a->refused_connections());
     ::close(silent);

@@ -28,14 +28,6 @@ struct HelloMessage {
 
 } // namespace
 
-socklen_t rendezvous_address(PeerId id, sockaddr_un *addr) {
-    std::memset(addr, 0, sizeof *addr);
-    addr->sun_family = AF_UNIX;
-    // Leading NUL: Linux abstract namespace. The kernel frees the name when the socket closes.
-    int n = std::snprintf(addr->sun_path + 1, sizeof addr->sun_path - 1, "portico/%08x/%u", id.nid, id.pid);
-    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
-}
-
 bool send_hello(int s, const Hello &hello, int segment_fd) {
     HelloMessage m;
     m.hello = hello;

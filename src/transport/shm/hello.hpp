@@ -23,9 +23,6 @@ struct Hello {
     uint64_t ring_bytes;
 };
 
-// The abstract Unix socket name of endpoint id.
-socklen_t rendezvous_address(PeerId id, sockaddr_un *addr);
-
 // Sends hello with the segment's descriptor attached; false unless all of it left.
 bool send_hello(int s, const Hello &hello, int segment_fd);
 

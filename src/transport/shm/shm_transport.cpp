@@ -137,18 +137,10 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     }
 
-    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
-    sockaddr_un addr;
-    socklen_t len = rendezvous_address({nid, pid}, &addr);
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
-        const int err = errno;
-        ::close(listen_fd_);
-        throw std::system_error(err, std::generic_category(), "bind endpoint");
-    }
+    dir_ = endpoint_directory(cfg_.directory);
+    reservation_ = std::make_unique<Reservation>(dir_, PeerId{nid, pid});
+    listen_fd_ = reservation_->listen_fd();
     self_ = {nid, pid};
-    if (::listen(listen_fd_, 1024) != 0) throw std::system_error(errno, std::generic_category(), "listen");
-    set_nonblocking(listen_fd_);
 
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -163,8 +155,8 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
 ShmTransport::~ShmTransport() {
     farewell();
     for (auto &p : pending_accepts_) ::close(p->fd);
-    owned_.clear(); // closes the sockets: peers see the hang-up
-    if (listen_fd_ >= 0) ::close(listen_fd_);
+    owned_.clear();       // closes the sockets: peers see the hang-up
+    reservation_.reset(); // the names go, then the listening socket
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
 }
@@ -186,11 +178,11 @@ namespace {
 
 // A connection to the endpoint `to`, if it exists and belongs to our user (never hand our memory
 // to another user's process); -1 otherwise. *os_pid: the process behind it.
-int connect_same_user(PeerId to, pid_t *os_pid) {
-    int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0) return -1;
+int connect_same_user(const std::string &dir, PeerId to, pid_t *os_pid) {
     sockaddr_un addr;
-    socklen_t len = rendezvous_address(to, &addr);
+    const socklen_t len = rendezvous_address(dir, to, &addr);
+    int s = len ? ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+    if (s < 0) return -1;
     if (::connect(s, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
         log_debug("shm: no endpoint %08x/%u: %s", to.nid, to.pid, std::strerror(errno));
         ::close(s);
@@ -198,7 +190,7 @@ int connect_same_user(PeerId to, pid_t *os_pid) {
     }
     ucred cr{};
     socklen_t crl = sizeof cr;
-    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != getuid()) {
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != geteuid()) {
         log_error("shm: endpoint %08x/%u belongs to another user; refusing", to.nid, to.pid);
         ::close(s);
         return -1;
@@ -244,7 +236,7 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
         return nullptr;
     }
     pid_t os_pid = 0;
-    const int s = connect_same_user(to, &os_pid);
+    const int s = connect_same_user(dir_, to, &os_pid);
     if (s < 0) return nullptr;
     int mfd = -1;
     void *seg = create_segment(cfg_.ring_bytes, cfg_.single_copy, &mfd);
@@ -284,7 +276,7 @@ void ShmTransport::accept_one(Receiver &) {
         if (s < 0) return;
         ucred cr{};
         socklen_t crl = sizeof cr;
-        if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != getuid()) {
+        if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != geteuid()) {
             refuse("a connection from another user (uid " + std::to_string(cr.uid) + ")");
             ::close(s);
             continue;
