@@ -29,6 +29,7 @@ std::unique_ptr<transport::Transport> Engine::open_transport(ptl_pid_t pid) {
     req.nid = local_nid();
     req.pid = pid == PTL_PID_ANY ? UINT32_MAX : pid;
     req.job_secret = [this] { return job_secret(); };
+    req.shared_secret = [this] { return shared_job_secret(); };
     return transport::open_endpoint(req);
 }
 

@@ -130,7 +130,7 @@ bool taken(const std::system_error &e) { return e.code().value() == EADDRINUSE; 
 std::unique_ptr<Transport> try_pid(const EndpointRequest &req, std::vector<const TransportInfo *> &selected, bool named,
                                    uint32_t pid, const TransportInfo **taken_on) {
     std::vector<Member> members;
-    OpenRequest open{req.nid, pid, req.job_secret};
+    OpenRequest open{req.nid, pid, req.job_secret, req.shared_secret};
     for (auto it = selected.begin(); it != selected.end();) {
         try {
             members.push_back({*it, (*it)->open(open)});
@@ -158,6 +158,11 @@ std::unique_ptr<Transport> open_endpoint(const EndpointRequest &req) {
     if (!select_transports(wanted, &selection, &error)) throw std::invalid_argument(error);
     if (selection.transports.empty()) throw std::invalid_argument("no transport is registered");
     std::vector<const TransportInfo *> selected = selection.transports;
+    // The job's secret first, if a transport will ask for it (a collective under some launchers):
+    // then every transport of the endpoint sees the same one (shared memory asks without a
+    // collective, and would otherwise open before TCP had the ranks agree).
+    if (req.job_secret && std::any_of(selected.begin(), selected.end(), [](auto *t) { return t->needs_job_secret; }))
+        req.job_secret();
     const TransportInfo *taken_on = nullptr;
     if (req.pid != UINT32_MAX) {
         auto t = try_pid(req, selected, selection.named, req.pid, &taken_on);

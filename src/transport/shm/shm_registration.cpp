@@ -19,6 +19,7 @@ std::unique_ptr<Transport> open_shm(const OpenRequest &req) {
     cfg.single_copy = settings::kShmSingleCopy.get();
     cfg.single_copy_bytes = settings::kShmSingleCopyBytes.get();
     cfg.directory = settings::kShmDir.get();
+    if (req.shared_secret) cfg.secret = req.shared_secret();
     return std::make_unique<shm::ShmTransport>(req.nid, req.pid, cfg);
 }
 

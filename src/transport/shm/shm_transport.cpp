@@ -137,6 +137,7 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     }
 
+    os_pid_ = ::getpid();
     dir_ = endpoint_directory(cfg_.directory);
     reservation_ = std::make_unique<Reservation>(dir_, PeerId{nid, pid});
     listen_fd_ = reservation_->listen_fd();
@@ -175,6 +176,13 @@ void ShmTransport::add_link(std::unique_ptr<ShmLink> l, bool use_for_send) {
 }
 
 namespace {
+
+// "0a000001/5 (process 1234)", for messages.
+std::string describe(PeerId id, pid_t os_pid) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%08x/%u (process %d)", id.nid, id.pid, static_cast<int>(os_pid));
+    return text;
+}
 
 // A connection to the endpoint `to`, if it exists and belongs to our user (never hand our memory
 // to another user's process); -1 otherwise. *os_pid: the process behind it.
@@ -244,7 +252,8 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
         ::close(s);
         return nullptr;
     }
-    const bool sent = send_hello(s, Hello{kHelloMagic, kSegmentVersion, self_.nid, self_.pid, cfg_.ring_bytes}, mfd);
+    const Hello hello = make_hello(self_, to, cfg_.ring_bytes, cfg_.secret, LinkEnds{::getpid(), os_pid, geteuid()});
+    const bool sent = send_hello(s, hello, mfd);
     ::close(mfd); // the peer has its own copy, or never will
     if (!sent) {
         munmap(seg, segment_bytes(cfg_.ring_bytes));
@@ -289,6 +298,13 @@ void ShmTransport::accept_one(Receiver &) {
         watch_pending(*p);
         pending_accepts_.push_back(std::move(p));
     }
+}
+
+void ShmTransport::refused_by_peer(const ShmLink &l, char code) {
+    const uint64_t n = refused_.fetch_add(1) + 1;
+    if ((n & (n - 1)) == 0)
+        log_error("shm: %s refused our link: %s (%llu refused so far)", describe(l.peer, l.os_pid).c_str(),
+                  refusal_text(code), static_cast<unsigned long long>(n));
 }
 
 void ShmTransport::refuse(const std::string &what) {
@@ -351,11 +367,41 @@ bool ShmTransport::try_hello(int s, pid_t os_pid) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     const bool ring_ok = hello.ring_bytes >= 16 * 1024 && hello.ring_bytes <= (1ull << 30) &&
                          (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
+    const bool well_formed = n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic &&
+                             hello.version == kHelloVersion && ring_ok && mfd >= 0;
+    if (well_formed) {
+        // The job's secret, before anything of the peer's is mapped: a link of another job (or of
+        // a process with a secret when we have none, or the other way round) is refused, counted,
+        // and told why in one byte, so that its side can say what happened.
+        const char *refused = nullptr;
+        Refusal why{};
+        const bool proven = (hello.flags & kHelloProven) != 0;
+        if (PeerId{hello.to_nid, hello.to_pid} != self_) {
+            refused = "a link meant for another endpoint";
+            why = Refusal::NotAddressedHere;
+        } else if (cfg_.secret.empty() && proven) {
+            refused = "a link from a process with a job secret (this process has none)";
+            why = Refusal::NoSecretHere;
+        } else if (!cfg_.secret.empty() && !proven) {
+            refused = "a link from a process without the job's secret";
+            why = Refusal::NoProof;
+        } else if (proven && !hello_proven(hello, cfg_.secret, LinkEnds{os_pid, os_pid_, geteuid()})) {
+            refused = "a link from a process of another job (its job secret differs)";
+            why = Refusal::OtherSecret;
+        }
+        if (refused) {
+            refuse(std::string(refused) + " from " + describe(PeerId{hello.nid, hello.pid}, os_pid));
+            const char code = static_cast<char>(why);
+            [[maybe_unused]] ssize_t told = ::send(s, &code, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+            ::close(mfd);
+            ::close(s);
+            return true;
+        }
+    }
     struct stat st {};
     void *seg = MAP_FAILED;
     size_t bytes = ring_ok ? segment_bytes(hello.ring_bytes) : 0;
-    if (n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic && hello.version == kSegmentVersion &&
-        ring_ok && mfd >= 0 && fstat(mfd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes)
+    if (well_formed && fstat(mfd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes)
         seg = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     if (mfd >= 0) ::close(mfd);
     if (seg == MAP_FAILED) {
@@ -687,9 +733,12 @@ void ShmTransport::service_events(const void *events, int count, Receiver &r) {
             if (l->reported) continue;
             char buf[256];
             ssize_t rd;
-            while ((rd = ::recv(l->sock, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
-            }
+            char refusal = 0; // doorbells are zeros; an acceptor that refuses our link says why
+            while ((rd = ::recv(l->sock, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+                for (ssize_t k = 0; k < rd; ++k)
+                    if (buf[k] != 0) refusal = buf[k];
             if (rd == 0 || (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))) {
+                if (refusal && l->side == 0 && *refusal_text(refusal)) refused_by_peer(*l, refusal);
                 // Deliver everything the peer sent before it went away, then report it.
                 while (drain_link(*l, r, 1 << 20) > 0) {
                 }

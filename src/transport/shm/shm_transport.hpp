@@ -31,6 +31,9 @@ struct ShmConfig {
     bool single_copy = true;              // process_vm_readv/writev between peers, where the kernel allows it
     size_t single_copy_bytes = 32 * 1024; // the smallest message sent single copy
     std::string directory;                // where endpoints meet; empty: the default (rendezvous.hpp)
+    // The job's secret, proven in every link's hello (hello.hpp) when not empty: links of processes
+    // that cannot prove it are refused, and so are proven links when it is empty.
+    std::string secret;
     // How long an accepted connection may take to send its hello (a connector sends it right
     // after connect(): only a silent or hostile process needs more than a moment).
     uint64_t hello_timeout_ns = 2'000'000'000;
@@ -89,6 +92,7 @@ private:
     void expire_pending(uint64_t before); // those whose deadline passed before `before`
     PendingAccept *pending_of(void *tag) const;
     void refuse(const std::string &what);
+    void refused_by_peer(const ShmLink &l, char code); // the acceptor said why it closed our link
     void add_link(std::unique_ptr<ShmLink> l, bool use_for_send);
     void fail_link(ShmLink &l, Receiver &r);
     int drain_link(ShmLink &l, Receiver &r, int budget);
@@ -102,6 +106,7 @@ private:
     ShmConfig cfg_;
     size_t max_frame_payload_;
     std::string dir_;
+    pid_t os_pid_ = 0;                         // this process, as its peers see it (SO_PEERCRED) when it listened
     std::unique_ptr<Reservation> reservation_; // the pid's lock and the listening socket
     int listen_fd_ = -1;                       // reservation_'s
     int epoll_fd_ = -1;

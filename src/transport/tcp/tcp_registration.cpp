@@ -36,7 +36,7 @@ std::string holders(uint32_t, uint32_t first_pid, uint32_t count) {
 } // namespace
 
 extern const TransportInfo tcp_transport_info{
-    "tcp",    10,       "TCP/IPv4 to any peer (authenticated with the job's secret; port base + pid)",
-    anywhere, open_tcp, holders};
+    "tcp",   10,  "TCP/IPv4 to any peer (authenticated with the job's secret; port base + pid)", anywhere, open_tcp,
+    holders, true};
 
 } // namespace portico::transport
