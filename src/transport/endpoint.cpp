@@ -97,6 +97,9 @@ public:
     void farewell() override {
         for (Member &m : members_) m.transport->farewell();
     }
+    void know_peers(const PeerId *peers, size_t n) override {
+        for (Member &m : members_) m.transport->know_peers(peers, n);
+    }
     uint64_t malformed_frames() const override {
         uint64_t n = 0;
         for (const Member &m : members_) n += m.transport->malformed_frames();

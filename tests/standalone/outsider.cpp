@@ -12,6 +12,13 @@
 //       tries to bind a Unix socket at PATH, prints "BIND OK" or "BIND <errno name>"
 //   outsider [--uid U] squat-port PORT
 //       listens on TCP port PORT (every address), prints "HOLDING" or "BUSY"
+//   outsider [--uid U] flood ADDR PORT...
+//       holds a flood of unauthenticated connections on each TCP port at ADDR: 150 silent ones
+//       from the machine's own address, 150 silent ones from as many loopback addresses (127.0.0.2
+//       and up), 40 slow ones (a plausible hello, one byte every 100 ms, never finished), 40 of
+//       garbage (4 KiB of noise, then silence) and 40 half-open ones (connect, then shut down
+//       their sending side). Every connection the endpoint closes is opened again. Prints
+//       "FLOODING <n>" once all n have connected, then keeps the flood until stdin closes.
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstddef>
@@ -20,6 +27,9 @@
 #include <cstring>
 #include <grp.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <fcntl.h>
+#include <ctime>
 #include <string>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -124,6 +134,125 @@ int squat_port(uint32_t port) {
     return hold_on();
 }
 
+enum class Kind { Silent, SilentElsewhere, Slow, Garbage, HalfOpen };
+
+struct FloodConn {
+    Kind kind;
+    uint32_t addr, port, source; // host order; source 0: the kernel's choice
+    int fd = -1;
+    bool connected = false;
+    size_t trickled = 0; // bytes of the slow hello sent
+};
+
+uint64_t now_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+}
+
+void open_conn(FloodConn &c) {
+    c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (c.fd < 0) die("socket");
+    c.connected = false;
+    c.trickled = 0;
+    if (c.source != 0) {
+        sockaddr_in src{};
+        src.sin_family = AF_INET;
+        src.sin_addr.s_addr = htonl(c.source);
+        if (bind(c.fd, reinterpret_cast<sockaddr *>(&src), sizeof src) != 0) c.source = 0; // the kernel's, then
+    }
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(c.addr);
+    to.sin_port = htons(static_cast<uint16_t>(c.port));
+    if (connect(c.fd, reinterpret_cast<sockaddr *>(&to), sizeof to) != 0 && errno != EINPROGRESS) {
+        close(c.fd);
+        c.fd = -1; // tried again on the next round
+    }
+}
+
+// What a connection does once it is connected.
+void on_connected(FloodConn &c) {
+    c.connected = true;
+    if (c.kind == Kind::Garbage) {
+        char noise[4096];
+        for (size_t i = 0; i < sizeof noise; ++i) noise[i] = static_cast<char>(i * 7919u >> 3);
+        [[maybe_unused]] ssize_t n = send(c.fd, noise, sizeof noise, MSG_NOSIGNAL);
+    } else if (c.kind == Kind::HalfOpen) {
+        shutdown(c.fd, SHUT_WR);
+    }
+}
+
+int flood(uint32_t addr, const std::vector<uint32_t> &ports) {
+    std::vector<FloodConn> conns;
+    for (uint32_t port : ports) {
+        const auto add = [&](Kind k, int n, bool elsewhere) {
+            for (int i = 0; i < n; ++i)
+                conns.push_back({k, addr, port, elsewhere ? 0x7f000002u + static_cast<uint32_t>(i) : 0u});
+        };
+        add(Kind::Silent, 150, false);
+        add(Kind::SilentElsewhere, 150, true);
+        add(Kind::Slow, 40, false);
+        add(Kind::Garbage, 40, false);
+        add(Kind::HalfOpen, 40, false);
+    }
+    for (FloodConn &c : conns) open_conn(c);
+    // A plausible start of a hello (the handshake's magic, "POCP"), then zeros: never finished.
+    const char slow_hello[71] = {'P', 'O', 'C', 'P'};
+    std::vector<bool> ever(conns.size());
+    size_t connected_once = 0;
+    bool said = false;
+    uint64_t next_trickle = now_ms() + 100;
+    std::vector<pollfd> fds;
+    for (;;) {
+        fds.clear();
+        fds.push_back({0, POLLIN, 0});
+        for (FloodConn &c : conns)
+            fds.push_back({c.fd, static_cast<short>(c.fd < 0 ? 0 : c.connected ? POLLIN : POLLOUT), 0});
+        if (poll(fds.data(), fds.size(), 20) < 0 && errno != EINTR) die("poll");
+        if (fds[0].revents) return 0; // stdin closed (or said something): the test is done with us
+        for (size_t i = 0; i < conns.size(); ++i) {
+            FloodConn &c = conns[i];
+            const short rev = fds[i + 1].revents;
+            if (c.fd < 0) {
+                open_conn(c);
+                continue;
+            }
+            if (!rev) continue;
+            if (!c.connected) {
+                int err = 0;
+                socklen_t len = sizeof err;
+                getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+                if (err == 0 && (rev & POLLOUT)) {
+                    on_connected(c);
+                    if (!ever[i]) {
+                        ever[i] = true;
+                        ++connected_once;
+                    }
+                    continue;
+                }
+            } else {
+                char sink[4096];
+                const ssize_t n = recv(c.fd, sink, sizeof sink, MSG_DONTWAIT);
+                if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) continue;
+            }
+            close(c.fd); // the endpoint closed it (or it failed): open it again
+            open_conn(c);
+        }
+        if (!said && connected_once == conns.size()) {
+            say("FLOODING " + std::to_string(conns.size()));
+            said = true;
+        }
+        if (now_ms() >= next_trickle) {
+            next_trickle = now_ms() + 100;
+            for (FloodConn &c : conns)
+                if (c.kind == Kind::Slow && c.connected && c.trickled < sizeof slow_hello &&
+                    send(c.fd, slow_hello + c.trickled, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+                    ++c.trickled;
+        }
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -138,7 +267,14 @@ int main(int argc, char **argv) {
     if (args.size() == 2 && args[0] == "squat-dir") return squat_dir(args[1]);
     if (args.size() == 2 && args[0] == "try-bind") return try_bind(args[1]);
     if (args.size() == 2 && args[0] == "squat-port") return squat_port(static_cast<uint32_t>(std::stoul(args[1])));
+    if (args.size() >= 3 && args[0] == "flood") {
+        in_addr a{};
+        if (inet_pton(AF_INET, args[1].c_str(), &a) != 1) die("not an IPv4 address: " + args[1]);
+        std::vector<uint32_t> ports;
+        for (size_t i = 2; i < args.size(); ++i) ports.push_back(static_cast<uint32_t>(std::stoul(args[i])));
+        return flood(ntohl(a.s_addr), ports);
+    }
     std::fprintf(stderr, "usage: outsider [--uid U] squat-abstract NID FIRST COUNT | squat-dir DIR | try-bind PATH | "
-                         "squat-port PORT\n");
+                         "squat-port PORT | flood ADDR PORT...\n");
     return 2;
 }
