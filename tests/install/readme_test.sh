@@ -111,13 +111,14 @@ expect_home=$(t "$prefix/bin/portico-run" -n 2 "$tmp/pmi/home.out" | grep -c "pm
 echo "PMI home: ok"
 
 # --- what the install holds, and every installed program ----------------------------------------
-for f in include/portals4.h include/portals.h include/portico_runtime.h include/portico_ext.h include/gasnet.h \
-         include/gasnet_tools.h lib/libportals.so lib/libportals.so.4 lib/libportals.so.4.3.0 \
+for f in include/portals4.h include/portals.h include/portico_runtime.h include/portico_ext.h \
+         include/portico/gasnet/gasnet.h include/portico/gasnet/gasnet_tools.h lib/libportals.so lib/libportals.so.4 lib/libportals.so.4.3.0 \
          lib/libgasnet-portico.so lib/libgasnet-portico.so.1 lib/pkgconfig/portals4.pc \
          lib/pkgconfig/gasnet-seq.pc lib/pkgconfig/gasnet-parsync.pc lib/pkgconfig/gasnet-par.pc \
          bin/portico-run bin/portico-info bin/portico-bench bin/portals_demo bin/triggered_collectives \
          bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench \
-         include/upc.h include/upc_strict.h include/upc_relaxed.h include/upc_collective.h \
+         include/portico/upc/upc.h include/portico/upc/upc_strict.h include/portico/upc/upc_relaxed.h \
+         include/portico/upc/upc_collective.h \
          include/portico/upc_abi.h include/portico/upc.hpp lib/libportico-upc.so lib/libportico-upc.so.1 \
          lib/libportico-upc-main.a lib/pkgconfig/portico-upc.pc bin/upc_vector_add bin/upc_heat bin/upc_int_sort \
          lib/portico/libpsm2.so.2 lib/pkgconfig/libpsm2.pc include/portico/psm2/psm2.h \
