@@ -6,7 +6,8 @@
  *   pmi_prober other-user   with every pmiid it could learn or guess (a PMI_ID on a command line,
  *                           the ranks' numbers): exits 0 when every attempt was refused and /proc
  *                           gave nothing away, 1 when a handshake was accepted (it prints the
- *                           secret it got) or /proc showed a token
+ *                           secret it got) or /proc let it read the environment or stdin of a
+ *                           process of the job
  *   pmi_prober guess        16 random tokens, then one more connection, which must fail (the
  *                           port is closed): 0 when so, 1 when a guess got in or the port stayed
  *                           open
@@ -153,18 +154,19 @@ static int try_pmiid(const struct Target *t, const char *pmiid) {
     return 1;
 }
 
-/* Reads what /proc shows of a target: 1 when it gave a token away. */
+/* Reads what /proc shows of a target: 1 when its environment was readable (another user's). */
 static int read_proc(const struct Target *t) {
     int leaked = 0;
     char path[64], buf[16384], v[64];
     size_t len = 0;
     snprintf(path, sizeof path, "/proc/%d/environ", t->pid);
     int rc = read_file(path, buf, sizeof buf, &len);
-    if (rc == 0 && find_value(buf, len, "PMI_ID", v, sizeof v)) {
-        printf("prober: %s has PMI_ID=%s\n", path, v);
+    if (rc == 0) { /* another user's environment is not ours to read */
+        printf("prober: %s is readable%s%s\n", path, find_value(buf, len, "PMI_ID", v, sizeof v) ? "; PMI_ID=" : "",
+               find_value(buf, len, "PMI_ID", v, sizeof v) ? v : "");
         leaked = 1;
     } else {
-        printf("prober: %s: %s\n", path, rc == 0 ? "no PMI_ID" : strerror(-rc));
+        printf("prober: %s: %s\n", path, strerror(-rc));
     }
     if (t->pmi_id[0]) printf("prober: the command line of pid %d shows PMI_ID=%s\n", t->pid, t->pmi_id);
     return leaked;
