@@ -29,6 +29,10 @@ struct OpenRequest {
     // over the job (under launchers other than portico-run), so only a transport that needs it asks,
     // and every process of a job that opens that transport asks at the same point.
     std::function<std::string()> job_secret;
+    // How many processes of the job share this machine, and which of them this is, as far as the
+    // launcher said (0 and -1: not known). Transports size their per-peer memory by it.
+    uint32_t local_processes = 0;
+    int32_t local_rank = -1;
 };
 
 struct TransportInfo {
