@@ -1,17 +1,20 @@
 // The rules that keep memory per rank bounded when many processes of a job share a machine (issue
-// 30 item 6): shared-memory rings sized by the processes on the machine (transport/shm/sizing.hpp)
-// and what the launchers say about the machine's share of the job (bootstrap/local_hint.hpp).
+// 30 item 6): shared-memory rings sized by the processes on the machine (transport/shm/sizing.hpp),
+// GASNet's active-message credits sized by the number of nodes (gasnet/sizing.hpp), and what the
+// launchers say about the machine's share of the job (bootstrap/local_hint.hpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
 
 #include "bootstrap/local_hint.hpp"
+#include "gasnet/sizing.hpp"
 #include "transport/shm/sizing.hpp"
 
 namespace {
 
 namespace shm = portico::transport::shm::sizing;
+namespace gas = gasnetp::sizing;
 
 constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
 
@@ -54,6 +57,40 @@ TEST(ShmRingSizing, TheSmallestRingStillCarriesFramesAndAtomics) {
     EXPECT_EQ(864u, frame);
     EXPECT_GE(frame, 64u); // an atomic of 32 bytes and its operand
     EXPECT_EQ(64 * KiB - 160, shm::frame_payload(shm::kMaxRingBytes, 96, 64));
+}
+
+TEST(GasnetCreditSizing, UpToEightNodesKeepTheFullCredit) {
+    for (uint64_t nodes : {1, 2, 4, 8}) {
+        EXPECT_EQ(256 * KiB, gas::credit_bytes(nodes, gas::kDefaultZoneBytes, 0)) << nodes;
+        EXPECT_EQ(gas::kMaxMessage, gas::eager_bytes(gas::credit_bytes(nodes, gas::kDefaultZoneBytes, 0)));
+    }
+}
+
+TEST(GasnetCreditSizing, TheZoneStaysAtItsBudgetAsNodesGrow) {
+    EXPECT_EQ(32 * KiB, gas::credit_bytes(64, gas::kDefaultZoneBytes, 0));
+    EXPECT_EQ(8 * KiB, gas::credit_bytes(256, gas::kDefaultZoneBytes, 0));
+    EXPECT_EQ(2 * KiB, gas::credit_bytes(1024, gas::kDefaultZoneBytes, 0));
+    EXPECT_EQ(gas::kMinCredit, gas::credit_bytes(4096, gas::kDefaultZoneBytes, 0));
+    for (uint64_t nodes = 8; nodes <= 2048; ++nodes) {
+        const uint64_t credit = gas::credit_bytes(nodes, gas::kDefaultZoneBytes, 0);
+        EXPECT_LE(nodes * credit, gas::kDefaultZoneBytes) << nodes;
+        EXPECT_GT(2 * nodes * credit, gas::kDefaultZoneBytes) << nodes; // and not much below it
+        const uint64_t eager = gas::eager_bytes(credit);
+        EXPECT_EQ(0u, eager % 16);
+        EXPECT_LE(2 * eager, credit); // a sender owed half its credit can still send one
+        EXPECT_GE(eager, 512u);       // room for 16 arguments, a part header and some payload
+        EXPECT_GE(gas::buffer_bytes(nodes, credit, 0), 4 * eager);
+    }
+}
+
+TEST(GasnetCreditSizing, WhatTheUserAsksForIsKeptWithinBounds) {
+    EXPECT_EQ(256 * KiB, gas::credit_bytes(1024, gas::kDefaultZoneBytes, 256 * KiB));
+    EXPECT_EQ(gas::kMinCredit, gas::credit_bytes(2, gas::kDefaultZoneBytes, 10));
+    EXPECT_EQ(16 * KiB, gas::credit_bytes(2, gas::kDefaultZoneBytes, 16 * KiB)); // smaller than the default, too
+    EXPECT_EQ(8 * KiB, gas::credit_bytes(2, 16 * KiB, 0));                       // a zone of 16 KiB for 2 nodes
+    EXPECT_EQ(4 * MiB, gas::buffer_bytes(2, 256 * KiB, 4 * MiB));
+    // 256 nodes with the old fixed credit: the 128 MiB zones the warning names.
+    EXPECT_GT(gas::zones_bytes(256, 256 * KiB, gas::buffer_bytes(256, 256 * KiB, 0)), 128 * MiB);
 }
 
 // Sets a variable for the scope of the object.
