@@ -251,6 +251,7 @@ bool take_active_messages(Ep &ep) {
         any = true;
         deliver(ep, ev);
     }
+    if (any) overflow_header_taken(ep.am_overflow);
     return any;
 }
 
