@@ -7,8 +7,9 @@
 //
 // Connection, as in MPICH's simple PMI client:
 //   - PMI_FD=N (with PMI_RANK, PMI_SIZE): the launcher's socket is already open as fd N;
-//   - else PMI_PORT=host:port and PMI_ID=R: connect over TCP and identify with
-//     "cmd=initack pmiid=R"; the launcher answers "cmd=initack" (rc=0 if present) and then
+//   - else PMI_PORT=host:port and PMI_ID=ID: connect over TCP and identify with
+//     "cmd=initack pmiid=ID" (hydra's ID is the rank, portico-run's the rank's secret token, which
+//     the remote command reads from its stdin); the launcher answers "cmd=initack" (rc=0 if present) and then
 //     "cmd=set size=N", "cmd=set rank=R", "cmd=set debug=D", which give the rank and size
 //     (PMI_RANK/PMI_SIZE, when also set, must agree). portico-run starts remote ranks this way,
 //     hydra does with -pmi-port.

@@ -7,5 +7,7 @@ if [ $# -ne 2 ]; then
     exit 255
 fi
 cd / || exit 255
-setsid env -i PATH="$PATH" HOME="${HOME:-/}" FAKE_RSH_HOST="$1" sh -c "$2" &
+# A background command's stdin would be /dev/null: pass ours on (it carries the rank's PMI token).
+exec 3<&0
+setsid env -i PATH="$PATH" HOME="${HOME:-/}" FAKE_RSH_HOST="$1" sh -c "$2" <&3 3<&- &
 wait $!

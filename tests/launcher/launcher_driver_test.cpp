@@ -324,7 +324,9 @@ TEST(Start, JobIdsDifferBetweenJobs) {
     EXPECT_EXIT_CODE(a, 0);
     EXPECT_EXIT_CODE(b, 0);
     EXPECT_EQ(a.out.size(), 16u + 1 + 32 + 1) << a;
-    EXPECT_NE(a.out, b.out);
+    EXPECT_EQ(b.out.size(), 16u + 1 + 32 + 1) << b;
+    EXPECT_NE(a.out.substr(0, 16), b.out.substr(0, 16)); // the job ids
+    EXPECT_NE(a.out.substr(17), b.out.substr(17));       // and the secrets
 }
 
 TEST(Start, StdinGoesToRankZeroOnly) {
@@ -501,6 +503,17 @@ std::vector<std::string> operator+(std::vector<std::string> a, const std::vector
     return a;
 }
 
+// A remote rank's stdin starts with its PMI token, which the remote command reads; rank 0's
+// program then reads the launcher's stdin, the others EOF.
+TEST(Remote, StdinGoesToRankZeroOnly) {
+    Spec s;
+    s.args = remote_args("localhost,127.0.0.1", 3) + std::vector<std::string>{kHelper, "stdin"};
+    s.feed_stdin = true;
+    s.stdin_data = "hello\n";
+    Result r = run(s);
+    EXPECT_EXIT_CODE(r, 0);
+}
+
 TEST(Remote, RankExitCodeNamesTheHost) {
     Result r =
         run_args(remote_args("localhost,127.0.0.1", 4) + std::vector<std::string>{kHelper, "exit-rank", "3", "3"});
@@ -562,13 +575,25 @@ TEST(Remote, RefusesBadAndDuplicatePmiids) {
     Result r = run_args(remote_args("localhost,127.0.0.1", 3) + std::vector<std::string>{kHelper, "intruder"});
     EXPECT_EXIT_CODE(r, 0);
     for (const char *why :
-         {"closed the connection without a request", "pmiid 0: rank 0 is already connected",
-          "pmiid 1: rank 1 is already connected", "pmiid '3' is not a rank of this job (0..2)",
-          "pmiid 'abc' is not a rank of this job (0..2)", "first request 'cmd=get_maxes' is not 'cmd=initack pmiid=N'"})
+         {"closed the connection without a request", "rank 0's token: rank 0 is already connected",
+          "pmiid '0' is not the token of a rank of this job", "pmiid '1' is not the token of a rank of this job",
+          "pmiid '3' is not the token of a rank of this job", "pmiid 'abc' is not the token of a rank of this job",
+          "first request 'cmd=get_maxes' is not 'cmd=initack pmiid=N'"})
         EXPECT_HAS(r.err, std::string(why), r);
     EXPECT_HAS(r.err, "portico-run: refused a PMI connection from ", r);
-    // Six raw connections, and the client library claiming pmiid 0 from a second process.
-    EXPECT_HAS(r.err, "portico-run: 7 PMI connections were refused\n", r);
+    // Seven raw connections, and the client library claiming rank 0's token from a second process.
+    EXPECT_HAS(r.err, "portico-run: 8 PMI connections were refused\n", r);
+}
+
+// A rank's token is 31 random bits: after 16 wrong ones the PMI port closes, before a guesser
+// gets anywhere near; the connected ranks go on.
+TEST(Remote, GuessingTokensClosesThePmiPort) {
+    Result r = run_args(remote_args("localhost,127.0.0.1", 3) + std::vector<std::string>{kHelper, "guess-tokens"});
+    EXPECT_EXIT_CODE(r, 0);
+    EXPECT_HAS(r.err,
+               "portico-run: 16 PMI connections presented a token that is no rank's: somebody is guessing; the "
+               "PMI port takes no more connections",
+               r);
 }
 
 std::string hex(const std::string &s) {
@@ -625,7 +650,7 @@ TEST(Remote, Environment) {
               "UNSET_HERE",
               "sh",
               "-c",
-              "set -e; test -z \"${PMI_FD+x}\"; test \"$PMI_ID\" = \"$PMI_RANK\"; "
+              "set -e; test -z \"${PMI_FD+x}\"; case \"$PMI_ID\" in ''|*[!0-9]*) exit 13;; esac; "
               "test \"$PMI_SIZE\" = 3; test \"$PMI_JOBID\" = \"portico_$PORTICO_JOB_ID\"; "
               "test -z \"${PORTICO_JOB_SECRET+x}\"; " // in the PMI key-value space instead
               "case \"$PMI_PORT\" in *.*.*.*:[0-9]*) ;; *) exit 11;; esac; "

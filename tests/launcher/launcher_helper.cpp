@@ -18,10 +18,14 @@
 //                           QUOTE_TEST, "unset" when unset), hex-encoded, one per line (rank 0)
 //   intruder                (remote ranks, PMI_PORT) after a barrier rank 0 opens extra TCP
 //                           connections to the PMI port that the launcher must refuse: none sends
-//                           anything, duplicate pmiids 0 and 1, pmiid N, pmiid abc, a request
-//                           other than initack, and a new process of this program whose
-//                           PmiClient must fail with the launcher's refusal of PMI_ID 0
-//                           (expect-refused); then every rank checks the job still works
+//                           anything, its own token again (PMI_ID, in use), the rank numbers 0
+//                           and 1 and N (no rank's token), pmiid abc, a request other than
+//                           initack, and a new process of this program whose PmiClient must fail
+//                           with the launcher's refusal of its PMI_ID (expect-refused); then
+//                           every rank checks the job still works
+//   guess-tokens            (remote ranks, PMI_PORT) after a barrier rank 0 sends 16 handshakes
+//                           with wrong tokens; the launcher must then take no connection at all
+//                           (connect fails); every rank checks the job still works
 //   expect-refused          PmiClient::from_environment() must throw "... refused PMI_ID=<id>:
 //                           pmiid_in_use"
 //   knock-from CMD ARGS...  (remote ranks) after a barrier rank 0 runs CMD (which runs
@@ -98,6 +102,25 @@ std::string hex(const std::string &s) {
 
 // Opens a TCP connection to PMI_PORT, sends `request` (if any) and returns everything the
 // launcher sends until it closes the connection.
+// Whether the PMI port still takes a TCP connection.
+bool can_connect() {
+    const char *port_s = std::getenv("PMI_PORT");
+    if (port_s == nullptr) die("PMI_PORT not set");
+    std::string hp = port_s;
+    const std::size_t colon = hp.rfind(':');
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *res = nullptr;
+    if (colon == std::string::npos ||
+        ::getaddrinfo(hp.substr(0, colon).c_str(), hp.substr(colon + 1).c_str(), &hints, &res) != 0 || res == nullptr)
+        die("cannot resolve " + hp);
+    int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const bool ok = fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0;
+    if (fd >= 0) ::close(fd);
+    ::freeaddrinfo(res);
+    return ok;
+}
+
 std::string knock(const std::string &request) {
     const char *port_s = std::getenv("PMI_PORT");
     if (port_s == nullptr) die("PMI_PORT not set");
@@ -257,10 +280,12 @@ int main(int argc, char **argv) {
             struct Case {
                 std::string request, reply;
             };
+            const std::string token = std::getenv("PMI_ID") != nullptr ? std::getenv("PMI_ID") : "?";
             const Case cases[] = {
                 {"", ""},
-                {"cmd=initack pmiid=0\n", "cmd=error rc=-1 msg=pmiid_in_use\n"},
-                {"cmd=initack pmiid=1\n", "cmd=error rc=-1 msg=pmiid_in_use\n"},
+                {"cmd=initack pmiid=" + token + "\n", "cmd=error rc=-1 msg=pmiid_in_use\n"},
+                {"cmd=initack pmiid=0\n", "cmd=error rc=-1 msg=invalid_pmiid\n"},
+                {"cmd=initack pmiid=1\n", "cmd=error rc=-1 msg=invalid_pmiid\n"},
                 {"cmd=initack pmiid=" + n + "\n", "cmd=error rc=-1 msg=invalid_pmiid\n"},
                 {"cmd=initack pmiid=abc\n", "cmd=error rc=-1 msg=invalid_pmiid\n"},
                 {"cmd=get_maxes\n", "cmd=error rc=-1 msg=expected_initack\n"},
@@ -292,6 +317,29 @@ int main(int argc, char **argv) {
         for (int r = 0; r < pmi->size(); ++r)
             if (pmi->get("alive." + std::to_string(r)) != "yes" + std::to_string(r))
                 die("rank " + me + ": alive." + std::to_string(r) + " missing after the intrusions");
+        pmi->barrier();
+        pmi->finalize();
+        return 0;
+    }
+    if (mode == "guess-tokens") {
+        auto pmi = connect();
+        pmi->barrier(); // every rank is connected now
+        const std::string me = std::to_string(pmi->rank());
+        if (pmi->rank() == 0) {
+            const long mine = std::strtol(std::getenv("PMI_ID") != nullptr ? std::getenv("PMI_ID") : "0", nullptr, 10);
+            for (long guess = 1; guess <= 16; ++guess) {
+                const long wrong = guess == mine ? 17 : guess; // never a token: only rank 0's own is known here
+                const std::string got = knock("cmd=initack pmiid=" + std::to_string(wrong) + "\n");
+                if (got != "cmd=error rc=-1 msg=invalid_pmiid\n" && got != "cmd=error rc=-1 msg=pmiid_in_use\n")
+                    die("guess " + std::to_string(guess) + ": unexpected reply '" + got + "'");
+            }
+            if (can_connect()) die("the PMI port still takes connections after 16 wrong tokens");
+        }
+        pmi->put("alive." + me, "yes" + me);
+        pmi->barrier();
+        for (int r = 0; r < pmi->size(); ++r)
+            if (pmi->get("alive." + std::to_string(r)) != "yes" + std::to_string(r))
+                die("rank " + me + ": alive." + std::to_string(r) + " missing after the guesses");
         pmi->barrier();
         pmi->finalize();
         return 0;

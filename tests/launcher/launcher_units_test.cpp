@@ -197,6 +197,22 @@ TEST(RemoteCommand, MissingDirectoryIsIgnored) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7);
 }
 
+// A rank's PMI token reaches it on the remote shell's stdin, never on the command line (which ps
+// shows every user): the command reads one line per variable and leaves the rest of stdin to the
+// program; without that line it ends with 125 and says why.
+TEST(RemoteCommand, TokensComeFromStdinNotTheCommandLine) {
+    const std::string cmd =
+        remote_command("", {{"A", "1"}}, {"sh", "-c", "printf '%s|%s|%s' \"$PMI_ID\" \"$A\" \"$(cat)\""}, {"PMI_ID"});
+    EXPECT_EQ(cmd.find("PMI_ID="), std::string::npos) << cmd;
+    int status = -1;
+    std::string out = run_sh("printf '1234567\\nthe rest\\n' | { " + cmd + "; }", &status);
+    EXPECT_EQ(status, 0);
+    EXPECT_EQ(out, "1234567|1|the rest");
+    out = run_sh("{ " + cmd + "; } < /dev/null 2>&1", &status);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 125) << status;
+    EXPECT_EQ(out, "portico-run: no PMI_ID on the remote command's stdin\n");
+}
+
 TEST(Words, SplitAndNames) {
     EXPECT_EQ(split_words("  ssh -o  BatchMode=yes\t-q "),
               (std::vector<std::string>{"ssh", "-o", "BatchMode=yes", "-q"}));

@@ -101,7 +101,10 @@ int main() {
         // hydra -pmi-port sets only PMI_PORT and PMI_ID (the rank comes from the handshake).
         if (std::getenv("PMI_RANK") != nullptr || !over_tcp) CHECK_EQ(std::to_string(rank), env_or("PMI_RANK"));
         if (std::getenv("PMI_SIZE") != nullptr || !over_tcp) CHECK_EQ(std::to_string(size), env_or("PMI_SIZE"));
-        if (over_tcp) CHECK_EQ(std::to_string(rank), env_or("PMI_ID"));
+        // PMI_ID over TCP: hydra's is the rank; portico-run's (it sets PORTICO_JOB_ID) a token.
+        if (over_tcp && std::getenv("PORTICO_JOB_ID") == nullptr) CHECK_EQ(std::to_string(rank), env_or("PMI_ID"));
+        if (over_tcp && std::getenv("PORTICO_JOB_ID") != nullptr)
+            CHECK(std::strtol(env_or("PMI_ID").c_str(), nullptr, 10) > 0);
     }
     CHECK(rank >= 0 && rank < size);
     CHECK(!pmi->kvsname().empty());

@@ -96,7 +96,11 @@ int main() {
     g_rank = std::atoi(rank_s);
     const int size = std::atoi(size_s);
     const std::string rank = rank_s, n = size_s, kvs = jobid;
-    const std::string handshake = "cmd=initack pmiid=" + rank + "\n";
+    // Over TCP a rank identifies with its PMI_ID, a token portico-run gives it on stdin (not the
+    // rank, which anybody could claim); on PMI_FD the socket says who it is, and pmiid is the rank.
+    const char *pmi_id = std::getenv("PMI_ID");
+    const std::string handshake =
+        "cmd=initack pmiid=" + (port_s != nullptr && pmi_id != nullptr ? pmi_id : rank) + "\n";
     auto expect_initack_reply = [&](int line) {
         expect_reply(line, recv_line(line), "cmd=initack rc=0");
         expect_reply(line, recv_line(line), "cmd=set size=" + n);
@@ -106,9 +110,8 @@ int main() {
     if (fd_s != nullptr) {
         g_fd = std::atoi(fd_s);
     } else {
-        // The handshake must come first on a TCP connection; PMI_ID is the rank.
-        if (std::getenv("PMI_ID") == nullptr || std::string(std::getenv("PMI_ID")) != rank)
-            fail(__LINE__, "PMI_ID is not PMI_RANK");
+        // The handshake must come first on a TCP connection; PMI_ID is the rank's token.
+        if (pmi_id == nullptr || std::strtol(pmi_id, nullptr, 10) <= 0) fail(__LINE__, "no PMI_ID token");
         g_fd = connect_port(port_s);
         send_raw(__LINE__, handshake);
         expect_initack_reply(__LINE__);

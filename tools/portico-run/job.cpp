@@ -10,6 +10,7 @@
 #include "bootstrap/bootstrap_settings.hpp"
 #include "bootstrap/job_secret.hpp"
 #include "common/common_settings.hpp"
+#include "common/random.hpp"
 
 #include "pmi_server.hpp"
 #include "remote.hpp"
@@ -219,6 +220,7 @@ public:
     void pmi_warning(int rank, const std::string &what) override;
     bool pmi_may_identify(int rank, std::string &why) override;
     void pmi_refused(const std::string &peer, const std::string &why) override;
+    void pmi_guessing(int wrong_tokens) override;
 
 private:
     enum class End { None, RankFailed, Abort, Timeout, Signal, Deadlock, SpawnFailed, Internal };
@@ -239,7 +241,10 @@ private:
     std::vector<std::string> rank_command(int rank) const;
     bool await_exec(int status_fd, const std::string &prog);
     std::vector<std::pair<std::string, std::string>> remote_env(int rank) const;
-    [[noreturn]] void exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp);
+    [[noreturn]] void exec_child(int rank, int child_fd, int stdin_fd, int status_fd, char **argv, char **envp);
+    // Copies our stdin into to_rank0 (after the token line there) from a process of the job's
+    // process group, which may read the terminal when the job has it.
+    void start_stdin_relay(int to_rank0);
     void event_loop();
     int poll_timeout_ms() const;
     void process_exits();
@@ -293,6 +298,10 @@ private:
     int reserve_fd_ = -1; // closed to accept (and drop) a connection when out of fds
     bool cut_ = false;    // remote connections closed after the job ended
     unsigned refused_ = 0;
+    // Each remote rank's PMI_ID: a secret number (1..INT_MAX, distinct) that proves the rank to
+    // the PMI port. It reaches the rank on the remote shell's stdin, never on a command line.
+    std::vector<long> tokens_;
+    pid_t relay_pid_ = -1; // start_stdin_relay's process, until it is reaped
 };
 
 Job::~Job() {
@@ -374,6 +383,21 @@ bool Job::setup_remote() {
     }
     for (const std::string &w : warnings) say("warning: " + w);
     pmi_port_ = listener_.address + ":" + std::to_string(listener_.port);
+    try {
+        std::unordered_map<long, bool> drawn;
+        while (tokens_.size() < static_cast<std::size_t>(opt_.nprocs)) {
+            uint32_t bits = 0;
+            random_bytes(&bits, sizeof bits);
+            const long token = static_cast<long>(bits & 0x7fffffffu); // what MPICH's client sends: an int
+            if (token != 0 && !drawn[token]) {
+                drawn[token] = true;
+                tokens_.push_back(token);
+            }
+        }
+    } catch (const std::exception &e) {
+        say(std::string("cannot draw the ranks' PMI tokens: ") + e.what());
+        return false;
+    }
     allow_.add_local_addresses();
     for (const std::string &h : ro.hosts) {
         std::string why;
@@ -390,7 +414,10 @@ int Job::run() {
     ensure_std_fds();
     if (!setup()) return kExitLauncherError;
     server_ = std::make_unique<PmiServer>(opt_.nprocs, kvsname_, *this);
-    if (remote_) server_->preset("PMI_process_mapping", opt_.remote->process_mapping);
+    if (remote_) {
+        server_->preset("PMI_process_mapping", opt_.remote->process_mapping);
+        server_->expect_tokens(tokens_);
+    }
     // Remote ranks take the job secret from here, not from their command line, where `ps` on
     // their machine would show it to every user.
     server_->preset("portico.secret", secret_);
@@ -400,6 +427,12 @@ int Job::run() {
     spawn_all();
     event_loop();
     if (end_ != End::None && pgid_ > 0) ::kill(-pgid_, SIGKILL); // grandchildren that outlived their rank
+    if (relay_pid_ > 0) {                                        // still reading our stdin for a rank that is gone
+        ::kill(relay_pid_, SIGKILL);
+        while (::waitpid(relay_pid_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        relay_pid_ = -1;
+    }
     if (hand_tty_) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
     if (refused_ > 0)
         say(std::to_string(refused_) + " PMI connection" + (refused_ == 1 ? " was" : "s were") + " refused");
@@ -425,8 +458,7 @@ std::vector<std::pair<std::string, std::string>> Job::remote_env(int rank) const
     const std::string lr = std::to_string(ro.local_rank[rank]);
     const std::string ls = std::to_string(ro.local_size[rank]);
     std::vector<std::pair<std::string, std::string>> env = {
-        {"PMI_PORT", pmi_port_},
-        {"PMI_ID", r},
+        {"PMI_PORT", pmi_port_}, // PMI_ID, the rank's token, comes on stdin (rank_command)
         {"PMI_RANK", r},
         {"PMI_SIZE", n},
         {"PMI_JOBID", kvsname_},
@@ -476,13 +508,14 @@ std::vector<std::string> Job::local_env(int rank, int pmi_fd, const std::vector<
 }
 
 // What is executed for a rank: the program itself, or for a remote rank
-// RSH host 'cd DIR 2>/dev/null; exec env VAR=value ... PROGRAM ARGS', run in our own environment
-// (minus the PMI variables): exactly what `ssh host 'command'` gets.
+// RSH host 'cd DIR 2>/dev/null; read -r PMI_ID ...; exec env VAR=value ... PROGRAM ARGS', run in
+// our own environment (minus the PMI variables): exactly what `ssh host 'command'` gets. PMI_ID,
+// the rank's token, is the first line of the remote shell's stdin (spawn).
 std::vector<std::string> Job::rank_command(int rank) const {
     if (!remote_) return opt_.argv;
     std::vector<std::string> args = opt_.remote->rsh;
     args.push_back(opt_.remote->rank_host[rank]);
-    args.push_back(remote_command(cwd_, remote_env(rank), opt_.argv));
+    args.push_back(remote_command(cwd_, remote_env(rank), opt_.argv, {"PMI_ID"}));
     return args;
 }
 
@@ -506,6 +539,20 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
         errno = e;
         return fail("pipe");
     }
+    // A remote rank's stdin: its token (the remote command reads the first line), then for rank 0
+    // our own stdin.
+    int in[2] = {-1, -1};
+    if (remote_ && ::pipe2(in, O_CLOEXEC) != 0) {
+        int e = errno;
+        ::close(ep[0]);
+        ::close(ep[1]);
+        errno = e;
+        return fail("pipe");
+    }
+    auto close_in = [&] {
+        for (int fd : in)
+            if (fd >= 0) ::close(fd);
+    };
 
     std::vector<std::string> env = remote_ ? base_env : local_env(rank, sv[1], base_env);
     std::vector<std::string> args = rank_command(rank);
@@ -519,12 +566,13 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     if (pid < 0) {
         int e = errno;
         close_pair();
+        close_in();
         ::close(ep[0]);
         ::close(ep[1]);
         errno = e;
         return fail("fork");
     }
-    if (pid == 0) exec_child(rank, sv[1], ep[1], argv.data(), envp.data());
+    if (pid == 0) exec_child(rank, sv[1], in[0], ep[1], argv.data(), envp.data());
 
     // Parent. Set the group here too (whichever of parent and child runs first wins the race).
     ::setpgid(pid, pgid_ != 0 ? pgid_ : pid);
@@ -539,8 +587,59 @@ bool Job::spawn(int rank, const std::vector<std::string> &base_env) {
     if (!remote_) {
         ::close(sv[1]);
         server_->attach(rank, sv[0]);
+    } else {
+        ::close(in[0]);
+        // A line in an empty pipe: the write cannot block. If the remote shell is gone already
+        // (it could not be run), its exit status tells; the SIGPIPE of the failed write (blocked
+        // here) is taken back, or it would kill us when the signal mask is restored at the end.
+        const std::string line = std::to_string(tokens_[static_cast<std::size_t>(rank)]) + "\n";
+        if (::write(in[1], line.data(), line.size()) < 0 && errno == EPIPE) {
+            sigset_t pipe_signal;
+            sigemptyset(&pipe_signal);
+            sigaddset(&pipe_signal, SIGPIPE);
+            const timespec now{};
+            while (::sigtimedwait(&pipe_signal, nullptr, &now) < 0 && errno == EINTR) {
+            }
+        }
+        if (rank == 0) start_stdin_relay(in[1]);
+        ::close(in[1]);
     }
     return await_exec(ep[0], args[0]);
+}
+
+void Job::start_stdin_relay(int to_rank0) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        say(std::string("cannot pass stdin on to rank 0: fork: ") + std::strerror(errno));
+        return;
+    }
+    if (pid > 0) {
+        ::setpgid(pid, pgid_);
+        relay_pid_ = pid;
+        return;
+    }
+    ::setpgid(0, pgid_);
+    // Nothing of the launcher's stays open here (a PMI connection held by this process would not
+    // close when the launcher closes it): only stdin, stderr and the pipe.
+    const int out = ::fcntl(to_rank0, F_DUPFD_CLOEXEC, 3);
+    if (out < 0) ::_exit(1);
+    ::close_range(3, static_cast<unsigned>(out) - 1, 0);
+    ::close_range(static_cast<unsigned>(out) + 1, ~0u, 0);
+    ::signal(SIGPIPE, SIG_IGN);
+    ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
+    char buf[64 * 1024];
+    for (;;) {
+        const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        for (ssize_t done = 0; done < n;) {
+            const ssize_t w = ::write(out, buf + done, static_cast<std::size_t>(n - done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) ::_exit(0); // the remote shell is gone
+            done += w;
+        }
+    }
+    ::_exit(0);
 }
 
 // The status pipe closes on a successful exec; otherwise the child sends its errno, and the job
@@ -559,11 +658,13 @@ bool Job::await_exec(int status_fd, const std::string &prog) {
     return false;
 }
 
-void Job::exec_child(int rank, int child_fd, int status_fd, char **argv, char **envp) {
+void Job::exec_child(int rank, int child_fd, int stdin_fd, int status_fd, char **argv, char **envp) {
     ::setpgid(0, pgid_ != 0 ? pgid_ : 0);
     if (rank == 0 && hand_tty_) ::tcsetpgrp(STDIN_FILENO, ::getpid()); // SIGTTOU is still blocked here
     ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
-    if (rank != 0) {
+    if (stdin_fd >= 0) {
+        ::dup2(stdin_fd, STDIN_FILENO); // the copy is not close-on-exec
+    } else if (rank != 0) {
         int dn = ::open("/dev/null", O_RDONLY);
         if (dn >= 0 && dn != STDIN_FILENO) {
             ::dup2(dn, STDIN_FILENO);
@@ -709,11 +810,8 @@ void Job::accept_connections() {
             pmi_refused(who_peer, "not an address of this machine or of a host of the job");
             continue;
         }
-        if (server_->unidentified_count() >= max_unidentified) {
-            ::close(fd);
-            pmi_refused(who_peer, "too many connections that have not identified themselves");
-            continue;
-        }
+        // The newest is kept: a rank sends its handshake as soon as it has connected.
+        while (server_->unidentified_count() >= max_unidentified) server_->drop_oldest_unidentified();
         tune_tcp(fd);
         server_->attach_unidentified(fd, who_peer);
     }
@@ -742,6 +840,16 @@ bool Job::pmi_may_identify(int rank, std::string &why) {
     else
         return true;
     return false;
+}
+
+void Job::pmi_guessing(int wrong_tokens) {
+    say(std::to_string(wrong_tokens) +
+        " PMI connections presented a token that is no rank's: somebody is guessing; the PMI port "
+        "takes no more connections (ranks that have not connected yet cannot join)");
+    if (listener_.fd >= 0) {
+        ::close(listener_.fd);
+        listener_.fd = -1;
+    }
 }
 
 void Job::pmi_refused(const std::string &peer, const std::string &why) {
@@ -799,6 +907,7 @@ void Job::reap(const std::vector<pid_t> &exit_order) {
             }
             break;
         }
+        if (p == relay_pid_ && !WIFSTOPPED(st)) relay_pid_ = -1; // stdin ended
         auto it = by_pid_.find(p);
         if (it == by_pid_.end()) continue;
         if (WIFSTOPPED(st)) {

@@ -11,9 +11,10 @@
 //   cmd=barrier_in                 -> cmd=barrier_out (to every rank once all N arrived)
 //   cmd=finalize                   -> cmd=finalize_ack
 //   cmd=abort exitcode=N [message=TEXT...]  (no reply; the launcher kills the job)
-//   cmd=initack pmiid=R            -> cmd=initack rc=0, cmd=set size=N, cmd=set rank=R,
+//   cmd=initack pmiid=T            -> cmd=initack rc=0, cmd=set size=N, cmd=set rank=R,
 //                                     cmd=set debug=0 (four lines; the first request of a
-//                                     connection made with PMI_PORT/PMI_ID, see the header)
+//                                     connection made with PMI_PORT/PMI_ID, T rank R's token:
+//                                     see the header)
 // Name publishing, KVS creation/iteration and spawn are answered with their response command and
 // rc=-1; any other command with "cmd=error rc=-1 msg=unknown_command_<name>".
 #include "pmi_server.hpp"
@@ -122,10 +123,27 @@ void PmiServer::attach(int rank, int fd) {
     ever_attached_[rank] = true;
 }
 
+void PmiServer::expect_tokens(std::vector<long> tokens) {
+    tokens_ = std::move(tokens);
+    rank_of_token_.clear();
+    for (std::size_t r = 0; r < tokens_.size(); ++r) rank_of_token_[tokens_[r]] = static_cast<int>(r);
+}
+
 void PmiServer::attach_unidentified(int fd, std::string peer) {
     int fl = ::fcntl(fd, F_GETFL);
     if (fl >= 0) ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-    unidentified_[fd] = Unidentified{std::move(peer), {}};
+    unidentified_[fd] = Unidentified{std::move(peer), {}, arrivals_++};
+}
+
+void PmiServer::drop_oldest_unidentified() {
+    auto oldest = unidentified_.end();
+    for (auto it = unidentified_.begin(); it != unidentified_.end(); ++it)
+        if (oldest == unidentified_.end() || it->second.order < oldest->second.order) oldest = it;
+    if (oldest == unidentified_.end()) return;
+    const int fd = oldest->first;
+    handle_unidentified(fd, POLLIN);
+    if (unidentified_.count(fd) != 0)
+        refuse(fd, "crowded_out", "no request yet, and newer connections wait (the oldest silent one is dropped)");
 }
 
 std::vector<int> PmiServer::unidentified_fds() const {
@@ -172,21 +190,33 @@ void PmiServer::handle_unidentified(int fd, short revents) {
         return;
     }
     long id = -1;
-    if (!parse_int(id_s, id) || id < 0 || id >= size_) {
+    int rank = -1;
+    if (parse_int(id_s, id)) {
+        if (tokens_.empty() && id >= 0 && id < size_) rank = static_cast<int>(id);
+        if (auto known = rank_of_token_.find(id); !tokens_.empty() && known != rank_of_token_.end())
+            rank = known->second;
+    }
+    if (rank < 0) {
+        // The observer hears of guessing before the guesser hears its answer.
+        if (!tokens_.empty() && ++wrong_tokens_ == kMaxWrongTokens) observer_.pmi_guessing(wrong_tokens_);
         refuse(fd, "invalid_pmiid",
-               "pmiid '" + printable(id_s) + "' is not a rank of this job (0.." + std::to_string(size_ - 1) + ")");
+               tokens_.empty()
+                   ? "pmiid '" + printable(id_s) + "' is not a rank of this job (0.." + std::to_string(size_ - 1) + ")"
+                   : "pmiid '" + printable(id_s) + "' is not the token of a rank of this job");
         return;
     }
-    const int rank = static_cast<int>(id);
+    // (Messages name the rank, not its token.)
+    const std::string whose =
+        tokens_.empty() ? "pmiid " + std::to_string(rank) : "rank " + std::to_string(rank) + "'s token";
     if (ever_attached_[rank]) {
         refuse(fd, "pmiid_in_use",
-               "pmiid " + std::to_string(rank) + ": rank " + std::to_string(rank) +
+               whose + ": rank " + std::to_string(rank) +
                    (conns_[rank].fd >= 0 ? " is already connected" : " was connected before"));
         return;
     }
     std::string why;
     if (!observer_.pmi_may_identify(rank, why)) {
-        refuse(fd, "pmiid_refused", "pmiid " + std::to_string(rank) + ": " + why);
+        refuse(fd, "pmiid_refused", whose + ": " + why);
         return;
     }
     identify(fd, rank, std::move(rest));
@@ -404,7 +434,7 @@ void PmiServer::on_initack(int rank, const Tokens &t) {
     bool has_id = false;
     std::string_view id_s = find_token(t, "pmiid", &has_id);
     long id = -1;
-    if (!has_id || !parse_int(id_s, id) || id != rank) {
+    if (!has_id || !parse_int(id_s, id) || id != pmiid_of(rank)) {
         warn(rank, "initack with pmiid '" + printable(id_s) + "' on the connection of rank " + std::to_string(rank));
         reply(rank, "cmd=error rc=-1 msg=pmiid_mismatch");
         return;

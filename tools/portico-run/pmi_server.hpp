@@ -5,13 +5,16 @@
 // rank, polls the fds with poll_events(), and calls handle() with what poll() returned. Aborts and
 // protocol warnings are reported through PmiObserver.
 //
-// Connections that do not yet belong to a rank (TCP connections of ranks on other machines, which
-// know their rank from PMI_ID) are attached with attach_unidentified(). Their first line must be
-// the simple-PMI handshake "cmd=initack pmiid=R" for a rank R that has no connection yet and that
-// the observer agrees to (pmi_may_identify: started, still running). The reply is hydra's
-// "cmd=initack rc=0", "cmd=set size=N", "cmd=set rank=R", "cmd=set debug=0"; from then on the
-// connection is rank R's. Anything else is refused (pmi_refused), answered with one
-// "cmd=error rc=-1 msg=..." line and closed.
+// Connections that do not yet belong to a rank (TCP connections of ranks on other machines) are
+// attached with attach_unidentified(). Their first line must be the simple-PMI handshake
+// "cmd=initack pmiid=T" where T is the token of a rank R (expect_tokens(): each rank's PMI_ID, a
+// secret number the launcher gives it; hydra's PMI_ID is the rank itself, which anybody can
+// claim) that has no connection yet and that the observer agrees to (pmi_may_identify: started,
+// still running). The reply is hydra's "cmd=initack rc=0", "cmd=set size=N", "cmd=set rank=R",
+// "cmd=set debug=0"; from then on the connection is rank R's. Anything else is refused
+// (pmi_refused), answered with one "cmd=error rc=-1 msg=..." line and closed; nothing of the job
+// is served before. After kMaxWrongTokens handshakes with a number that is no rank's token the
+// observer is told (pmi_guessing): somebody is guessing.
 //
 // Key/value semantics: a put is staged and becomes visible to every rank when the next barrier
 // completes (all ranks sent barrier_in), before any barrier_out is sent - the same visibility
@@ -20,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -54,6 +58,8 @@ public:
     virtual bool pmi_may_identify(int rank, std::string &why) = 0;
     // An unidentified connection was refused and closed.
     virtual void pmi_refused(const std::string &peer, const std::string &why) = 0;
+    // The kMaxWrongTokens-th handshake with a wrong token was refused (once per server).
+    virtual void pmi_guessing(int wrong_tokens) = 0;
 };
 
 class PmiServer {
@@ -65,6 +71,11 @@ public:
 
     // Takes ownership of `fd` (the launcher's end of rank's socket; made non-blocking here).
     void attach(int rank, int fd);
+    // The PMI_ID each rank's unidentified connection must present (tokens[r] for rank r; distinct).
+    // Without it, connections are identified by their rank number, as hydra does.
+    void expect_tokens(std::vector<long> tokens);
+    // Wrong tokens after which the observer hears of guessing.
+    static constexpr int kMaxWrongTokens = 16;
     // Takes ownership of a connection whose rank is not known yet (`peer` names it in messages);
     // see the top of this file.
     void attach_unidentified(int fd, std::string peer);
@@ -72,6 +83,10 @@ public:
     std::size_t unidentified_count() const { return unidentified_.size(); }
     void handle_unidentified(int fd, short revents);
     void close_unidentified(); // closes them all, silently
+    // Makes room for one more: the oldest connection that has not identified itself is read once
+    // more (a rank's handshake may be waiting there) and, if that does not identify it, refused.
+    // Silent connections that an outsider holds open thus cannot keep a rank out.
+    void drop_oldest_unidentified();
     // Closes rank's connection (the job is being torn down).
     void disconnect(int rank) { close_conn(rank); }
     // A pair visible to every rank from the start (e.g. PMI_process_mapping).
@@ -128,12 +143,20 @@ private:
     struct Unidentified {
         std::string peer;
         std::string in;
+        std::uint64_t order = 0; // of arrival: the oldest is dropped first
     };
     void refuse(int fd, const std::string &reply_msg, const std::string &why);
     void identify(int fd, int rank, std::string rest);
     void on_initack(int rank, const Tokens &t);
 
+    // The pmiid that identifies rank (its token, or the rank itself without tokens).
+    long pmiid_of(int rank) const { return tokens_.empty() ? rank : tokens_[static_cast<std::size_t>(rank)]; }
+
     std::vector<Conn> conns_;
+    std::vector<long> tokens_;                    // per rank (expect_tokens), or empty
+    std::unordered_map<long, int> rank_of_token_; // the other way round
+    int wrong_tokens_ = 0;
+    std::uint64_t arrivals_ = 0;                         // unidentified connections attached so far
     std::vector<bool> ever_attached_;                    // per rank: had a connection at some point
     std::unordered_map<int, Unidentified> unidentified_; // by fd
     std::unordered_map<std::string, std::string> kvs_;   // committed (visible) pairs

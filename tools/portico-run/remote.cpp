@@ -209,9 +209,15 @@ bool valid_env_name(std::string_view name) {
 }
 
 std::string remote_command(const std::string &cwd, const std::vector<std::pair<std::string, std::string>> &env,
-                           const std::vector<std::string> &argv) {
+                           const std::vector<std::string> &argv, const std::vector<std::string> &from_stdin) {
     std::string cmd;
     if (!cwd.empty()) cmd = "cd " + shell_quote(cwd) + " 2>/dev/null; ";
+    // read takes one line and no more (a shell reads a pipe byte by byte for it): the rest of
+    // stdin is the program's.
+    for (const std::string &name : from_stdin)
+        cmd += "read -r " + name + " || { echo " +
+               shell_quote("portico-run: no " + name + " on the remote command's stdin") +
+               " >&2; exit 125; }; export " + name + "; ";
     cmd += "exec env";
     for (const auto &[k, v] : env) cmd += " " + shell_quote(k + "=" + v);
     for (const std::string &a : argv) cmd += " " + shell_quote(a);

@@ -1,6 +1,6 @@
 // Multi-machine launching, the parts without processes or sockets: host lists and host files, the
 // placement of ranks on hosts, PMI_process_mapping, and the shell command line a remote rank is
-// started with (`RSH host 'cd DIR 2>/dev/null; exec env VAR=value ... PROGRAM ARGS'`).
+// started with (`RSH host 'cd DIR 2>/dev/null; read -r PMI_ID ...; exec env VAR=value ... PROGRAM ARGS'`).
 // Everything here is pure and unit-tested (tests/launcher/launcher_units_test.cpp).
 #pragma once
 
@@ -61,8 +61,10 @@ std::vector<std::string> split_words(std::string_view s);
 bool valid_env_name(std::string_view name);
 
 // The command string handed to the remote shell: `cd 'DIR' 2>/dev/null; exec env 'K=V'...
-// 'PROG' 'ARG'...` (no cd when `cwd` is empty).
+// 'PROG' 'ARG'...` (no cd when `cwd` is empty). Each variable of `from_stdin` is first read from
+// the command's stdin, one line each, and exported (`read -r NAME || exit 125`): values that must
+// not appear on a command line, which `ps` shows to every user (the rank's PMI token).
 std::string remote_command(const std::string &cwd, const std::vector<std::pair<std::string, std::string>> &env,
-                           const std::vector<std::string> &argv);
+                           const std::vector<std::string> &argv, const std::vector<std::string> &from_stdin = {});
 
 } // namespace portico::run
