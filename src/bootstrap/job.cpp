@@ -418,6 +418,16 @@ void Job::exiting(int code) {
     if (PeerWatch *w = PeerWatch::current()) w->exiting(code);
 }
 
+void Job::exit_process(int code) {
+    exiting(code);
+    if (Job *job = joined()) {
+        job->leaving_.store(true); // the peers' goodbyes and deaths no longer matter
+        if (code == 0 && job->farewell_) job->farewell_();
+    }
+    PmiClient::leave_at_exit(PmiClient::kExitBound);
+    ::_exit(code);
+}
+
 std::string Job::secret() {
     std::lock_guard g(collective_mutex_);
     if (secret_) return *secret_;

@@ -84,9 +84,11 @@ public:
     // secret is already in use.
     bool propose_secret(const std::string &s);
 
-    // Leaves the job (the launcher's finalize); idempotent. Collectives fail afterwards. Launchers
-    // expect it of every rank (hydra may end a job whose ranks exit without it before their
-    // output is out); it cannot be left to exit time, which must not wait for a launcher.
+    // Leaves the job (the launcher's finalize, unless another user of the connection, libpmi, still
+    // needs it); idempotent. Collectives fail afterwards. Launchers expect it of every rank (hydra
+    // may end a job whose ranks exit without it before their output is out). An exit with status 0
+    // does it too if nothing has (PmiClient::leave_at_exit, bounded: exit must not wait for a
+    // launcher).
     void finalize();
     // Who leaves: the engine's last PtlFini, unless a program joined the job before the engine
     // (it called portico_runtime_* before PtlInit, as test harnesses do, and may still run
@@ -98,6 +100,10 @@ public:
     // This process is about to end with code by a path that skips exit handlers (_exit); the
     // peer watch then tells a clean end (0) from a failure. Async-signal-safe.
     static void exiting(int code);
+    // Ends the process with code after leaving the launcher (portico_runtime_exit): a deliberate
+    // end the job's other ranks know of. Says what exit(0) says (the peer watch's board, goodbyes
+    // to other machines when code is 0), then PmiClient::leave_at_exit, then _exit.
+    [[noreturn]] static void exit_process(int code);
 
     // Where the ranks watch each other (PORTICO_PEER_WATCH): rank's connections all closed
     // without a goodbye (the engine tells). A rank on another machine ends the job unless this
