@@ -239,7 +239,7 @@ namespace {
 
 // A rank of a job started by `launcher` (its arguments before the program) guards its inbox:
 // a process started by hand without any secret, and a rank of another portico-run job, each put
-// to it over shared memory. Both puts must fail (their links refused: the intruders check it)
+// to it (over the transports env selects: shared memory by default on one machine). Both puts must fail (their links refused: the intruders check it)
 // and the rank must count both refusals and see no put (standalone_peer guard).
 void strangers_get_nothing_in(const std::vector<std::string> &launcher, const std::vector<std::string> &env) {
     std::vector<std::string> args(launcher.begin() + 1, launcher.end());
@@ -279,4 +279,15 @@ TEST(SharedMemoryJobs, NoProcessOutsideAHydraJobLinksWithItsRanks) {
     if (std::string(MPIEXEC_HYDRA).empty()) GTEST_SKIP() << "MPICH's mpiexec.hydra is not installed";
     strangers_get_nothing_in({mpiexec_hydra(), "-n", "1"}, {});
     strangers_get_nothing_in({mpiexec_hydra(), "-n", "1"}, {"PORTICO_TRANSPORT=shm"});
+}
+
+// Over TCP every connection proves the job secret: a process started by hand (a secret of its
+// own) and a rank of another job (another secret) are refused, and both sides say so.
+TEST(TcpJobs, NoProcessOutsideAPorticoRunJobLinksWithItsRanks) {
+    strangers_get_nothing_in({portico_run(), "-n", "1"}, {"PORTICO_TRANSPORT=tcp"});
+}
+
+TEST(TcpJobs, NoProcessOutsideAHydraJobLinksWithItsRanks) {
+    if (std::string(MPIEXEC_HYDRA).empty()) GTEST_SKIP() << "MPICH's mpiexec.hydra is not installed";
+    strangers_get_nothing_in({mpiexec_hydra(), "-n", "1"}, {"PORTICO_TRANSPORT=tcp"});
 }
