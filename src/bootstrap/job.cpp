@@ -459,18 +459,27 @@ std::string Job::secret() {
 std::string Job::shared_secret() {
     {
         std::lock_guard g(collective_mutex_);
+        if (name_secret_) return *name_secret_;
         if (secret_) return secret_is_own_ ? std::string{} : *secret_;
         // Those of secret()'s sources that need no collective.
         const bool decided =
             !settings::kJobSecret.get().empty() || (pmi_ && settings::kJobId.is_set()) || proposed_secret_.has_value();
-        if (!decided) return {};
+        if (!decided) {
+            if (!pmi_) return {};
+            // Ranks of another launcher that have not agreed on a secret (shared memory alone
+            // needs no collective): the launcher's name for the job, which every rank knows and
+            // no other job has. Not a secret from this user's processes (they may read our
+            // environment), but it keeps every process outside the job from linking with it by
+            // mistake. It stays: links already made proved it.
+            return *(name_secret_ = "portico launcher job " + id_);
+        }
     }
     return secret();
 }
 
 bool Job::propose_secret(const std::string &s) {
     std::lock_guard g(collective_mutex_);
-    if (secret_ || s.empty() || !settings::kJobSecret.get().empty()) return false;
+    if (secret_ || name_secret_ || s.empty() || !settings::kJobSecret.get().empty()) return false;
     proposed_secret_ = s;
     return true;
 }

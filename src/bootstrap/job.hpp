@@ -73,7 +73,10 @@ public:
     // secret(), when this process shares one with others without a collective: PORTICO_JOB_SECRET,
     // portico-run's, a client's proposal, or one the job has already agreed on. Empty when it has
     // none to share (started without a launcher, PORTICO_JOB_SECRET or a proposal: secret() draws
-    // one of its own; or its launcher's ranks have not agreed on one yet). Shared memory proves it.
+    // one of its own). Under a launcher whose ranks have not agreed on one yet (shared memory
+    // alone, no collective): a value derived from the launcher's name for the job (id()), the same
+    // in every rank and in no other job, kept for the process's life once given out. Shared memory
+    // proves it.
     std::string shared_secret();
     // A secret that a client library proposes for its processes (portico_set_job_secret: PSM2's
     // job key, which every process of a PSM2 job shares). It ranks below PORTICO_JOB_SECRET and a
@@ -151,7 +154,8 @@ private:
     std::function<void()> farewell_;
     std::optional<std::string> secret_;
     std::optional<std::string> proposed_secret_;
-    bool secret_is_own_ = false; // secret_ was drawn by this process alone (no launcher)
+    std::optional<std::string> name_secret_; // shared_secret() from id(), once given out
+    bool secret_is_own_ = false;             // secret_ was drawn by this process alone (no launcher)
     bool finalized_ = false;
     std::atomic<bool> program_leaves_{false};
     std::thread watch_;

@@ -10,6 +10,8 @@
 //       makes directory DIR (mode 0777), prints "MADE"
 //   outsider [--uid U] try-bind PATH
 //       tries to bind a Unix socket at PATH, prints "BIND OK" or "BIND <errno name>"
+//   outsider [--uid U] try-connect PATH
+//       tries to connect to the Unix socket at PATH, prints "CONNECT OK" or "CONNECT <errno name>"
 //   outsider [--uid U] squat-port PORT
 //       listens on TCP port PORT (every address), prints "HOLDING" or "BUSY"
 //   outsider [--uid U] flood ADDR PORT...
@@ -117,6 +119,15 @@ int try_bind(const std::string &path) {
     } else {
         say("BIND " + errno_name(errno));
     }
+    return hold_on();
+}
+
+int try_connect(const std::string &path) {
+    const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    say(connect(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 ? "CONNECT OK" : "CONNECT " + errno_name(errno));
     return hold_on();
 }
 
@@ -266,6 +277,7 @@ int main(int argc, char **argv) {
                               static_cast<uint32_t>(std::stoul(args[2])), static_cast<uint32_t>(std::stoul(args[3])));
     if (args.size() == 2 && args[0] == "squat-dir") return squat_dir(args[1]);
     if (args.size() == 2 && args[0] == "try-bind") return try_bind(args[1]);
+    if (args.size() == 2 && args[0] == "try-connect") return try_connect(args[1]);
     if (args.size() == 2 && args[0] == "squat-port") return squat_port(static_cast<uint32_t>(std::stoul(args[1])));
     if (args.size() >= 3 && args[0] == "flood") {
         in_addr a{};
@@ -275,6 +287,6 @@ int main(int argc, char **argv) {
         return flood(ntohl(a.s_addr), ports);
     }
     std::fprintf(stderr, "usage: outsider [--uid U] squat-abstract NID FIRST COUNT | squat-dir DIR | try-bind PATH | "
-                         "squat-port PORT | flood ADDR PORT...\n");
+                         "try-connect PATH | squat-port PORT | flood ADDR PORT...\n");
     return 2;
 }

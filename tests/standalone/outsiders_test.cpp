@@ -31,6 +31,7 @@ std::string peer_binary() { return PEER_BINARY; }
 std::string outsider_binary() { return OUTSIDER_BINARY; }
 std::string portico_run() { return PORTICO_RUN; }
 std::string flood_rank() { return FLOOD_RANK; }
+std::string mpiexec_hydra() { return MPIEXEC_HYDRA; }
 
 #define REQUIRE_ROOT(why)                                                                                              \
     do {                                                                                                               \
@@ -104,6 +105,25 @@ TEST(SharedMemoryNames, AnotherUserBindingEveryNameDoesNotBlockPidAny) {
     Child intruder(outsider_binary(), {"--uid", kNobody, "try-bind", dir + "/" + hex_nid() + ".1024"});
     EXPECT_EQ("BIND EACCES", intruder.line()) << "another user made a socket in " << dir;
     two_processes_exchange_puts({});
+}
+
+// Another user cannot even connect to an endpoint of this user on shared memory: its socket lies
+// in a directory only this user may enter.
+TEST(SharedMemoryNames, AnotherUserCannotConnectToAnEndpoint) {
+    REQUIRE_ROOT("the one who tries to connect");
+    Child endpoint(peer_binary(), {"hold"});
+    const std::string id = endpoint.line();
+    unsigned nid = 0, pid = 0;
+    ASSERT_EQ(2, std::sscanf(id.c_str(), "ID %u %u", &nid, &pid)) << id;
+    char name[32];
+    std::snprintf(name, sizeof name, "/%08x.%u", nid, pid);
+    const std::string path = portico::transport::shm::endpoint_directory("") + name;
+    Child same_user(outsider_binary(), {"try-connect", path});
+    EXPECT_EQ("CONNECT OK", same_user.line()) << "the endpoint is not where the test looks";
+    Child other_user(outsider_binary(), {"--uid", kNobody, "try-connect", path});
+    EXPECT_EQ("CONNECT EACCES", other_user.line());
+    endpoint.send("BYE");
+    EXPECT_EQ(0, endpoint.wait_exit());
 }
 
 // Another user who makes the endpoint directory first (here: PORTICO_SHM_DIR's, in a directory
@@ -213,4 +233,61 @@ TEST(TcpFlood, EveryNewLinkOfAJobComesUpWhileOutsidersFloodItsPorts) {
     for (size_t at = said.find("refused"); at != std::string::npos; at = said.find("refused", at + 1)) ++lines;
     EXPECT_LE(lines, 4u * 48u) << tail_of(said);
     EXPECT_EQ(std::string::npos, said.find("wrong job secret")) << "a flood was blamed on the secret";
+}
+
+namespace {
+
+// A rank of a job started by `launcher` (its arguments before the program) guards its inbox:
+// a process started by hand without any secret, and a rank of another portico-run job, each put
+// to it (over the transports env selects: shared memory by default on one machine). Both puts must fail (their links refused: the intruders check it)
+// and the rank must count both refusals and see no put (standalone_peer guard).
+void strangers_get_nothing_in(const std::vector<std::string> &launcher, const std::vector<std::string> &env) {
+    std::vector<std::string> args(launcher.begin() + 1, launcher.end());
+    args.insert(args.end(), {peer_binary(), "guard", "2", "0"});
+    Child job(launcher[0], args, env);
+    const std::string guard_id = job.line();
+    ASSERT_EQ(0u, guard_id.rfind("ID ", 0)) << guard_id;
+    Child stranger(peer_binary(), {"intruder"}, env);
+    Child other_job(portico_run(), {"-n", "1", peer_binary(), "intruder"}, env);
+    const std::string stranger_id = stranger.line(), other_id = other_job.line();
+    ASSERT_EQ(0u, stranger_id.rfind("ID ", 0)) << stranger_id;
+    ASSERT_EQ(0u, other_id.rfind("ID ", 0)) << other_id;
+    job.send("PEER " + stranger_id.substr(3)); // its entry takes the stranger's puts, if any came
+    ASSERT_EQ("READY", job.line());
+    stranger.send("PEER " + guard_id.substr(3));
+    EXPECT_EQ("OK", stranger.line()) << "the stranger's put was not refused";
+    other_job.send("PEER " + guard_id.substr(3));
+    EXPECT_EQ("OK", other_job.line()) << "the other job's put was not refused";
+    EXPECT_EQ("OK", job.line()) << "the rank did not count two refused links, or saw a put";
+    job.send("BYE");
+    EXPECT_EQ(0, job.wait_exit());
+    EXPECT_EQ(0, stranger.wait_exit());
+    EXPECT_EQ(0, other_job.wait_exit());
+}
+
+} // namespace
+
+// The ranks of a job have a secret their shared-memory links prove; a process of the same user
+// outside the job — started by hand, or a rank of another job — cannot link with them.
+TEST(SharedMemoryJobs, NoProcessOutsideAPorticoRunJobLinksWithItsRanks) {
+    strangers_get_nothing_in({portico_run(), "-n", "1"}, {});
+}
+
+// Under MPICH's mpiexec (hydra) the ranks agree on a secret through the PMI when TCP is selected
+// too; with shared memory alone they prove the launcher's name for the job (no collective).
+TEST(SharedMemoryJobs, NoProcessOutsideAHydraJobLinksWithItsRanks) {
+    if (std::string(MPIEXEC_HYDRA).empty()) GTEST_SKIP() << "MPICH's mpiexec.hydra is not installed";
+    strangers_get_nothing_in({mpiexec_hydra(), "-n", "1"}, {});
+    strangers_get_nothing_in({mpiexec_hydra(), "-n", "1"}, {"PORTICO_TRANSPORT=shm"});
+}
+
+// Over TCP every connection proves the job secret: a process started by hand (a secret of its
+// own) and a rank of another job (another secret) are refused, and both sides say so.
+TEST(TcpJobs, NoProcessOutsideAPorticoRunJobLinksWithItsRanks) {
+    strangers_get_nothing_in({portico_run(), "-n", "1"}, {"PORTICO_TRANSPORT=tcp"});
+}
+
+TEST(TcpJobs, NoProcessOutsideAHydraJobLinksWithItsRanks) {
+    if (std::string(MPIEXEC_HYDRA).empty()) GTEST_SKIP() << "MPICH's mpiexec.hydra is not installed";
+    strangers_get_nothing_in({mpiexec_hydra(), "-n", "1"}, {"PORTICO_TRANSPORT=tcp"});
 }

@@ -20,6 +20,7 @@
 
 #include "free_endpoint.hpp"
 #include "transport/tcp/handshake.hpp"
+#include "transport/tcp/port_holder.hpp"
 #include "transport/tcp/tcp_transport.hpp"
 
 namespace {
@@ -181,4 +182,39 @@ TEST(TcpAccept, AnotherSecretIsNamedOnBothSides) {
     EXPECT_NE(std::string::npos, said.find("refused: the peer does not know the job secret")) << said;
     EXPECT_NE(std::string::npos, said.find("it refused our challenge: the two sides' job secrets differ")) << said;
     EXPECT_EQ(std::string::npos, said.find("wrong job secret?")) << said;
+}
+
+// Who holds a TCP port (the PTL_PID_IN_USE message of a pid whose port is taken): the user and,
+// where visible, the process; a range is summed up per user.
+TEST(PortHolders, APortsUserAndProcessAreNamed) {
+    std::vector<int> held;
+    uint32_t first = 0;
+    for (uint32_t base = 9000 + static_cast<uint32_t>(getpid()) % 1000 * 4; held.size() < 3 && base < 14000;
+         base += 4) {
+        for (int fd : held) ::close(fd);
+        held.clear();
+        first = base;
+        for (uint32_t port = base; port < base + 3; ++port) {
+            const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_addr.s_addr = htonl(kLoopback);
+            a.sin_port = htons(static_cast<uint16_t>(port));
+            if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd, 1) != 0) {
+                ::close(fd);
+                break;
+            }
+            held.push_back(fd);
+        }
+    }
+    ASSERT_EQ(3u, held.size()) << "no three free ports in a row";
+    const std::string me = "uid " + std::to_string(geteuid());
+    const std::string one = tcp::port_holder(first + 1);
+    EXPECT_EQ(0u, one.find(me)) << one;
+    EXPECT_NE(std::string::npos, one.find("process " + std::to_string(getpid()) + " (unit_tests)")) << one;
+    const std::string range = tcp::port_range_holders(first, 3);
+    EXPECT_EQ(0u, range.find(me)) << range;
+    EXPECT_NE(std::string::npos, range.find(" holds 3 of them")) << range;
+    for (int fd : held) ::close(fd);
+    EXPECT_EQ("", tcp::port_holder(first + 1));
 }

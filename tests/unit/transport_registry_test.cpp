@@ -109,11 +109,18 @@ std::unique_ptr<Transport> open_fake(const char *name, const OpenRequest &req) {
     return f;
 }
 
-const TransportInfo kNear{"test-near", 1000, "reaches nid 1 only", [](PeerId, PeerId p) { return p.nid == 1; },
+const TransportInfo kNear{"test-near",
+                          1000,
+                          "reaches nid 1 only",
+                          [](PeerId, PeerId p) { return p.nid == 1; },
                           [](const OpenRequest &r) -> std::unique_ptr<Transport> {
                               if (g_near_taken.count(r.pid))
                                   throw std::system_error(EADDRINUSE, std::generic_category());
                               return open_fake("test-near", r);
+                          },
+                          [](uint32_t, uint32_t first, uint32_t count) {
+                              return count == 1 ? "the holder of pid " + std::to_string(first)
+                                                : "somebody holds " + std::to_string(count) + " of them";
                           }};
 const TransportInfo kFar{"test-far", -1000, "reaches every peer", [](PeerId, PeerId) { return true; },
                          [](const OpenRequest &r) {
@@ -184,6 +191,33 @@ TEST_F(TransportEndpoint, APidTakenOnAnyTransportMovesTheSearchOn) {
         FAIL() << "a taken pid was opened";
     } catch (const std::system_error &e) {
         EXPECT_EQ(EADDRINUSE, e.code().value());
+    }
+}
+
+// A pid that cannot be had says who holds it, and an exhausted PTL_PID_ANY search says how many
+// pids each transport refused and who holds them (the transport's holders()): a user denied by
+// another user's sockets learns it.
+TEST_F(TransportEndpoint, APidInUseNamesItsHolder) {
+    g_near_taken.insert(5000);
+    try {
+        open_endpoint({1, 5000, "test-far,test-near", {}, {}});
+        FAIL() << "a taken pid was opened";
+    } catch (const std::system_error &e) {
+        EXPECT_EQ(EADDRINUSE, e.code().value());
+        EXPECT_NE(nullptr,
+                  std::strstr(e.what(), "pid 5000 is in use on this machine (test-near: the holder of pid 5000)"))
+            << e.what();
+    }
+    for (uint32_t p = kFirstAnyPid; p < kFirstAnyPid + kAnyPidCount; ++p) g_near_taken.insert(p);
+    try {
+        open_endpoint({1, UINT32_MAX, "test-far,test-near", {}, {}});
+        FAIL() << "every pid is taken, yet one was opened";
+    } catch (const std::system_error &e) {
+        EXPECT_EQ(EADDRINUSE, e.code().value());
+        EXPECT_NE(nullptr,
+                  std::strstr(e.what(),
+                              "no free pid in 1024..16383: 15360 taken on test-near (somebody holds 15360 of them)"))
+            << e.what();
     }
 }
 
