@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "internal.hpp"
+#include "sizing.hpp"
 
 namespace gasnetp {
 
@@ -100,7 +101,11 @@ uint64_t env_u64(const char *name, uint64_t fallback) {
 // Portico's job service (portico_runtime.h) is the one allgather every client uses.
 void exchange(const void *mine, size_t len, void *all) {
     const int rc = portico_runtime_allgather(mine, len, all);
-    if (rc != PTL_OK && rc != PTL_IGNORED) fatal("the job's allgather failed: %s", ptl_rc_name(rc));
+    if (rc == PTL_OK || rc == PTL_IGNORED) return;
+    // A node that calls gasnet_exit during a collective exchange (between init and attach) leaves
+    // the job; a PMIx launcher then fails the others' exchange at once. They follow its exit.
+    if (exit_under_way(true)) follow_exit();
+    fatal("the job's allgather failed: %s", ptl_rc_name(rc));
 }
 
 namespace {
@@ -171,6 +176,21 @@ bool client_handles_sigquit() {
     return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
 }
 
+// Ends this node, which follows another node's exit (whose code decides), leaving the job first
+// (portico_runtime_exit): launchers such as hydra and Open MPI's mpirun kill a job one of whose
+// ranks ends without leaving. From the client's SIGQUIT handler (gasnet_exit or exit called there)
+// the exit watcher ends the process instead, since the handler's thread may have been interrupted
+// holding anything and leaving the launcher is not async-signal-safe; the handler's thread waits.
+[[noreturn]] void end_following(int own) {
+    const int code = code_to_exit_with(own);
+    flush_std_streams_nonblocking();
+    if (g->in_sigquit.load() && pthread_equal(pthread_self(), g->init_thread)) {
+        g->handler_exits.store(true);
+        for (;;) pause();
+    }
+    portico_runtime_exit(code);
+}
+
 // This node follows another node's exit, which that node announced to every node itself.
 void remote_exit(int code) {
     if (g->exit_started.load()) return; // our own gasnet_exit is under way and ends the process
@@ -179,11 +199,12 @@ void remote_exit(int code) {
     // a client handler, or if the handler does not exit in time, exit at once with that code.
     if (client_handles_sigquit() && !g->in_sigquit.exchange(true)) {
         pthread_kill(g->init_thread, SIGQUIT);
-        std::this_thread::sleep_for(std::chrono::duration<double>(g->exit_timeout_s));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(g->exit_timeout_s);
+        while (!g->handler_exits.load() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     flush_std_streams_nonblocking();
-    portico_runtime_exiting(code);
-    _exit(code);
+    portico_runtime_exit(code);
 }
 
 // The exit watcher: a thread of the library's own that notices an exit message even while every
@@ -211,16 +232,21 @@ void exit_watcher_main(unsigned period_ms) {
 void at_exit_hook(int status) {
     if (!g || !g->inited) return;
     take_exit_messages();
-    if (g->remote_code.load() != State::kNoExit) {
-        flush_std_streams_nonblocking();
-        portico_runtime_exiting(code_to_exit_with(status));
-        _exit(code_to_exit_with(status));
-    }
+    if (g->remote_code.load() != State::kNoExit) end_following(status);
     if (g->exit_started.exchange(true)) return;
     std::thread notifier(notify_peers_of_exit, status);
     notifier.join();
     watcher_stop.store(true);
     if (exit_watcher && exit_watcher->joinable()) exit_watcher->join();
+    // Status 0: the exit goes on and leaves the job at its end. Any other status ends the job
+    // with that code, as gasnet_exit does, and every node has been told: this node leaves the job
+    // and ends now (the exit handlers registered before gasnet_init do not run, as with
+    // gasnet_exit), or a launcher that takes an exit without leaving for a failure would kill the
+    // others before they end with the code.
+    if (status != 0) {
+        std::fflush(nullptr);
+        portico_runtime_exit(status);
+    }
 }
 
 #ifdef __GLIBC__
@@ -376,8 +402,14 @@ void alloc_queues_and_entries() {
     g->eq_ops_size = std::clamp<uint64_t>(env_u64("GASNET_OPS_EQ_SIZE", 16384), 64, 1u << 24);
     check_ptl(PtlEQAlloc(g->ni, g->eq_ops_size, &g->eq_ops), "PtlEQAlloc");
     check_ptl(PtlEQAlloc(g->ni, uint64_t(g->nodes) + 16, &g->eq_exit), "PtlEQAlloc");
-    g->credit_bytes =
-        uint32_t(std::clamp<uint64_t>(env_u64("GASNET_AM_CREDIT_BYTES", 256 * 1024), 2 * kMaxFoot, uint64_t(1) << 30));
+    // Credit per peer: the zone a class keeps (every message all senders may still send) stays
+    // at GASNET_AM_ZONE_BYTES whatever the number of nodes, unless GASNET_AM_CREDIT_BYTES says
+    // otherwise (sizing.hpp).
+    g->credit_bytes = uint32_t(sizing::credit_bytes(
+        g->nodes, env_u64("GASNET_AM_ZONE_BYTES", sizing::kDefaultZoneBytes), env_u64("GASNET_AM_CREDIT_BYTES", 0)));
+    g->eager_max = uint32_t(sizing::eager_bytes(g->credit_bytes));
+    // The queues are sized for every event the credits allow; the engine allocates only what is
+    // pending at once.
     const uint64_t am_events = uint64_t(g->nodes) * (g->credit_bytes / kMinCharge) + 4096;
     for (int c = 0; c < 2; ++c) {
         check_ptl(PtlEQAlloc(g->ni, std::min<uint64_t>(am_events + (c == kRep ? 4 * g->nodes : 0), 1u << 26),
@@ -640,6 +672,22 @@ void attach_local_segments(const std::vector<portico_segment_t> &ids, const std:
     }
 }
 
+// The landing zones of every node of this machine must fit in its memory with room to spare; the
+// first node of the machine says so when they may not (an explicit GASNET_AM_CREDIT_BYTES with
+// many nodes), naming what to set, before the buffers grow.
+void warn_if_am_buffers_do_not_fit() {
+    if (g->hosts.empty() || g->hosts[g->mynode] != g->mynode) return;
+    const uint64_t buffer = sizing::buffer_bytes(g->nodes, g->credit_bytes, env_u64("GASNET_AM_BUFFER_BYTES", 0));
+    const uint64_t each = sizing::zones_bytes(g->nodes, g->credit_bytes, buffer);
+    const uint64_t procs = local_processes(), phys = gasnett_getPhysMemSz(0);
+    if (!phys || each * procs <= phys / 2) return;
+    report("the active-message buffers of the %llu processes on this machine may take %llu MiB (%llu MiB each: %u "
+           "nodes x %u bytes of credit per class), more than half of its %llu MiB; lower GASNET_AM_CREDIT_BYTES, or "
+           "unset it and GASNET_AM_ZONE_BYTES: by default the credit shrinks with the number of nodes",
+           (unsigned long long)procs, (unsigned long long)(each * procs >> 20), (unsigned long long)(each >> 20),
+           g->nodes, g->credit_bytes, (unsigned long long)(phys >> 20));
+}
+
 int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, uintptr_t minheapoffset) {
     if (!g || !g->inited) return GASNET_ERR_NOT_INIT;
     if (g->attach_done) {
@@ -663,6 +711,7 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
 
     int status = map_segment(segsize, minheapoffset);
     if (g->seg_mode == 2 || g->seg_size > 0) post_segment_entry();
+    warn_if_am_buffers_do_not_fit();
     am_setup();
 
     // The attach exchange: segments, minheapoffset and status; also the attach barrier (every
@@ -724,15 +773,13 @@ GASNETP_EXPORT uintptr_t gasnet_getMaxGlobalSegmentSize(void) { return g && g->i
 GASNETP_EXPORT void gasnet_exit(int exitcode) {
     if (!g || !g->inited) {
         std::fflush(nullptr);
-        _exit(exitcode);
+        portico_runtime_exit(exitcode);
     }
     if (g->in_sigquit.load() && pthread_equal(pthread_self(), g->init_thread)) {
         // From the client's SIGQUIT handler: this node follows another node's exit, which that
         // node has announced to every node, and the node that exited first decides the job's
         // code, not the code the handler passes. The interrupted code may hold stdio locks.
-        flush_std_streams_nonblocking();
-        portico_runtime_exiting(code_to_exit_with(exitcode));
-        _exit(code_to_exit_with(exitcode));
+        end_following(exitcode);
     }
     if (g->exit_started.exchange(true)) {
         // Another thread is ending the process already.
@@ -743,8 +790,7 @@ GASNETP_EXPORT void gasnet_exit(int exitcode) {
     exitcode = code_to_exit_with(exitcode);
     std::fflush(nullptr);
     notify_peers_of_exit(exitcode);
-    portico_runtime_exiting(exitcode);
-    _exit(exitcode);
+    portico_runtime_exit(exitcode); // leaves the job: the launcher reports the code, kills nobody
 }
 
 // ---- environment -------------------------------------------------------------------------------------
