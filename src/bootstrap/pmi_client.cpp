@@ -108,11 +108,34 @@ std::string trim_newline(std::string_view s) {
     return std::string(s);
 }
 
-// The character that makes a key or value impossible to carry, or 0.
-char forbidden_char(std::string_view s) {
+// The character that makes a key or value impossible to carry, or 0. A value may hold backslashes:
+// the wire escapes them (escape_value), as MPICH's own client does, since MPICH's parsers (hydra's
+// too) read "\\x" as "x". Clients encode binary data with every printable character but the space
+// (GASNet's pmi-spawner: Ascii85, backslash included).
+char forbidden_char(std::string_view s, bool value = false) {
     for (char c : s)
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\0' || c == '\\') return c;
+        if (c == ' ' || c == '\n' || c == '\r' || c == '\0' || (c == '\\' && !value)) return c;
     return 0;
+}
+
+std::string escape_value(std::string_view v) {
+    std::string out;
+    out.reserve(v.size());
+    for (char c : v) {
+        if (c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+std::string unescape_value(std::string_view v) {
+    std::string out;
+    out.reserve(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i] == '\\' && i + 1 < v.size()) ++i;
+        out += v[i];
+    }
+    return out;
 }
 
 const char *char_name(char c) {
@@ -845,7 +868,7 @@ void detail::check_value(const std::string &value, int vallen_max_) {
         throw PmiError("PMI: value of " + std::to_string(value.size()) +
                        " characters exceeds the launcher's limit of " + std::to_string(vallen_max_) +
                        " (max_value_length(): vallen_max - 1)");
-    if (char c = forbidden_char(value); c != 0 || value.find('\0') != std::string::npos)
+    if (char c = forbidden_char(value, true); c != 0 || value.find('\0') != std::string::npos)
         throw PmiError("PMI: value '" + printable(value, 40) + "' contains " + char_name(c) +
                        ", which the PMI-1 wire protocol cannot carry (encode it, e.g. as hex)");
 }
@@ -853,7 +876,8 @@ void detail::check_value(const std::string &value, int vallen_max_) {
 std::string SimplePmiClient::put_line(const std::string &key, const std::string &value) const {
     check_key(key);
     check_value(value);
-    return "cmd=put kvsname=" + kvsname_ + " key=" + key + " value=" + value + "\n";
+    // The limit is on the value, not on its escaped form (as MPICH's client counts).
+    return "cmd=put kvsname=" + kvsname_ + " key=" + key + " value=" + escape_value(value) + "\n";
 }
 
 std::string SimplePmiClient::get_line(const std::string &key) const {
@@ -878,7 +902,7 @@ std::optional<std::string> SimplePmiClient::value_of_get_reply(const std::string
     if ((rc != nullptr && *rc != "0") || (found != nullptr && *found == "FALSE")) return std::nullopt;
     const std::string *value = r.find("value");
     if (value == nullptr) throw PmiError("PMI: no value in the launcher's reply '" + printable(resp) + "'");
-    return *value;
+    return unescape_value(*value);
 }
 
 void SimplePmiClient::put(const std::string &key, const std::string &value) {

@@ -478,7 +478,7 @@ PSM2_API psm2_error_t psm2_ep_close(psm2_ep_t ep, int mode, int64_t timeout) {
         // Data a receiver has yet to fetch is waited for only while the receiver is there.
         for (unsigned n = 0; sends_pending(*e) && (deadline == 0 || now_ns() < deadline); ++n) {
             if (n % 1000 == 0) forget_dead_receivers(*e);
-            wait_event(*e, 1);
+            if (!wait_event(*e, 1)) e->lock.hand_over();
         }
     }
     std::lock_guard g(l.lock);

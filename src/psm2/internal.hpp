@@ -32,6 +32,8 @@
 #include <psm2_am.h>
 #include <psm2_mq.h>
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -269,6 +271,45 @@ struct RetainRing {
     std::map<uint64_t, Retained *> awaited; // by offset
 };
 
+// An endpoint's lock: recursive (a handler may call back in: am_reply_short), and handed over by a
+// thread that blocks in a PSM2 call (psm2_mq_wait, a blocking send, a full retain ring, a graceful
+// close) to the threads waiting for it, as opa-psm2's PSMI_BLOCKUNTIL does (PSMI_YIELD). A thread
+// that kept it while it waited would stop every other thread of the process, and with it the peer
+// whose message it waits for when that peer waits for one of those threads (GASNet's psm-conduit
+// in PAR mode, MPI_THREAD_MULTIPLE).
+class EpLock {
+public:
+    void lock() {
+        if (!mutex_.try_lock()) {
+            waiting_.fetch_add(1, std::memory_order_acq_rel);
+            mutex_.lock();
+            waiting_.fetch_sub(1, std::memory_order_acq_rel);
+            handovers_.fetch_add(1, std::memory_order_acq_rel);
+        }
+        ++depth_;
+    }
+    void unlock() {
+        --depth_;
+        mutex_.unlock();
+    }
+    // Called by the holder while it blocks: when other threads wait for the lock and the holder
+    // took it once (not from inside a handler), lets one of them take it first.
+    void hand_over() {
+        if (depth_ != 1 || waiting_.load(std::memory_order_acquire) == 0) return;
+        const uint64_t before = handovers_.load(std::memory_order_acquire);
+        unlock();
+        while (handovers_.load(std::memory_order_acquire) == before && waiting_.load(std::memory_order_acquire) > 0)
+            sched_yield();
+        lock();
+    }
+
+private:
+    std::recursive_mutex mutex_;
+    int depth_ = 0; // the holder's nesting (written by the holder only)
+    std::atomic<int> waiting_{0};
+    std::atomic<uint64_t> handovers_{0}; // times a waiting thread got it
+};
+
 struct AmHandler {
     psm2_am_handler_fn_t fn = nullptr;
     psm2_am_handler_2_fn_t fn2 = nullptr;
@@ -285,7 +326,7 @@ struct AmOp {
 } // namespace portico::psm2
 
 struct psm2_ep {
-    std::recursive_mutex lock; // everything below; a handler may call back in (am_reply_short)
+    portico::psm2::EpLock lock; // everything below
     unsigned ctx = 0;
     psm2_epid_t epid = 0;
     uint8_t uuid[16]{};

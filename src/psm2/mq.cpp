@@ -486,7 +486,10 @@ template <class Status> psm2_error_t test_impl(psm2_mq_req_t *req, Status *st, b
     Ep &ep = *r->ep;
     std::lock_guard g(ep.lock);
     if (progress) {
-        while (!r->complete) wait_event(ep, 1);
+        // Other threads of the process get the endpoint while this one waits (internal.hpp, EpLock):
+        // whenever nothing came, and every so often when events keep coming for others.
+        for (unsigned n = 1; !r->complete; ++n)
+            if (!wait_event(ep, 1) || n % 64 == 0) ep.lock.hand_over();
     } else if (!r->complete) {
         return PSM2_MQ_NO_COMPLETIONS;
     }
