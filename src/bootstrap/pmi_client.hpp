@@ -13,7 +13,9 @@
 //     (PMI_RANK/PMI_SIZE, when also set, must agree). portico-run starts remote ranks this way,
 //     hydra does with -pmi-port.
 // Every PmiClient of a process shares one connection (a second from_environment() while the first
-// client lives reuses it: a TCP launcher accepts one connection per rank).
+// client lives reuses it: a TCP launcher accepts one connection per rank). Its users are the job
+// service (bootstrap/job.hpp) and the application's PMI calls (libpmi, src/pmi): one request and
+// its reply at a time, whichever client sends it.
 //
 // Wire-format limits (they hold under every PMI-1 launcher, so the client enforces them and throws
 // PmiError instead of sending something a launcher would mangle):
@@ -25,12 +27,17 @@
 //     by the caller.
 // A key put twice keeps the last value (portico-run; older hydra rejects duplicates).
 //
-// Lifetime: finalize() is idempotent and closes the connection after the launcher's ack (for every
-// client sharing it). The destructor does NOT finalize implicitly (it never talks to the
-// launcher); the last client sharing the connection closes the socket. abort() tells the launcher
-// to kill the whole job and then _exit()s the process.
+// Lifetime: finalize() is idempotent and ends this client's use of the connection; the launcher's
+// finalize goes on the wire when the last client that has not finalized does (a client destroyed
+// without finalize() stops counting), so that one user's finalize never cuts another user off.
+// After the launcher's ack a PMI_PORT connection is closed; PMI_FD is left open (the process's
+// descriptor: another PMI client of the program may still use it), only no longer used. A normal
+// exit sends the launcher's finalize if no client did (leave_at_exit). The destructor does NOT
+// finalize (it never talks to the launcher); the last client sharing a PMI_PORT connection closes
+// the socket. abort() tells the launcher to kill the whole job and then _exit()s the process.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -66,6 +73,18 @@ public:
     static std::unique_ptr<PmiClient> from_environment();
     // True when this build contains the PMIx client.
     static bool pmix_supported();
+    // Ends the process's use of its launcher as an exit must: launchers such as MPICH's hydra and
+    // Open MPI's mpirun take a rank that ends without the launcher's finalize for a failed one and
+    // end the job. Sends the launcher's finalize (PMI-1 cmd=finalize, PMIx_Finalize) whatever
+    // users have not finalized, unless it was sent already, and waits for the answer until bound
+    // has passed: a launcher that does not answer in time, or a request that another thread of
+    // the process has under way (its reply and ours could not be told apart), is not waited for.
+    // True when the launcher acknowledged (or no finalize was due). For exit paths only: nothing
+    // may use the launcher afterwards. Called at every exit with status 0 (an on_exit handler
+    // registered with the first client), and by portico_runtime_exit.
+    static bool leave_at_exit(std::chrono::milliseconds bound);
+    // The bound of an exit's leave_at_exit.
+    static constexpr std::chrono::seconds kExitBound{5};
 
     virtual ~PmiClient();
     PmiClient(const PmiClient &) = delete;
@@ -78,14 +97,17 @@ public:
     // PMI-1: the launcher's kvsname; PMIx: the job's namespace.
     virtual const std::string &kvsname() const = 0;
     virtual int max_value_length() const = 0;
+    // The longest key accepted (keylen_max - 1: 63 under every launcher Portico knows).
+    virtual int max_key_length() const = 0;
 
     // The connection to the launcher (a stream socket, Unix or TCP), for watching the launcher's
     // liveness: poll/epoll it for POLLRDHUP|POLLHUP (EPOLLRDHUP|EPOLLHUP) only. A hang-up means
     // the launcher is gone (it died, or ended the job: portico-run closes remote ranks'
     // connections when it terminates a job) and the process should exit. Never read, write or
-    // close it, and do not wait for POLLIN (replies arrive on it). Valid until finalize() or the
-    // destruction of the last client sharing it; -1 after finalize(). Stop watching before
-    // either (or watch a dup() of your own, which keeps the socket open until you close it).
+    // close it, and do not wait for POLLIN (replies arrive on it). Valid until the launcher's
+    // finalize or the destruction of the last client sharing it; -1 after the launcher's finalize.
+    // Stop watching before either (or watch a dup() of your own, which keeps the socket open until
+    // you close it).
     // Always -1 under PMIx: the PMIx library owns its connection to the server, and the PMIx
     // launchers kill their ranks themselves when they die or end the job.
     virtual int fd() const = 0;
@@ -101,6 +123,21 @@ public:
     // round trips where the launcher reads requests sent in a row (portico-run).
     virtual void put_then_barrier(const std::vector<std::pair<std::string, std::string>> &puts);
     virtual std::vector<std::optional<std::string>> get_many(const std::vector<std::string> &keys);
+    // What the launcher says beyond the job's rank and size, without a collective (the PMI-1 API
+    // asks for them: libpmi's PMI_Get_universe_size, PMI_Get_appnum, PMI_Get_clique_ranks).
+    // The number of processes the launcher could run (PMI-1 get_universe_size, PMIx
+    // PMIX_UNIV_SIZE); size() when it does not say.
+    virtual int universe_size() = 0;
+    // This job's application number (PMI-1 get_appnum, PMIx PMIX_APPNUM); 0 when it does not say.
+    virtual int appnum() = 0;
+    // The ranks that share this rank's node as the launcher placed them (PMI-1: the preset key
+    // PMI_process_mapping; PMIx: PMIX_LOCAL_PEERS), in rank order; nullopt when it does not say.
+    virtual std::optional<std::vector<int>> node_ranks() = 0;
+    // One PMI-1 request line (newline included) and its reply line, which must be expected_cmd's;
+    // for the requests the interface above has no call for (name publishing). PMIx: throws.
+    virtual std::string request(const std::string &line, const std::string &expected_cmd) = 0;
+    // Ends this client's use of the launcher; the last user's finalize is the launcher's finalize
+    // (see the top of this file). Idempotent; calls after it throw.
     virtual void finalize() = 0;
     [[noreturn]] virtual void abort(int exit_code, const std::string &message) = 0;
 

@@ -135,6 +135,7 @@ struct ThreadState {
     bool tick_mode = false;    // bound engine waits with a loopback tick (poll_try)
     unsigned idle_ticks = 0;   // waits in a row that only the tick ended (poll_try backs off)
     unsigned sends = 0;        // AM requests sent (am_request polls every 16th)
+    unsigned local_copies = 0; // puts and gets done as memory copies (every 16th polls: extended.cpp)
 };
 ThreadState &ts();
 
@@ -254,8 +255,9 @@ struct State {
 
     // Exit.
     std::atomic<bool> exit_started{false};
-    std::atomic<bool> in_sigquit{false}; // we raised SIGQUIT for a remote exit
-    pthread_t init_thread{};             // receives that SIGQUIT
+    std::atomic<bool> in_sigquit{false};    // we raised SIGQUIT for a remote exit
+    pthread_t init_thread{};                // receives that SIGQUIT
+    std::atomic<bool> handler_exits{false}; // its handler called gasnet_exit or exit: the watcher ends us
     // The code of the first exit message received (kNoExit: none). Once set, this node follows
     // that exit: it ends with this code whatever code a later gasnet_exit or exit passes.
     static constexpr int64_t kNoExit = INT64_MIN;

@@ -16,8 +16,9 @@ struct EndpointRequest {
     uint32_t pid = UINT32_MAX; // UINT32_MAX: any free pid
     // "auto", or a comma-separated list of transport names; empty: PORTICO_TRANSPORT's value.
     std::string selection;
-    std::function<std::string()> job_secret; // see OpenRequest
-    uint32_t local_processes = 0;            // see OpenRequest
+    std::function<std::string()> job_secret;    // see OpenRequest
+    std::function<std::string()> shared_secret; // see OpenRequest
+    uint32_t local_processes = 0;               // see OpenRequest
     int32_t local_rank = -1;
 };
 
