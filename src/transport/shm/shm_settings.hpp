@@ -45,7 +45,7 @@ inline constexpr Text kShmDir{"PORTICO_SHM_DIR", Layer::transport_shm, nullptr,
                               "same in every process of the user on this machine; unset: "
                               "/dev/shm/portico-<uid> (/tmp/portico-<uid> without /dev/shm)"};
 
-inline constexpr const Setting *kShmSettings[] = {&kShmRingBytes, &kShmLinkMemory, &kShmMaxLinks, &kShmSingleCopy,
-                                                  &kShmSingleCopyBytes, &kShmDir};
+inline constexpr const Setting *kShmSettings[] = {&kShmRingBytes,  &kShmLinkMemory,      &kShmMaxLinks,
+                                                  &kShmSingleCopy, &kShmSingleCopyBytes, &kShmDir};
 
 } // namespace portico::settings
