@@ -30,10 +30,10 @@ std::unique_ptr<transport::Transport> Engine::open_transport(ptl_pid_t pid) {
     req.nid = local_nid();
     req.pid = pid == PTL_PID_ANY ? UINT32_MAX : pid;
     req.job_secret = [this] { return job_secret(); };
+    req.shared_secret = [this] { return shared_job_secret(); };
     const bootstrap::LocalHint local = bootstrap::local_hint();
     req.local_processes = local.processes;
     req.local_rank = local.rank;
-    req.shared_secret = [this] { return shared_job_secret(); };
     return transport::open_endpoint(req);
 }
 

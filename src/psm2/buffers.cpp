@@ -166,12 +166,13 @@ Retained *ring_take(RetainRing &g, uint32_t len) {
     if (!g.slots.empty()) {
         const uint64_t tail = g.slots.front().offset;
         if (g.head > tail) { // not wrapped: after head, else from the start up to tail
-            if (need < tail && tail >= kRingRewind)
-                at = 0; // the start's pages are free again (and already touched)
+            // From the start when its pages are free again (and already touched), or when the
+            // end has no room; else after head.
+            const bool from_start = need < tail && (tail >= kRingRewind || g.head + need > g.size);
+            if (from_start)
+                at = 0;
             else if (g.head + need <= g.size)
                 at = g.head;
-            else if (need < tail)
-                at = 0;
             else
                 return nullptr;
         } else if (g.head + need < tail) {
