@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The parts checked (and HeaderFilterRegex in .clang-tidy): all of src/, tools, bench, tests.
-dirs=(src/engine src/transport src/capi src/gasnet src/upc src/psm2 src/bootstrap src/common src/clientkit tools bench tests)
+dirs=(src/engine src/transport src/capi src/gasnet src/upc src/psm2 src/pmi src/bootstrap src/common src/clientkit tools bench tests)
 # Left out, with the reason:
 #   tests/conformance, tests/completion: their helpers take a std::source_location, which clang 14
 #   cannot compile against libstdc++ 12 (no __builtin_source_location): add them with clang-tidy 15.

@@ -164,6 +164,7 @@ public:
     int size() const override { return size_; }
     const std::string &kvsname() const override { return kvsname_; }
     int max_value_length() const override { return vallen_max_; }
+    int max_key_length() const override { return keylen_max_; }
     int fd() const override;
     bool finalizing() const override;
     void put(const std::string &key, const std::string &value) override;
@@ -171,6 +172,10 @@ public:
     void barrier() override;
     void put_then_barrier(const std::vector<std::pair<std::string, std::string>> &puts) override;
     std::vector<std::optional<std::string>> get_many(const std::vector<std::string> &keys) override;
+    int universe_size() override;
+    int appnum() override;
+    std::optional<std::vector<int>> node_ranks() override;
+    std::string request(const std::string &line, const std::string &expected_cmd) override;
     void finalize() override;
     [[noreturn]] void abort(int exit_code, const std::string &message) override;
 
@@ -195,6 +200,7 @@ private:
     void check_value(const std::string &value) const { detail::check_value(value, vallen_max_); }
 
     std::shared_ptr<Channel> ch_;
+    bool left_ = false; // this client has finalized (channel mutex)
     int rank_;
     int size_;
     int vallen_max_ = 1023; // longest value accepted: the launcher's vallen_max - 1
@@ -212,7 +218,8 @@ struct SimplePmiClient::Channel {
     std::string rbuf;                    // bytes received after the last complete line (mutex)
     std::mutex mutex;                    // one request/response at a time; every call is thread-safe
     std::mutex write_mutex;              // one line at a time on the socket (abort() takes only this one)
-    bool finalized = false;              // (mutex)
+    bool finalized = false;              // the launcher's finalize is done (mutex)
+    int users = 0;                       // clients that have not finalized (mutex)
     std::atomic<bool> finalizing{false}; // a finalize has started: the launcher may close now
     // What the init exchange told, once per connection (mutex): a second client of the process
     // must not send cmd=init again (Slurm's pmi2 plugin never answers a second one).
@@ -451,6 +458,54 @@ bool PmiClient::pmix_supported() {
 
 namespace detail {
 
+std::optional<std::vector<int>> nodes_of_ranks(const std::string &mapping, int size) {
+    // "(vector,(a,b,c),(d,e,f))", spaces allowed around the parts.
+    struct Block {
+        long first_node, node_count, per_node;
+    };
+    std::vector<Block> blocks;
+    std::size_t at = 0;
+    auto skip_spaces = [&] {
+        while (at < mapping.size() && mapping[at] == ' ') ++at;
+    };
+    auto expect = [&](char c) {
+        skip_spaces();
+        if (at >= mapping.size() || mapping[at] != c) return false;
+        ++at;
+        return true;
+    };
+    auto number = [&](long &out) {
+        skip_spaces();
+        const std::size_t begin = at;
+        while (at < mapping.size() && mapping[at] >= '0' && mapping[at] <= '9' && at - begin < 9) ++at;
+        if (at == begin) return false;
+        out = std::stol(mapping.substr(begin, at - begin));
+        return true;
+    };
+    if (!expect('(')) return std::nullopt;
+    skip_spaces();
+    if (mapping.compare(at, 6, "vector") != 0) return std::nullopt;
+    at += 6;
+    while (expect(',')) {
+        Block b{};
+        if (!expect('(') || !number(b.first_node) || !expect(',') || !number(b.node_count) || !expect(',') ||
+            !number(b.per_node) || !expect(')'))
+            return std::nullopt;
+        if (b.node_count < 1 || b.per_node < 1) return std::nullopt;
+        blocks.push_back(b);
+    }
+    if (!expect(')') || blocks.empty() || size < 1) return std::nullopt;
+    skip_spaces();
+    if (at != mapping.size()) return std::nullopt;
+    std::vector<int> node(static_cast<std::size_t>(size));
+    std::size_t r = 0;
+    while (r < node.size())
+        for (const Block &b : blocks)
+            for (long n = 0; n < b.node_count; ++n)
+                for (long k = 0; k < b.per_node && r < node.size(); ++k) node[r++] = static_cast<int>(b.first_node + n);
+    return node;
+}
+
 namespace {
 long env_long(const char *name) {
     const char *v = std::getenv(name);
@@ -519,7 +574,12 @@ std::vector<std::optional<std::string>> PmiClient::get_many(const std::vector<st
 SimplePmiClient::SimplePmiClient(std::shared_ptr<Channel> channel)
     : ch_(std::move(channel)), rank_(ch_->rank), size_(ch_->size) {}
 
-SimplePmiClient::~SimplePmiClient() = default;
+SimplePmiClient::~SimplePmiClient() {
+    // A client that goes away without finalize() no longer needs the connection: the others'
+    // last finalize is the launcher's.
+    std::lock_guard<std::mutex> lk(ch_->mutex);
+    if (!left_) --ch_->users;
+}
 
 int SimplePmiClient::fd() const { return ch_->fd.load(); }
 
@@ -541,7 +601,11 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
     }
     std::unique_ptr<SimplePmiClient> c(new SimplePmiClient(ch));
     std::lock_guard<std::mutex> lk(ch->mutex);
-    if (ch->finalized) throw PmiError("PMI: this process has finalized its PMI connection already");
+    if (ch->finalized) {
+        c->left_ = true; // never counted
+        throw PmiError("PMI: this process has finalized its PMI connection already");
+    }
+    ++ch->users;
     if (!ch->initialized) {
         c->initialize();
         ch->initialized = true;
@@ -714,7 +778,7 @@ std::string SimplePmiClient::reply_to(const std::string &line, const std::string
 }
 
 void SimplePmiClient::check_usable(const char *what) const {
-    if (ch_->finalized) throw PmiError(std::string("PMI: ") + what + " after finalize()");
+    if (left_ || ch_->finalized) throw PmiError(std::string("PMI: ") + what + " after finalize()");
 }
 
 void detail::check_key(const std::string &key, int keylen_max_) {
@@ -826,9 +890,50 @@ std::vector<std::optional<std::string>> SimplePmiClient::get_many(const std::vec
     return values;
 }
 
+int SimplePmiClient::universe_size() {
+    const std::string resp = request("cmd=get_universe_size\n", "universe_size");
+    const Reply r = parse_reply(resp);
+    const std::string *rc = r.find("rc");
+    const std::string *v = r.find("size");
+    long n = 0;
+    if ((rc != nullptr && *rc != "0") || v == nullptr || !parse_long(v->c_str(), 1, INT_MAX, n)) return size_;
+    return static_cast<int>(n);
+}
+
+int SimplePmiClient::appnum() {
+    const std::string resp = request("cmd=get_appnum\n", "appnum");
+    const Reply r = parse_reply(resp);
+    const std::string *rc = r.find("rc");
+    const std::string *v = r.find("appnum");
+    long n = 0;
+    if ((rc != nullptr && *rc != "0") || v == nullptr || !parse_long(v->c_str(), 0, INT_MAX, n)) return 0;
+    return static_cast<int>(n);
+}
+
+std::optional<std::vector<int>> SimplePmiClient::node_ranks() {
+    const std::optional<std::string> mapping = get("PMI_process_mapping");
+    if (!mapping) return std::nullopt;
+    const std::optional<std::vector<int>> nodes = detail::nodes_of_ranks(*mapping, size_);
+    if (!nodes) return std::nullopt;
+    std::vector<int> ranks;
+    for (int r = 0; r < size_; ++r)
+        if ((*nodes)[static_cast<std::size_t>(r)] == (*nodes)[static_cast<std::size_t>(rank_)]) ranks.push_back(r);
+    return ranks;
+}
+
+std::string SimplePmiClient::request(const std::string &line, const std::string &expected_cmd) {
+    if (line.empty() || line.back() != '\n' || line.find('\n') != line.size() - 1)
+        throw PmiError("PMI: a request is one line ending in a newline");
+    std::lock_guard<std::mutex> lk(ch_->mutex);
+    check_usable("a request");
+    return command(line, expected_cmd);
+}
+
 void SimplePmiClient::finalize() {
     std::lock_guard<std::mutex> lk(ch_->mutex);
-    if (ch_->finalized) return;
+    if (left_) return;
+    left_ = true;
+    if (--ch_->users > 0 || ch_->finalized) return; // another user still needs the launcher
     ch_->finalizing.store(true);
     command("cmd=finalize\n", "finalize_ack");
     ch_->finalized = true;

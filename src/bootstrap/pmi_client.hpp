@@ -13,7 +13,9 @@
 //     (PMI_RANK/PMI_SIZE, when also set, must agree). portico-run starts remote ranks this way,
 //     hydra does with -pmi-port.
 // Every PmiClient of a process shares one connection (a second from_environment() while the first
-// client lives reuses it: a TCP launcher accepts one connection per rank).
+// client lives reuses it: a TCP launcher accepts one connection per rank). Its users are the job
+// service (bootstrap/job.hpp) and the application's PMI calls (libpmi, src/pmi): one request and
+// its reply at a time, whichever client sends it.
 //
 // Wire-format limits (they hold under every PMI-1 launcher, so the client enforces them and throws
 // PmiError instead of sending something a launcher would mangle):
@@ -25,10 +27,12 @@
 //     by the caller.
 // A key put twice keeps the last value (portico-run; older hydra rejects duplicates).
 //
-// Lifetime: finalize() is idempotent and closes the connection after the launcher's ack (for every
-// client sharing it). The destructor does NOT finalize implicitly (it never talks to the
-// launcher); the last client sharing the connection closes the socket. abort() tells the launcher
-// to kill the whole job and then _exit()s the process.
+// Lifetime: finalize() is idempotent and ends this client's use of the connection; the launcher's
+// finalize goes on the wire when the last client that has not finalized does (a client destroyed
+// without finalize() stops counting), so that one user's finalize never cuts another user off.
+// The connection is closed after the launcher's ack. The destructor does NOT finalize implicitly (it
+// never talks to the launcher); the last client sharing the connection closes the socket. abort()
+// tells the launcher to kill the whole job and then _exit()s the process.
 #pragma once
 
 #include <memory>
@@ -78,6 +82,8 @@ public:
     // PMI-1: the launcher's kvsname; PMIx: the job's namespace.
     virtual const std::string &kvsname() const = 0;
     virtual int max_value_length() const = 0;
+    // The longest key accepted (keylen_max - 1: 63 under every launcher Portico knows).
+    virtual int max_key_length() const = 0;
 
     // The connection to the launcher (a stream socket, Unix or TCP), for watching the launcher's
     // liveness: poll/epoll it for POLLRDHUP|POLLHUP (EPOLLRDHUP|EPOLLHUP) only. A hang-up means
@@ -101,6 +107,21 @@ public:
     // round trips where the launcher reads requests sent in a row (portico-run).
     virtual void put_then_barrier(const std::vector<std::pair<std::string, std::string>> &puts);
     virtual std::vector<std::optional<std::string>> get_many(const std::vector<std::string> &keys);
+    // What the launcher says beyond the job's rank and size, without a collective (the PMI-1 API
+    // asks for them: libpmi's PMI_Get_universe_size, PMI_Get_appnum, PMI_Get_clique_ranks).
+    // The number of processes the launcher could run (PMI-1 get_universe_size, PMIx
+    // PMIX_UNIV_SIZE); size() when it does not say.
+    virtual int universe_size() = 0;
+    // This job's application number (PMI-1 get_appnum, PMIx PMIX_APPNUM); 0 when it does not say.
+    virtual int appnum() = 0;
+    // The ranks that share this rank's node as the launcher placed them (PMI-1: the preset key
+    // PMI_process_mapping; PMIx: PMIX_LOCAL_PEERS), in rank order; nullopt when it does not say.
+    virtual std::optional<std::vector<int>> node_ranks() = 0;
+    // One PMI-1 request line (newline included) and its reply line, which must be expected_cmd's;
+    // for the requests the interface above has no call for (name publishing). PMIx: throws.
+    virtual std::string request(const std::string &line, const std::string &expected_cmd) = 0;
+    // Ends this client's use of the launcher; the last user's finalize is the launcher's finalize
+    // (see the top of this file). Idempotent; calls after it throw.
     virtual void finalize() = 0;
     [[noreturn]] virtual void abort(int exit_code, const std::string &message) = 0;
 

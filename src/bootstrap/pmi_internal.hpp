@@ -2,7 +2,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "bootstrap/pmi_client.hpp"
 
@@ -13,6 +15,12 @@ void check_key(const std::string &key, int keylen_max);
 void check_value(const std::string &value, int vallen_max);
 // The process exit status an abort exit code maps to (same rule as portico-run's).
 int exit_status_for(int code);
+
+// MPICH's PMI_process_mapping, "(vector,(first_node,node_count,ranks_per_node),...)": ranks are
+// placed in blocks of ranks_per_node on node_count consecutive nodes from first_node, tuple after
+// tuple, and the pattern repeats until every rank has a node. Returns each of `size` ranks' node,
+// nullopt when the text is not such a mapping.
+std::optional<std::vector<int>> nodes_of_ranks(const std::string &mapping, int size);
 
 // True when the environment says a PMIx server started this process (PMIX_NAMESPACE or
 // PMIX_RANK; with uri_too, also a PMIX_SERVER_URI* variable).

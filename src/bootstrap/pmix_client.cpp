@@ -25,7 +25,10 @@
 //   - abort(): PMIx_Abort (the server ends the whole namespace), then _exit. (Open MPI 4.1.4's
 //     mpirun itself crashes or hangs now and then while handling a PMIx_Abort, with or without
 //     the caller waiting to be killed: seen with a plain C PMIx program too.)
-//   - finalize(): PMIx_Finalize, once per process; idempotent.
+//   - finalize(): ends this client's use of the session; the last client that has not finalized
+//     calls PMIx_Finalize (once per process), as the PMI-1 clients share their finalize.
+//   - universe_size(), appnum(): PMIX_UNIV_SIZE, PMIX_APPNUM; node_ranks(): PMIX_LOCAL_PEERS;
+//     request() (a PMI-1 line) throws: there is no PMI-1 server.
 //   - fd(): -1 (the PMIx library owns the connection to its server); finalizing() is true once a
 //     finalize() has begun. Instead of the engine's watch on fd(), the client registers a PMIx
 //     event handler for PMIX_ERR_LOST_CONNECTION that ends the process (exit status 1) when the
@@ -43,12 +46,14 @@
 #include "bootstrap/pmi_internal.hpp"
 #include "bootstrap/bootstrap_settings.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -155,7 +160,8 @@ struct Session {
     int size = 0;
     std::string nspace;
     std::mutex mutex;       // put/get/barrier/finalize
-    bool finalized = false; // (mutex)
+    bool finalized = false; // PMIx_Finalize is done (mutex)
+    int users = 0;          // clients that have not finalized (mutex)
     std::atomic<bool> finalizing{false};
 };
 
@@ -259,13 +265,19 @@ std::vector<long> rank_hints(const std::string &key) {
 
 class PmixClient final : public PmiClient {
 public:
-    explicit PmixClient(std::shared_ptr<Session> s) : s_(std::move(s)) {}
+    // Counts as a user of the session (mutex held by the caller).
+    explicit PmixClient(std::shared_ptr<Session> s) : s_(std::move(s)) { ++s_->users; }
+    ~PmixClient() override {
+        std::lock_guard<std::mutex> lk(s_->mutex);
+        if (!left_) --s_->users;
+    }
 
     const char *protocol() const override { return "PMIx"; }
     int rank() const override { return static_cast<int>(s_->me.rank); }
     int size() const override { return s_->size; }
     const std::string &kvsname() const override { return s_->nspace; }
     int max_value_length() const override { return kVallenMax; }
+    int max_key_length() const override { return kKeylenMax; }
     int fd() const override { return -1; }
     bool finalizing() const override { return s_->finalizing.load(); }
 
@@ -338,9 +350,55 @@ public:
             throw PmiError("PMIx: PMIx_Fence over namespace '" + s_->nspace + "' failed: " + pmix_error(rc));
     }
 
+    int universe_size() override {
+        // Open MPI says how many slots it has, which an oversubscribed job exceeds.
+        const std::optional<long> n = job_number(PMIX_UNIV_SIZE, PMIX_RANK_WILDCARD);
+        return n && *n >= size() && *n <= INT_MAX ? static_cast<int>(*n) : size();
+    }
+
+    int appnum() override {
+        const std::optional<long> n = job_number(PMIX_APPNUM, s_->me.rank);
+        return n && *n >= 0 && *n <= INT_MAX ? static_cast<int>(*n) : 0;
+    }
+
+    std::optional<std::vector<int>> node_ranks() override {
+        std::lock_guard<std::mutex> lk(s_->mutex);
+        check_usable("node_ranks");
+        pmix_proc_t wild;
+        PMIX_LOAD_PROCID(&wild, s_->me.nspace, PMIX_RANK_WILDCARD);
+        pmix_value_t *val = nullptr;
+        if (PMIx_Get(&wild, PMIX_LOCAL_PEERS, nullptr, 0, &val) != PMIX_SUCCESS || val == nullptr) return std::nullopt;
+        std::optional<std::vector<int>> ranks;
+        if (val->type == PMIX_STRING && val->data.string != nullptr) {
+            ranks.emplace();
+            const std::string list = val->data.string;
+            for (std::size_t at = 0; at < list.size();) {
+                std::size_t end = list.find(',', at);
+                if (end == std::string::npos) end = list.size();
+                char *stop = nullptr;
+                const long r = std::strtol(list.c_str() + at, &stop, 10);
+                if (stop == list.c_str() + at || r < 0 || r >= size()) {
+                    ranks.reset();
+                    break;
+                }
+                ranks->push_back(static_cast<int>(r));
+                at = end + 1;
+            }
+        }
+        PMIX_VALUE_RELEASE(val);
+        if (ranks) std::sort(ranks->begin(), ranks->end());
+        return ranks;
+    }
+
+    std::string request(const std::string &, const std::string &) override {
+        throw PmiError("PMIx: the launcher speaks PMIx, not PMI-1: it takes no PMI-1 requests");
+    }
+
     void finalize() override {
         std::lock_guard<std::mutex> lk(s_->mutex);
-        if (s_->finalized) return;
+        if (left_) return;
+        left_ = true;
+        if (--s_->users > 0 || s_->finalized) return; // another user still needs the session
         s_->finalizing.store(true);
         g_finalizing.store(true);
         s_->finalized = true;
@@ -366,10 +424,26 @@ public:
 
 private:
     void check_usable(const char *what) const { // mutex held
-        if (s_->finalized) throw PmiError(std::string("PMIx: ") + what + " after finalize()");
+        if (left_ || s_->finalized) throw PmiError(std::string("PMIx: ") + what + " after finalize()");
+    }
+
+    // A number the server keeps for the job (rank: PMIX_RANK_WILDCARD) or this process; nullopt
+    // when it has none.
+    std::optional<long> job_number(const char *key, pmix_rank_t rank) {
+        std::lock_guard<std::mutex> lk(s_->mutex);
+        check_usable(key);
+        pmix_proc_t proc;
+        PMIX_LOAD_PROCID(&proc, s_->me.nspace, rank);
+        pmix_value_t *val = nullptr;
+        if (PMIx_Get(&proc, key, nullptr, 0, &val) != PMIX_SUCCESS || val == nullptr) return std::nullopt;
+        bool ok = false;
+        const long n = value_as_long(val, ok);
+        PMIX_VALUE_RELEASE(val);
+        return ok ? std::optional<long>(n) : std::nullopt;
     }
 
     std::shared_ptr<Session> s_;
+    bool left_ = false; // this client has finalized (session mutex)
 };
 
 } // namespace
@@ -381,10 +455,9 @@ std::unique_ptr<PmiClient> detail::pmix_from_environment() {
     if (!s) {
         s = open_session();
         reg.session = s;
-    } else {
-        std::lock_guard<std::mutex> slk(s->mutex);
-        if (s->finalized) throw PmiError("PMIx: this process has finalized its PMIx session already");
     }
+    std::lock_guard<std::mutex> slk(s->mutex);
+    if (s->finalized) throw PmiError("PMIx: this process has finalized its PMIx session already");
     return std::make_unique<PmixClient>(std::move(s));
 }
 

@@ -76,11 +76,38 @@ uint32_t interface_ipv4(const std::string &name) {
     return a.value_or(INADDR_LOOPBACK);
 }
 
+namespace {
+
+std::optional<uint32_t> parse_nid(const char *text) {
+    in_addr a{};
+    if (::inet_pton(AF_INET, text, &a) == 1) return ntohl(a.s_addr);
+    std::string why;
+    const std::optional<uint64_t> n = settings::parse_number(text, &why);
+    if (!n || *n > UINT32_MAX) return std::nullopt;
+    return static_cast<uint32_t>(*n);
+}
+
+} // namespace
+
+namespace settings {
+
+std::string nid_problem(const char *text) {
+    return parse_nid(text) ? "" : "not an IPv4 address (a.b.c.d) or a number below 2^32";
+}
+
+std::string iface_problem(const char *text) {
+    std::string why;
+    if (named_interface_ipv4(text, &why)) return "";
+    return why + " (the nid is then taken from the first non-loopback interface)";
+}
+
+} // namespace settings
+
 uint32_t local_nid() {
     // The nid names the machine, so that peers on other machines (TCP) and on this one (shared
     // memory) are told apart by nid alone.
     const std::string forced = settings::kNid.get();
-    if (!forced.empty()) return static_cast<uint32_t>(std::strtoul(forced.c_str(), nullptr, 0));
+    if (!forced.empty()) return *parse_nid(forced.c_str());
     // Asked by the job service, the engine and TCP at start-up: one netlink dump of the
     // interfaces, not three (a few percent of a thousand-rank start-up). Cached per interface name.
     const std::string iface = settings::kIface.get();

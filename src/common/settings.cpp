@@ -86,7 +86,10 @@ std::optional<bool> parse_boolean(std::string_view text, std::string *why) {
         if (strcasecmp(s.c_str(), yes) == 0) return true;
     for (const char *no : {"no", "false", "off"})
         if (strcasecmp(s.c_str(), no) == 0) return false;
-    auto n = parse_number(text, why);
+    // A plain decimal number only: "1G" or a number past 64 bits is a typo, not a wish.
+    const bool decimal = !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string::npos;
+    std::optional<uint64_t> n;
+    if (decimal) n = parse_number(text, why);
     if (!n) {
         *why = "not a boolean (0, 1, yes, no, true, false, on, off)";
         return std::nullopt;
@@ -175,7 +178,13 @@ Resolved<uint64_t> Setting::resolve_number(const char *text) const {
 Resolved<std::string> Setting::resolve_string(const char *text) const {
     const std::string d = def_text ? def_text : "";
     if (!text || !*text) return {d, {}};
-    if (type != Type::choice) return {text, {}};
+    if (type != Type::choice) {
+        if (!validate) return {text, {}};
+        const std::string why = validate(text);
+        if (why.empty()) return {text, {}};
+        return {d, std::string(name) + "='" + text + "': " + why +
+                       (d.empty() ? std::string("; ignored, as if unset") : "; using the default " + d)};
+    }
     const std::string_view words(choices);
     size_t start = 0;
     while (start <= words.size()) {

@@ -13,8 +13,9 @@
 // resolve(), which returns the error text and leaves reporting to them.
 //
 // Numbers: decimal, 0x hex or a leading 0 for octal (strtoull base 0), optionally followed by one
-// K, M or G suffix (x 1024, 1024^2, 1024^3); nothing else may follow. Booleans: 0/1 (any number,
-// non-zero is on) or yes/no, true/false, on/off. Unset and empty are the same: the default.
+// K, M or G suffix (x 1024, 1024^2, 1024^3); nothing else may follow. Booleans: yes/no,
+// true/false, on/off, or a plain decimal number (non-zero is on; no suffix, at most 20 digits).
+// Unset and empty are the same: the default.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +64,9 @@ struct Setting {
     bool power_of_two = false;
     const char *def_text = nullptr; // choice, text: the default (nullptr: unset)
     const char *choices = nullptr;  // choice: "auto|shm|tcp"
+    // text: what is wrong with a value ("" when nothing is), for values only code can judge (an
+    // interface that must exist, an address that must parse).
+    std::string (*validate)(const char *text) = nullptr;
 
     // The environment's text, nullptr when unset or empty.
     const char *raw() const {
@@ -132,13 +136,17 @@ struct Choice : Setting {
     }
 };
 
-// Free text; any value is acceptable, so there is nothing to report. def nullptr: unset ("").
+// Free text. def nullptr: unset (""). With a validator, a value it finds wrong is reported and
+// the default used instead; without one any value is acceptable.
 struct Text : Setting {
-    constexpr Text(const char *n, Layer l, const char *d, const char *desc)
-        : Setting{n, Type::text, l, desc, 0, 0, UINT64_MAX, false, d} {}
+    constexpr Text(const char *n, Layer l, const char *d, const char *desc,
+                   std::string (*validator)(const char *) = nullptr)
+        : Setting{n, Type::text, l, desc, 0, 0, UINT64_MAX, false, d, nullptr, validator} {}
+    Resolved<std::string> resolve() const { return resolve_string(raw()); }
     std::string get() const {
-        const char *v = raw();
-        return v ? v : def_text ? def_text : "";
+        auto r = resolve();
+        if (!r.ok()) report(*this, r.error);
+        return r.value;
     }
 };
 

@@ -109,6 +109,10 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
             while (ep->transport->has_pending() && ep->poll() > 0) {
             }
     };
+    // A timeout is reported only after one more look at the transport: after a stall longer than
+    // the timeout (a descheduled host, a progress thread that never ran), what arrived meanwhile is
+    // in the rings, and nobody has handled it yet.
+    auto last_look = [&] { return ready() || (ep->poll() > 0 && ready()); };
     int rc;
     unsigned spins = 0;
     uint64_t now = start;
@@ -127,7 +131,7 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
             const bool clock_read = (++spins & 7) == 0;
             if (clock_read) now = monotonic_ns();
             if (now >= deadline && (work == 0 || clock_read)) {
-                rc = timeout_rc;
+                rc = last_look() ? PTL_OK : timeout_rc;
                 break;
             }
             if (work > 0 || now < pause_until) {
@@ -154,7 +158,7 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
         }
         now = monotonic_ns();
         if (now >= deadline) {
-            rc = timeout_rc;
+            rc = last_look() ? PTL_OK : timeout_rc;
             break;
         }
         // Registered before the last look, so news that comes after it wakes us (notify_waiters).

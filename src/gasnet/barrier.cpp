@@ -26,6 +26,9 @@ struct Barrier {
     int recv_round = 0, sent_rounds = 0;
     uint32_t arrived[2] = {0, 0}; // rounds that arrived, per parity
     std::atomic<bool> done{false};
+    // The last completed barrier, for gasnet_barrier_result: named by some node, and that id.
+    bool result_named = false;
+    int32_t result_id = 0;
 };
 Barrier *bar = nullptr;
 
@@ -80,11 +83,13 @@ int finish(int id, int flags, const char *fn) {
         rc = GASNET_ERR_BARRIER_MISMATCH;
     (void)fn;
     bar->notified = false;
+    bar->result_named = bar->named;
+    bar->result_id = bar->id;
     return rc;
 }
 
 void check_flags(int flags, const char *fn) {
-    if (flags & ~(GASNET_BARRIERFLAG_ANONYMOUS | GASNET_BARRIERFLAG_MISMATCH))
+    if (flags & ~(GASNET_BARRIERFLAG_UNNAMED | GASNET_BARRIERFLAG_MISMATCH))
         fatal("%s: unknown flags 0x%x", fn, unsigned(flags));
 }
 
@@ -159,4 +164,22 @@ GASNETP_EXPORT int gasnet_barrier_try(int id, int flags) {
     std::lock_guard lk(bar->mu);
     if (!bar->done.load(std::memory_order_acquire)) return GASNET_ERR_NOT_READY;
     return finish(id, flags, "gasnet_barrier_try");
+}
+
+// GASNet-1's blocking barrier and its result (extensions every GASNet-1 conduit has, not in the
+// 1.8.1 spec): notify then wait; the result is nonzero when no node named the last barrier,
+// else 0 with the id they named.
+GASNETP_EXPORT int gasnet_barrier(int id, int flags) {
+    gasnet_barrier_notify(id, flags);
+    return gasnet_barrier_wait(id, flags);
+}
+
+GASNETP_EXPORT int gasnet_barrier_result(int *id) {
+    if (!g || !g->attached.load(std::memory_order_acquire))
+        fatal("gasnet_barrier_result called before gasnet_attach()");
+    if (!id) fatal("gasnet_barrier_result: id is NULL");
+    std::lock_guard lk(bar->mu);
+    if (bar->notified) fatal("gasnet_barrier_result called between gasnet_barrier_notify and its wait or try");
+    *id = bar->result_id;
+    return bar->result_named ? 0 : 1;
 }

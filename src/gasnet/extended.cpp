@@ -31,6 +31,15 @@ uint64_t remote_offset(const char *fn, gasnet_node_t node, const void *addr, siz
     return a - base;
 }
 
+// A put or get to oneself or to a node whose segment is mapped here (PSHM) is a memory copy: it
+// moves no message, so a thread that loops on such calls waiting for a flag an AM handler sets
+// (GASNet 1.28's testcontend does) would never run that handler. Every 16th copy polls, as GASNet's
+// own blocking calls poll.
+void copied_locally() {
+    ThreadState &t = ts();
+    if (++t.local_copies % 16 == 0 && g->attached.load(std::memory_order_acquire)) poll(ctx_of(t));
+}
+
 // Starts a put counted in ctr. bulk: the source stays untouched until the operation completes;
 // otherwise it may be reused on return.
 void start_put(const char *fn, gasnet_node_t node, void *dest, const void *src, size_t n, OpCounter *ctr, bool bulk) {
@@ -38,10 +47,12 @@ void start_put(const char *fn, gasnet_node_t node, void *dest, const void *src, 
     if (n == 0) return;
     if (node == g->mynode) {
         std::memmove(dest, src, n);
+        copied_locally();
         return;
     }
     if (char *local = local_segment(node)) { // PSHM: the node's segment is mapped here
         std::memmove(local + roff, src, n);
+        copied_locally();
         return;
     }
     ctr->pending.fetch_add(1, std::memory_order_relaxed);
@@ -61,10 +72,12 @@ void start_get(const char *fn, void *dest, gasnet_node_t node, const void *src, 
     if (n == 0) return;
     if (node == g->mynode) {
         std::memmove(dest, src, n);
+        copied_locally();
         return;
     }
     if (const char *local = local_segment(node)) {
         std::memmove(dest, local + roff, n);
+        copied_locally();
         return;
     }
     ctr->pending.fetch_add(1, std::memory_order_relaxed);

@@ -122,6 +122,7 @@ struct ThreadState {
     bool tick_mode = false;    // bound engine waits with a loopback tick (poll_try)
     unsigned idle_ticks = 0;   // waits in a row that only the tick ended (poll_try backs off)
     unsigned sends = 0;        // AM requests sent (am_request polls every 16th)
+    unsigned local_copies = 0; // puts and gets done as memory copies (every 16th polls: extended.cpp)
 };
 ThreadState &ts();
 

@@ -4,6 +4,8 @@
 #include <portico_runtime.h>
 
 #include <execinfo.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -16,7 +18,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
+
+#include "internal.hpp"
 
 #define GASNETT_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -342,3 +348,163 @@ GASNETT_EXPORT int gasnett_print_backtrace_ifenabled(int fd) {
     if (!v || !yesno(v, &on) || !on) return 1;
     return gasnett_print_backtrace(fd);
 }
+
+// ---- verbose environment reports --------------------------------------------------------------------
+GASNETT_EXPORT int gasnett_verboseenv(void) {
+    const char *v = std::getenv("GASNET_VERBOSEENV");
+    if (!v || !*v) return 0;
+    // A GASNet job reports once, from node 0; a tools-only program (no gasnet_init) itself.
+    return !gasnetp::g || !gasnetp::g->inited || gasnetp::g->mynode == 0;
+}
+
+namespace {
+// Prints one report line per key, the first time it is reported.
+void env_report(const char *key, const std::string &shown, int is_dflt) {
+    if (!key || !gasnett_verboseenv()) return;
+    static std::mutex mu;
+    static std::set<std::string> reported;
+    std::lock_guard lk(mu);
+    if (!reported.insert(key).second) return;
+    std::fprintf(stderr, "ENV parameter: %s = %s%s\n", key, shown.c_str(), is_dflt ? "   (default)" : "");
+    std::fflush(stderr);
+}
+} // namespace
+
+GASNETT_EXPORT void gasnett_envstr_display(const char *key, const char *val, int is_dflt) {
+    env_report(key, !val ? "*not set*" : !*val ? "*empty*" : val, is_dflt);
+}
+
+GASNETT_EXPORT void gasnett_envint_display(const char *key, int64_t val, int is_dflt, int is_mem_size) {
+    char buf[64];
+    env_report(key, gasnett_format_number(val, buf, sizeof buf, is_mem_size), is_dflt);
+}
+
+GASNETT_EXPORT void gasnett_envdbl_display(const char *key, double val, int is_dflt) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", val);
+    env_report(key, buf, is_dflt);
+}
+
+GASNETT_EXPORT char *gasnett_format_number(int64_t val, char *buf, size_t bufsz, int is_mem_size) {
+    if (!buf || bufsz == 0) return buf;
+    static const struct {
+        int shift;
+        const char *unit;
+    } units[] = {{40, " TB"}, {30, " GB"}, {20, " MB"}, {10, " KB"}};
+    // The magnitude, without overflowing on INT64_MIN.
+    const uint64_t mag = val < 0 ? uint64_t(0) - uint64_t(val) : uint64_t(val);
+    const char *sign = val < 0 ? "-" : "";
+    if (is_mem_size) {
+        for (const auto &u : units) {
+            const uint64_t div = uint64_t(1) << u.shift;
+            if (mag >= div && mag % div == 0) {
+                std::snprintf(buf, bufsz, "%s%llu%s", sign, static_cast<unsigned long long>(mag / div), u.unit);
+                return buf;
+            }
+        }
+        std::snprintf(buf, bufsz, "%s%llu B", sign, static_cast<unsigned long long>(mag));
+        return buf;
+    }
+    std::snprintf(buf, bufsz, "%lld", static_cast<long long>(val));
+    return buf;
+}
+
+// ---- signals, limits, affinity, streams, aligned memory --------------------------------------------
+GASNETT_EXPORT gasnett_sighandlerfn_t gasnett_reghandler(int sigtocatch, gasnett_sighandlerfn_t fp) {
+    struct sigaction act {};
+    struct sigaction old {};
+    act.sa_handler = fp;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_RESTART;
+    if (sigaction(sigtocatch, &act, &old) != 0)
+        gasnett_fatalerror("gasnett_reghandler(%d): %s", sigtocatch, std::strerror(errno));
+    return old.sa_handler;
+}
+
+GASNETT_EXPORT const char *gasnett_signame_fromval(int sigval) {
+    switch (sigval) {
+    case SIGHUP: return "SIGHUP";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGKILL: return "SIGKILL";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGUSR2: return "SIGUSR2";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGALRM: return "SIGALRM";
+    case SIGTERM: return "SIGTERM";
+    case SIGCHLD: return "SIGCHLD";
+    case SIGCONT: return "SIGCONT";
+    case SIGSTOP: return "SIGSTOP";
+    case SIGTSTP: return "SIGTSTP";
+    case SIGTTIN: return "SIGTTIN";
+    case SIGTTOU: return "SIGTTOU";
+    case SIGURG: return "SIGURG";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGVTALRM: return "SIGVTALRM";
+    case SIGPROF: return "SIGPROF";
+    case SIGWINCH: return "SIGWINCH";
+    case SIGIO: return "SIGIO";
+    case SIGSYS: return "SIGSYS";
+    default: return nullptr;
+    }
+}
+
+GASNETT_EXPORT int gasnett_maximize_rlimit(int res, const char *lim_desc) {
+    struct rlimit lim {};
+    const auto which = static_cast<__rlimit_resource_t>(res);
+    if (getrlimit(which, &lim) != 0) return 0;
+    if (lim.rlim_cur == lim.rlim_max) return 1;
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(which, &lim) != 0) {
+        if (gasnett_verboseenv())
+            std::fprintf(stderr, "gasnett_maximize_rlimit: cannot raise %s: %s\n", lim_desc ? lim_desc : "a limit",
+                         std::strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+GASNETT_EXPORT int gasnett_maximize_rlimits(void) {
+    static const struct {
+        int res;
+        const char *desc;
+    } limits[] = {{RLIMIT_CPU, "RLIMIT_CPU"},        {RLIMIT_DATA, "RLIMIT_DATA"},     {RLIMIT_AS, "RLIMIT_AS"},
+                  {RLIMIT_RSS, "RLIMIT_RSS"},        {RLIMIT_NOFILE, "RLIMIT_NOFILE"}, {RLIMIT_NPROC, "RLIMIT_NPROC"},
+                  {RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK"}};
+    int all = 1;
+    for (const auto &l : limits) all &= gasnett_maximize_rlimit(l.res, l.desc);
+    return all;
+}
+
+GASNETT_EXPORT void gasnett_set_affinity(int rank) {
+    const int cpus = gasnett_cpu_count();
+    if (cpus <= 0 || rank < 0) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(static_cast<size_t>(rank % cpus), &set);
+    (void)sched_setaffinity(0, sizeof set, &set); // a hint: where it fails, the thread runs anywhere
+}
+
+GASNETT_EXPORT void gasnett_close_streams(void) {
+    std::fflush(nullptr);
+    std::fclose(stdin);
+    std::fclose(stdout);
+    std::fclose(stderr);
+}
+
+GASNETT_EXPORT void *gasnett_malloc_aligned(size_t align, size_t sz) {
+    void *p = nullptr;
+    const size_t a = align < sizeof(void *) ? sizeof(void *) : align;
+    if (posix_memalign(&p, a, sz ? sz : 1) != 0)
+        gasnett_fatalerror("gasnett_malloc_aligned(%zu, %zu): out of memory or a bad alignment", align, sz);
+    return p;
+}
+
+GASNETT_EXPORT void gasnett_free_aligned(void *ptr) { std::free(ptr); }

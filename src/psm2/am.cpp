@@ -23,9 +23,13 @@ using namespace portico::psm2;
 
 namespace {
 
+// The limits opa-psm2 reports with its shared-memory device enabled (the default device list):
+// PSMI_AM_NUM_HANDLERS handlers, PSMI_AM_MAX_ARGS arguments, and AMLONG_MTU payload bytes (an
+// 8192-byte bulk packet less its 64-byte header). Clients size their messages from these:
+// GASNet's psm-conduit refuses a payload limit above 8192 and sends up to 10 arguments.
 constexpr uint32_t kMaxHandlers = 256;
-constexpr uint32_t kMaxArgs = 8;
-constexpr uint32_t kMaxShort = 16384; // payload bytes of a request or reply
+constexpr uint32_t kMaxArgs = 10;
+constexpr uint32_t kMaxShort = 8192 - 64; // payload bytes of a request or reply
 constexpr size_t kAmSlabBytes = size_t{1} << 20;
 constexpr int kAmSlabsLinked = 2;
 constexpr ptl_match_bits_t kKindMask = 0xFF;
@@ -319,6 +323,9 @@ PSM2_API psm2_error_t psm2_am_reply_short(psm2_am_token_t token, psm2_handler_t 
     if (!t || !t->ep) return PSM2_PARAM_ERR;
     if (t->is_reply || t->no_reply || t->replied)
         return report(t->ep, PSM2_AM_INVALID_REPLY, "am_reply_short: this message may not be replied to (again)");
+    // A reply refused for its arguments uses up nothing: the handler may still reply within the limits.
+    if (nargs < 0 || static_cast<uint32_t>(nargs) > kMaxArgs || len > kMaxShort || (nargs && !args) || (len && !src))
+        return report(t->ep, PSM2_PARAM_ERR, "am_reply_short: bad argument or beyond the limits");
     t->replied = true;
     // A reply's completion callback runs once it is sent: the ring's copy makes that at once.
     const psm2_error_t err =
@@ -340,6 +347,7 @@ PSM2_API psm2_error_t psm2_am_get_parameters(psm2_ep_t ep, struct psm2_am_parame
     if (!ep || !parameters || !sizeof_parameters_out) return PSM2_PARAM_ERR;
     const psm2_am_parameters p{kMaxHandlers, kMaxArgs, kMaxShort, kMaxShort};
     const size_t n = std::min(sizeof_parameters_in, sizeof p);
+    std::memset(parameters, 0, sizeof_parameters_in); // as opa-psm2: a larger struct's tail is zeroed
     std::memcpy(parameters, &p, n);
     *sizeof_parameters_out = n;
     return PSM2_OK;

@@ -692,50 +692,75 @@ PSM2_API psm2_error_t psm2_ep_epid_lookup(psm2_epid_t epid, psm2_epconn_t *epcon
     return PSM2_EPID_UNKNOWN;
 }
 
+// psm2_info_query as opa-psm2 answers it (psm.c): each query takes exactly the number of arguments
+// psm2.h lists (else PSM2_PARAM_ERR); the per-connection ones describe the path to that peer.
+// Where Portico's values differ from an Omni-Path card's, docs/PSM2.md (Limits and reported
+// values) says so.
 PSM2_API psm2_error_t psm2_info_query(psm2_info_query_t q, void *out, size_t nargs, psm2_info_query_arg_t args[]) {
-    if (!out) return PSM2_PARAM_ERR;
+    static constexpr size_t kArgs[PSM2_INFO_QUERY_LAST] = {0, 0, 1, 2, 1, 1, 2, 3, 3, 2, 2, 1, 0};
+    if (q < 0 || q >= PSM2_INFO_QUERY_LAST) return PSM2_IQ_INVALID_QUERY;
+    if (!out || nargs != kArgs[q] || (nargs && !args)) return PSM2_PARAM_ERR;
     auto put_u32 = [&](uint32_t v) {
         std::memcpy(out, &v, sizeof v);
         return PSM2_OK;
+    };
+    // The path to a connection's peer, as the PSM2_INFO_QUERY_CONFIG bits name it: SELF, AMSH (a
+    // peer on this machine), or IPS with PIO and DMA (the network); 0 for a bad connection.
+    auto path_of = [&]() -> uint32_t {
+        const psm2_mq_t mq = args[0].mq;
+        const psm2_epaddr_t peer = args[1].epaddr;
+        if (!mq || !mq->ep || !peer || peer->ep != mq->ep) return 0;
+        if (peer->epid == mq->ep->epid) return PSM2_INFO_QUERY_CONFIG_SELF;
+        if (same_node(*peer)) return PSM2_INFO_QUERY_CONFIG_AMSH;
+        return PSM2_INFO_QUERY_CONFIG_IPS | PSM2_INFO_QUERY_CONFIG_PIO | PSM2_INFO_QUERY_CONFIG_DMA;
     };
     switch (q) {
     case PSM2_INFO_QUERY_NUM_UNITS:
     case PSM2_INFO_QUERY_NUM_PORTS: return put_u32(1);
     case PSM2_INFO_QUERY_UNIT_STATUS:
-    case PSM2_INFO_QUERY_UNIT_PORT_STATUS:
-        if (nargs < 1 || !args) return PSM2_PARAM_ERR;
-        return put_u32(args[0].unit == 0 ? 1 : 0); // unit 0 is up
+    case PSM2_INFO_QUERY_UNIT_PORT_STATUS: // ports are numbered from 1, as on the cards
+        return put_u32(args[0].unit == 0 && (q == PSM2_INFO_QUERY_UNIT_STATUS || args[1].port == 1) ? 1 : 0);
     case PSM2_INFO_QUERY_NUM_FREE_CONTEXTS:
     case PSM2_INFO_QUERY_NUM_CONTEXTS: {
-        if (nargs < 1 || !args) return PSM2_PARAM_ERR;
+        if (args[0].unit != 0) return put_u32(0);
         Library &l = lib();
         std::lock_guard g(l.lock);
         const uint32_t total = kMaxEndpoints;
         return put_u32(q == PSM2_INFO_QUERY_NUM_CONTEXTS ? total : total - static_cast<uint32_t>(l.open_eps));
     }
-    case PSM2_INFO_QUERY_CONFIG: return put_u32(2 | 4 | 1); // AMSH (shared memory), SELF and IPS (the network)
+    case PSM2_INFO_QUERY_CONFIG: {
+        const uint32_t path = path_of();
+        return path ? put_u32(path) : PSM2_INTERNAL_ERR;
+    }
     case PSM2_INFO_QUERY_THRESH: {
-        if (nargs < 3 || !args) return PSM2_PARAM_ERR;
-        return put_u32(64000);
+        // opa-psm2 answers threshold queries for network peers only.
+        const uint32_t path = path_of();
+        if (!(path & PSM2_INFO_QUERY_CONFIG_IPS)) return PSM2_INTERNAL_ERR;
+        std::lock_guard g(args[0].mq->ep->lock);
+        switch (args[2].mstq) {
+        case PSM2_INFO_QUERY_THRESH_IPS_PIO_DMA: return put_u32(16384); // MQ_HFI_THRESH_EGR_SDMA_SQ_XEON
+        case PSM2_INFO_QUERY_THRESH_IPS_TINY: return put_u32(8);        // MQ_HFI_THRESH_TINY
+        case PSM2_INFO_QUERY_THRESH_IPS_PIO_FRAG_SIZE:
+        case PSM2_INFO_QUERY_THRESH_IPS_DMA_FRAG_SIZE: return put_u32(8192); // the MTU
+        case PSM2_INFO_QUERY_THRESH_IPS_RNDV: return put_u32(args[0].mq->ep->rndv_net);
+        default: return PSM2_INTERNAL_ERR;
+        }
     }
     case PSM2_INFO_QUERY_DEVICE_NAME: {
-        if (nargs < 4 || !args) return PSM2_PARAM_ERR;
-        const char *name = "portico";
-        const size_t room = args[3].length;
-        if (room == 0) return PSM2_PARAM_ERR;
-        std::snprintf(static_cast<char *>(out), room, "%s", name);
+        if (!path_of()) return PSM2_INTERNAL_ERR;
+        if (args[2].length == 0) return PSM2_PARAM_ERR;
+        std::snprintf(static_cast<char *>(out), args[2].length, "portico_0"); // opa-psm2: "hfi1_0"
         return PSM2_OK;
     }
-    case PSM2_INFO_QUERY_MTU: return put_u32(8192);
-    case PSM2_INFO_QUERY_LINK_SPEED: return put_u32(0);
+    case PSM2_INFO_QUERY_MTU: return path_of() ? put_u32(8192) : PSM2_INTERNAL_ERR;
+    case PSM2_INFO_QUERY_LINK_SPEED: return path_of() ? put_u32(0) : PSM2_INTERNAL_ERR; // no link to rate
     case PSM2_INFO_QUERY_NETWORK_TYPE: {
-        if (nargs < 4 || !args) return PSM2_PARAM_ERR;
-        const size_t room = args[3].length;
-        if (room == 0) return PSM2_PARAM_ERR;
-        std::snprintf(static_cast<char *>(out), room, "%s", "Portico");
+        static constexpr char kType[] = "Portico"; // opa-psm2: "Cornelis(TM) OPX"
+        if (args[0].length < sizeof kType) return PSM2_INTERNAL_ERR;
+        std::memcpy(out, kType, sizeof kType);
         return PSM2_OK;
     }
-    case PSM2_INFO_QUERY_FEATURE_MASK: return put_u32(0);
+    case PSM2_INFO_QUERY_FEATURE_MASK: return put_u32(0); // no CUDA
     default: return PSM2_IQ_INVALID_QUERY;
     }
 }

@@ -676,7 +676,7 @@ PSM2_API psm2_error_t psm2_mq_getopt(psm2_mq_t mq, int option, void *value) {
     switch (option) {
     case PSM2_MQ_RNDV_HFI_SZ: v = e.rndv_net; break;
     case PSM2_MQ_RNDV_SHM_SZ: v = e.rndv_shm; break;
-    case PSM2_MQ_MAX_SYSBUF_MBYTES: v = static_cast<uint32_t>(kSlabBytes * kSlabsLinked >> 20); break;
+    case PSM2_MQ_MAX_SYSBUF_MBYTES: return PSM2_OK; // deprecated: opa-psm2 accepts it and writes nothing
     default: return report(&e, PSM2_PARAM_ERR, "mq_getopt: unknown option 0x%x", option);
     }
     std::memcpy(value, &v, sizeof v);

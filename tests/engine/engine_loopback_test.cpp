@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "clientkit.hpp"
+#include "common/futex.hpp"
 #include "engine/engine.hpp"
 #include "loopback_transport.hpp"
 
@@ -1049,6 +1050,47 @@ TEST_F(EngineLoopback, HandlesFoundWithoutTheLockAreLiveOrRejectedWhileOthersFre
     EXPECT_EQ(PTL_ARG_INVALID, a_->ct_get(cts[0].load(), &v));
     ptl_event_t ev{};
     EXPECT_EQ(PTL_ARG_INVALID, a_->eq_get(eqs[0].load(), &ev));
+}
+
+// ---- waiting -----------------------------------------------------------------------------------
+
+// A wait that times out looks at the transport once more before it says so. Here the receiver's
+// progress path is stalled (the put becomes visible during the wait, and wakes nobody): the
+// waiter's futex sleep runs out and the put must still be found, as after a host stall longer
+// than the timeout. Only the outcome is asserted, which holds however the threads are scheduled.
+TEST_F(EngineLoopback, AWaitThatTimesOutLooksAtTheTransportOnceMore) {
+    constexpr ptl_time_t kTimeoutMs = 300;
+    constexpr uint64_t kVisibleAfterNs = 30'000'000;
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    const ptl_handle_ct_t target_ct = ct_alloc(b_);
+    uint64_t landing[2] = {0, 0};
+    ptl_me_t me = me_desc(landing, sizeof landing, 1);
+    me.ct_handle = target_ct;
+    me.options |= PTL_ME_EVENT_CT_COMM;
+    append(b_, pt, me, nullptr);
+    uint64_t words[2] = {0x1111, 0x2222};
+    const ptl_handle_md_t md = bind(a_, words, sizeof words, PTL_CT_NONE, 0, PTL_EQ_NONE);
+
+    // The full event: PtlEQPoll.
+    lb::hide_arrivals_until(b_.id.phys.nid, b_.id.phys.pid, portico::monotonic_ns() + kVisibleAfterNs);
+    ASSERT_EQ(PTL_OK, a_->put(md, 0, 8, PTL_NO_ACK_REQ, b_.id, pt, 1, 0, nullptr, 0));
+    ptl_event_t ev{};
+    unsigned which = 0;
+    ASSERT_EQ(PTL_OK, b_->eq_poll(&b_.eq, 1, kTimeoutMs, &ev, &which)) << "the put was in the transport";
+    EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+    EXPECT_EQ(8u, ev.mlength);
+    EXPECT_EQ(0x1111u, landing[0]);
+
+    // The count: PtlCTPoll.
+    lb::hide_arrivals_until(b_.id.phys.nid, b_.id.phys.pid, portico::monotonic_ns() + kVisibleAfterNs);
+    ASSERT_EQ(PTL_OK, a_->put(md, 8, 8, PTL_NO_ACK_REQ, b_.id, pt, 1, 8, nullptr, 0));
+    const ptl_size_t two = 2;
+    ptl_ct_event_t v{};
+    ASSERT_EQ(PTL_OK, b_->ct_poll(&target_ct, &two, 1, kTimeoutMs, &v, &which)) << "the put was in the transport";
+    EXPECT_EQ(2u, v.success);
+    EXPECT_EQ(0x2222u, landing[1]);
+    next(b_); // the second put's event
+    EXPECT_EQ(PTL_OK, a_->md_release(md));
 }
 
 } // namespace

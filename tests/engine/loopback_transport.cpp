@@ -16,11 +16,13 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/futex.hpp"
 #include "common/guarded_copy.hpp"
 #include "transport/registry.hpp"
 #include "transport/transport.hpp"
@@ -102,10 +104,16 @@ struct Item {
 struct Inbox {
     std::mutex mutex;
     std::condition_variable cv;
-    std::deque<Item> items;         // guarded by mutex
-    bool open = true;               // guarded by mutex
-    bool interrupted = false;       // guarded by mutex
-    std::atomic<size_t> pending{0}; // items.size(), for has_pending() without the lock
+    std::deque<Item> items;                // guarded by mutex
+    bool open = true;                      // guarded by mutex
+    bool interrupted = false;              // guarded by mutex
+    std::atomic<size_t> pending{0};        // items.size(), for has_pending() without the lock
+    std::atomic<uint64_t> hidden_until{0}; // hide_arrivals_until
+
+    bool hidden() const {
+        const uint64_t until = hidden_until.load(std::memory_order_acquire);
+        return until != 0 && monotonic_ns() < until;
+    }
 };
 
 // Appends items in one go (one message's frames are never interleaved with another's) and wakes a
@@ -117,7 +125,7 @@ bool push(Inbox &in, std::vector<Item> &&items) {
         for (Item &it : items) in.items.push_back(std::move(it));
         in.pending.store(in.items.size(), std::memory_order_release);
     }
-    in.cv.notify_all();
+    if (!in.hidden()) in.cv.notify_all();
     return true;
 }
 
@@ -212,7 +220,7 @@ public:
     }
 
     int poll(Receiver &r) override {
-        if (inbox_->pending.load(std::memory_order_acquire) == 0) return 0;
+        if (!has_pending()) return 0;
         // One deliverer at a time keeps the frames in order; another poller finds nothing to do
         // (has_pending() still tells the truth). An atomic flag, not a mutex: a receiver that
         // polls from inside on_frame gets 0 instead of undefined behaviour.
@@ -241,7 +249,7 @@ public:
     void wait(Receiver &r, int timeout_ms) override {
         {
             std::unique_lock g(inbox_->mutex);
-            auto ready = [&] { return !inbox_->items.empty() || inbox_->interrupted; };
+            auto ready = [&] { return (!inbox_->items.empty() && !inbox_->hidden()) || inbox_->interrupted; };
             if (timeout_ms < 0)
                 inbox_->cv.wait(g, ready);
             else
@@ -251,7 +259,9 @@ public:
         poll(r);
     }
 
-    bool has_pending() const override { return inbox_->pending.load(std::memory_order_acquire) > 0; }
+    bool has_pending() const override {
+        return inbox_->pending.load(std::memory_order_acquire) > 0 && !inbox_->hidden();
+    }
 
     void interrupt() override {
         {
@@ -314,5 +324,11 @@ const transport::TransportInfo &transport_info() { return kInfo; }
 void register_loopback() { transport::add_transport(&kInfo); }
 uint64_t frames_sent() { return g_frames.load(std::memory_order_relaxed); }
 uint64_t data_frames_sent() { return g_data_frames.load(std::memory_order_relaxed); }
+
+void hide_arrivals_until(uint32_t nid, uint32_t pid, uint64_t visible_at_ns) {
+    const std::shared_ptr<Inbox> in = fabric().find(PeerId{nid, pid});
+    if (!in) throw std::logic_error("loopback: hide_arrivals_until for an endpoint that is not open");
+    in->hidden_until.store(visible_at_ns, std::memory_order_release);
+}
 
 } // namespace portico::loopback

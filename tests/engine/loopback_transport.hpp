@@ -34,4 +34,9 @@ void register_loopback();
 uint64_t frames_sent();
 uint64_t data_frames_sent();
 
+// A receiver whose progress stalled: what is sent to the endpoint (nid, pid) stays out of sight of
+// its polls, has_pending() and its progress thread's wait until the monotonic clock
+// (common/futex.hpp) reads visible_at_ns, and its arrival wakes nobody. The endpoint must be open.
+void hide_arrivals_until(uint32_t nid, uint32_t pid, uint64_t visible_at_ns);
+
 } // namespace portico::loopback

@@ -1,6 +1,8 @@
 /* Barriers (spec §3.5), in C: named and anonymous barriers, mismatch detection on every node,
  * the MISMATCH flag, wait/notify disagreement, gasnet_barrier_try, and communication between
- * notify and wait. Works for any node count (mismatches between nodes need 2 or more). */
+ * notify and wait; GASNet-1's extensions gasnet_barrier, gasnet_barrier_result and
+ * GASNET_BARRIERFLAG_UNNAMED (GASNet 1.28's testbarrier uses them). Works for any node count
+ * (mismatches between nodes need 2 or more). */
 #include <gasnet.h>
 
 #include <string.h>
@@ -102,6 +104,32 @@ int main(int argc, char **argv) {
         while ((rc = gasnet_barrier_try(77, 0)) == GASNET_ERR_NOT_READY) {
         }
         CHECK_EQ(rc, GASNET_OK);
+    }
+
+    TEST_SECTION("gasnet_barrier, gasnet_barrier_result, UNNAMED");
+    for (int i = 0; i < 50; i++) {
+        int id = -1;
+        CHECK_EQ(gasnet_barrier(i * 31 + 1, 0), GASNET_OK);
+        CHECK_EQ(gasnet_barrier_result(&id), 0); /* named: 0 and the id */
+        CHECK_EQ(id, i * 31 + 1);
+        CHECK_EQ(gasnet_barrier(i, GASNET_BARRIERFLAG_ANONYMOUS), GASNET_OK);
+        CHECK(gasnet_barrier_result(&id) != 0); /* nobody named it */
+        CHECK_EQ(gasnet_barrier(0, GASNET_BARRIERFLAG_UNNAMED), GASNET_OK);
+        CHECK(gasnet_barrier_result(&id) != 0);
+        /* One node names it, the others are anonymous: named, with that node's id, everywhere. */
+        const int flags = (gasnet_node_t)i % n == me ? 0 : GASNET_BARRIERFLAG_ANONYMOUS;
+        CHECK_EQ(gasnet_barrier(1000 + i, flags), GASNET_OK);
+        id = -1;
+        CHECK_EQ(gasnet_barrier_result(&id), 0);
+        CHECK_EQ(id, 1000 + i);
+        /* Split-phase with UNNAMED. */
+        gasnet_barrier_notify(0, GASNET_BARRIERFLAG_UNNAMED);
+        CHECK_EQ(gasnet_barrier_wait(0, GASNET_BARRIERFLAG_UNNAMED), GASNET_OK);
+        CHECK(gasnet_barrier_result(&id) != 0);
+    }
+    if (n > 1) { /* a mismatch is reported by gasnet_barrier too */
+        CHECK_EQ(gasnet_barrier((int)me + 5, 0), GASNET_ERR_BARRIER_MISMATCH);
+        CHECK_EQ(gasnet_barrier(0, 0), GASNET_OK);
     }
 
     TEST_SECTION("AMs and puts complete between notify and wait");

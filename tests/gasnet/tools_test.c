@@ -4,7 +4,12 @@
  * GASNETT_NORETURNP(fnname), ...), the tracing/statistics macros (off), the build and platform
  * constants, and the values of gasnett_checksum, gasnett_count0s*, gasnett_setenv/unsetenv,
  * gasnett_performance_warning_str and the backtrace functions (with a client mechanism through
- * gasnett_backtrace_user). Compiled as C (GASNET_SEQ) and, through tools_test_cxx.cpp, as C++
+ * gasnett_backtrace_user). And the rest of GASNet-1's tools interface that GASNet 1.28's test
+ * programs use (issue 29 item 7): the tools spec version and thread model, reader-writer locks
+ * (readers together, a writer alone, from threads), weak barriers, strong 32/64-bit atomics,
+ * gasnett_verboseenv and the environment reports, gasnett_format_number (exact strings and round
+ * trips through gasnett_parse_int), signal handlers, resource limits, aligned memory, and the
+ * GASNETT_ALWAYS_INLINE/HOT/COLD/DEPRECATED/TENTATIVE_EXTERN/FAST_*_MEMCPY forms. Compiled as C (GASNET_SEQ) and, through tools_test_cxx.cpp, as C++
  * (GASNET_PAR), both with -Wall -Wextra -Werror. One process; no gasnet_init needed.
  */
 #ifndef _GNU_SOURCE
@@ -13,8 +18,12 @@
 #include <gasnet.h>
 #include <gasnet_tools.h>
 
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,6 +84,227 @@ GASNETT_BEGIN_EXTERNC
 int tools_test_externc_fn(void);
 GASNETT_END_EXTERNC
 int tools_test_externc_fn(void) { return 3; }
+
+/* ---- GASNet-1 tools forms that GASNet 1.28's tests use ------------------------------------------- */
+GASNETT_ALWAYS_INLINE(always) int always(int x) { return x + 2; }
+GASNETT_PLEASE_INLINE(please) int please(int x) { return x + 3; }
+GASNETT_HOT static int hot_fn(int x) { return x ^ 1; }
+GASNETT_COLD static int cold_fn(int x) { return x ^ 2; }
+GASNETT_DEPRECATED static int old_fn(void);
+static int old_fn(void) { return 5; }
+GASNETT_TENTATIVE_EXTERN int tools_test_tentative;
+int tools_test_tentative = 9;
+
+/* Reader-writer locks from threads: readers inside together, a writer alone. */
+static gasnett_rwlock_t rw = GASNETT_RWLOCK_INITIALIZER;
+static gasnett_atomic_t writer_in = gasnett_atomic_init(0), overlap = gasnett_atomic_init(0);
+static gasnett_atomic_t readers_waiting = gasnett_atomic_init(0);
+static int rw_value = 0;
+enum { RW_THREADS = 4, RW_ROUNDS = 2000 };
+
+static void *rw_reader(void *arg) {
+    (void)arg;
+    TCHECK(gasnett_rwlock_rdlock(&rw) == 0);
+    /* Every reader holds the lock until all are in: they must be inside at once (a lock that let
+     * one reader in at a time would hang here, and the test's timeout would fail it). */
+    gasnett_atomic_increment(&readers_waiting, 0);
+    while (gasnett_atomic_read(&readers_waiting, 0) < RW_THREADS) gasnett_sched_yield();
+    TCHECK(gasnett_rwlock_unlock(&rw) == 0);
+    return NULL;
+}
+
+static void *rw_writer(void *arg) {
+    (void)arg;
+    for (int i = 0; i < RW_ROUNDS; ++i) {
+        if (i % 2) {
+            TCHECK(gasnett_rwlock_wrlock(&rw) == 0);
+            if (gasnett_atomic_add(&writer_in, 1, 0) != 1) gasnett_atomic_increment(&overlap, 0);
+            ++rw_value;
+            gasnett_atomic_decrement(&writer_in, 0);
+            TCHECK(gasnett_rwlock_unlock(&rw) == 0);
+        } else {
+            TCHECK(gasnett_rwlock_rdlock(&rw) == 0);
+            if (gasnett_atomic_read(&writer_in, 0) != 0) gasnett_atomic_increment(&overlap, 0);
+            TCHECK(gasnett_rwlock_unlock(&rw) == 0);
+        }
+    }
+    return NULL;
+}
+
+static volatile sig_atomic_t usr1_seen = 0;
+static void on_usr1(int sig) { usr1_seen = sig; }
+
+/* Runs one environment report into a temporary file standing in for stderr; returns its text. */
+static void capture_report(void (*report)(void), char *out, size_t cap) {
+    FILE *f = tmpfile();
+    TCHECK(f != NULL);
+    fflush(stderr);
+    const int saved = dup(2);
+    TCHECK(saved >= 0 && dup2(fileno(f), 2) == 2);
+    report();
+    fflush(stderr);
+    TCHECK(dup2(saved, 2) == 2);
+    close(saved);
+    TCHECK(lseek(fileno(f), 0, SEEK_SET) == 0);
+    const ssize_t n = read(fileno(f), out, cap - 1);
+    out[n > 0 ? n : 0] = '\0';
+    fclose(f);
+}
+static void report_three(void) {
+    gasnett_envstr_display("TOOLS_TEST_STR", "abc", 0);
+    gasnett_envint_display("TOOLS_TEST_INT", 3 * 1048576, 1, 1);
+    gasnett_envdbl_display("TOOLS_TEST_DBL", 0.5, 0);
+    gasnett_envstr_display("TOOLS_TEST_STR", "again", 0); /* reported once per key */
+    gasnett_envstr_display("TOOLS_TEST_UNSET", NULL, 1);
+}
+
+static void gasnet1_tools(void) {
+    char buf[64];
+    /* versions and thread model */
+    TCHECK(GASNETT_SPEC_VERSION_MAJOR == 1 && GASNETT_SPEC_VERSION_MINOR >= 8);
+    TCHECK(strcmp(_STRINGIFY(GASNETT_THREAD_MODEL),
+#ifdef GASNET_SEQ
+                  "SEQ"
+#else
+                  "PAR"
+#endif
+                  ) == 0);
+#if !defined(GASNET_SEQ) && !defined(GASNETT_THREAD_SAFE)
+#error "GASNETT_THREAD_SAFE must be defined outside GASNET_SEQ"
+#endif
+    TCHECK(always(1) == 3 && please(1) == 4 && hot_fn(0) == 1 && cold_fn(0) == 2 && tools_test_tentative == 9);
+    TCHECK(gasnett_constant_p(3) && gasnett_isLittleEndian() == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__));
+    {
+        int src[4] = {1, 2, 3, 4}, dst[4] = {0, 0, 0, 0};
+        GASNETT_FAST_ALIGNED_MEMCPY(dst, src, sizeof src);
+        TCHECK(memcmp(dst, src, sizeof src) == 0);
+        GASNETT_FAST_UNALIGNED_MEMCPY((char *)dst + 1, src, 3);
+        TCHECK(memcmp((char *)dst + 1, src, 3) == 0);
+    }
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+    TCHECK(old_fn() == 5);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+    /* weak barriers and strong sized atomics */
+    gasnett_weak_mb();
+    gasnett_weak_wmb();
+    gasnett_weak_rmb();
+    {
+        gasnett_strongatomic32_t a32 = gasnett_strongatomic32_init(7);
+        gasnett_strongatomic64_t a64 = gasnett_strongatomic64_init(UINT64_C(1) << 40);
+        gasnett_strongatomic32_increment(&a32, 0);
+        TCHECK(gasnett_strongatomic32_add(&a32, 2, 0) == 10);
+        TCHECK(gasnett_strongatomic32_compare_and_swap(&a32, 10, 1, 0) && gasnett_strongatomic32_read(&a32, 0) == 1);
+        TCHECK(gasnett_strongatomic32_decrement_and_test(&a32, 0));
+        TCHECK(gasnett_strongatomic64_add(&a64, 1, 0) == (UINT64_C(1) << 40) + 1);
+        TCHECK(gasnett_strongatomic64_swap(&a64, 3, 0) == (UINT64_C(1) << 40) + 1);
+        gasnett_strongatomic64_set(&a64, 4, 0);
+        TCHECK(gasnett_strongatomic64_subtract(&a64, 4, 0) == 0);
+    }
+
+    /* reader-writer locks */
+    {
+        pthread_t t[RW_THREADS + 2];
+        for (int i = 0; i < RW_THREADS; ++i) TCHECK(pthread_create(&t[i], NULL, rw_reader, NULL) == 0);
+        for (int i = 0; i < RW_THREADS; ++i) TCHECK(pthread_join(t[i], NULL) == 0);
+        TCHECK(gasnett_atomic_read(&readers_waiting, 0) == RW_THREADS); /* all held it at once */
+        for (int i = 0; i < 2; ++i) TCHECK(pthread_create(&t[i], NULL, rw_writer, NULL) == 0);
+        for (int i = 0; i < 2; ++i) TCHECK(pthread_join(t[i], NULL) == 0);
+        TCHECK(gasnett_atomic_read(&overlap, 0) == 0 && rw_value == RW_ROUNDS);
+        gasnett_rwlock_t dyn;
+        TCHECK(gasnett_rwlock_init(&dyn) == 0);
+        TCHECK(gasnett_rwlock_tryrdlock(&dyn) == 0 && gasnett_rwlock_tryrdlock(&dyn) == 0);
+        gasnett_rwlock_assertrdlocked(&dyn);
+        TCHECK(gasnett_rwlock_trywrlock(&dyn) != 0); /* readers hold it */
+        TCHECK(gasnett_rwlock_unlock(&dyn) == 0 && gasnett_rwlock_unlock(&dyn) == 0);
+        TCHECK(gasnett_rwlock_trywrlock(&dyn) == 0);
+        gasnett_rwlock_assertwrlocked(&dyn);
+        gasnett_rwlock_assertlocked(&dyn);
+        TCHECK(gasnett_rwlock_tryrdlock(&dyn) != 0); /* a writer holds it */
+        TCHECK(gasnett_rwlock_unlock(&dyn) == 0);
+        gasnett_rwlock_assertunlocked(&dyn);
+        TCHECK(gasnett_rwlock_destroy(&dyn) == 0);
+        gasnett_mutex_t m;
+        TCHECK(gasnett_mutex_init(&m) == 0);
+        gasnett_mutex_destroy_ignoreerr(&m);
+    }
+
+    /* format_number: exact text, and parse_int gives every value back */
+    TCHECK(strcmp(gasnett_format_number(0, buf, sizeof buf, 0), "0") == 0);
+    TCHECK(strcmp(gasnett_format_number(-12345, buf, sizeof buf, 0), "-12345") == 0);
+    TCHECK(strcmp(gasnett_format_number(1024, buf, sizeof buf, 1), "1 KB") == 0);
+    TCHECK(strcmp(gasnett_format_number(1536, buf, sizeof buf, 1), "1536 B") == 0);
+    TCHECK(strcmp(gasnett_format_number(3 * 1048576, buf, sizeof buf, 1), "3 MB") == 0);
+    TCHECK(strcmp(gasnett_format_number(-(INT64_C(2) << 30), buf, sizeof buf, 1), "-2 GB") == 0);
+    TCHECK(strcmp(gasnett_format_number(INT64_C(5) << 40, buf, sizeof buf, 1), "5 TB") == 0);
+    TCHECK(strcmp(gasnett_format_number(123456789, buf, 4, 0), "123") == 0); /* truncated to fit */
+    for (int i = 0; i < 63; ++i) {
+        const int64_t x = INT64_C(1) << i, y = x + 7 * (i > 3);
+        TCHECK(gasnett_parse_int(gasnett_format_number(x, buf, sizeof buf, 1), 1) == x);
+        TCHECK(gasnett_parse_int(gasnett_format_number(x, buf, sizeof buf, 0), 0) == x);
+        TCHECK(gasnett_parse_int(gasnett_format_number(y, buf, sizeof buf, 1), 1) == y);
+    }
+
+    /* verbose environment: off unless GASNET_VERBOSEENV is set (no gasnet_init: this process reports) */
+    {
+        static char text[1024];
+        gasnett_unsetenv("GASNET_VERBOSEENV");
+        TCHECK(gasnett_verboseenv() == 0);
+        capture_report(report_three, text, sizeof text);
+        TCHECK(text[0] == '\0');
+        gasnett_setenv("GASNET_VERBOSEENV", "1");
+        TCHECK(gasnett_verboseenv() != 0);
+        capture_report(report_three, text, sizeof text);
+        TCHECK(strstr(text, "ENV parameter: TOOLS_TEST_STR = abc\n") != NULL);
+        TCHECK(strstr(text, "ENV parameter: TOOLS_TEST_INT = 3 MB   (default)\n") != NULL);
+        TCHECK(strstr(text, "ENV parameter: TOOLS_TEST_DBL = 0.5\n") != NULL);
+        TCHECK(strstr(text, "ENV parameter: TOOLS_TEST_UNSET = *not set*   (default)\n") != NULL);
+        TCHECK(strstr(text, "again") == NULL);
+        gasnett_unsetenv("GASNET_VERBOSEENV");
+    }
+
+    /* signals */
+    {
+        TCHECK(strcmp(gasnett_signame_fromval(SIGINT), "SIGINT") == 0 &&
+               strcmp(gasnett_signame_fromval(SIGSEGV), "SIGSEGV") == 0 && gasnett_signame_fromval(-1) == NULL);
+        gasnett_sighandlerfn_t before = gasnett_reghandler(SIGUSR1, on_usr1);
+        TCHECK(before == SIG_DFL);
+        TCHECK(raise(SIGUSR1) == 0 && usr1_seen == SIGUSR1);
+        TCHECK(gasnett_reghandler(SIGUSR1, before) == on_usr1);
+    }
+
+    /* resource limits: the soft limit reaches the hard one */
+    {
+        struct rlimit lim;
+        TCHECK(getrlimit(RLIMIT_NOFILE, &lim) == 0);
+        if (lim.rlim_max > 64) {
+            lim.rlim_cur = 64;
+            TCHECK(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+        }
+        TCHECK(gasnett_maximize_rlimit(RLIMIT_NOFILE, "RLIMIT_NOFILE") == 1);
+        TCHECK(getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur == lim.rlim_max);
+        TCHECK(gasnett_maximize_rlimits() == 1);
+    }
+
+    /* aligned memory, affinity */
+    {
+        void *p = gasnett_malloc_aligned(4096, 100);
+        TCHECK(((uintptr_t)p & 4095) == 0);
+        memset(p, 1, 100);
+        gasnett_free_aligned(p);
+        cpu_set_t before, now;
+        TCHECK(sched_getaffinity(0, sizeof before, &before) == 0);
+        gasnett_set_affinity(0); /* CPU 0, where this process may run there */
+        TCHECK(sched_getaffinity(0, sizeof now, &now) == 0);
+        TCHECK(!CPU_ISSET(0, &before) || (CPU_COUNT(&now) == 1 && CPU_ISSET(0, &now)));
+        TCHECK(sched_setaffinity(0, sizeof before, &before) == 0); /* undone for the rest of the test */
+    }
+}
 
 /* ---- a client backtrace mechanism ---------------------------------------------------------------- */
 static int user_backtrace(int fd) {
@@ -303,6 +533,8 @@ int main(void) {
 #endif
         TCHECK(*w == '\0' || w[strlen(w) - 1] == '\n');
     }
+
+    gasnet1_tools();
 
     /* ---- backtraces ---- */
     gasnett_unsetenv("GASNET_BACKTRACE_TYPE");

@@ -1,7 +1,7 @@
 #!/bin/bash
 # readme_test.sh BUILD_DIR SOURCE_DIR
 # The README's install instructions, run as written (test install.readme): `cmake --install` of
-# the finished build into a temporary prefix, then the commands of README's "Using it", "GASNet", "UPC" and "PSM2"
+# the finished build into a temporary prefix, then the commands of README's "Using it", "GASNet", "UPC", "PSM2" and "PMI"
 # sections, taken from README.md itself (only the placeholders /opt/portico, P and the build
 # directory are replaced, so the README cannot drift from what works), with LD_LIBRARY_PATH unset;
 # then every installed program from the prefix, and the same after moving the prefix.
@@ -96,18 +96,34 @@ ok=$(grep -c "psm2 ok" "$tmp/psm2/out" || true)
 [ "$ok" = "$np" ] || { cat "$tmp/psm2/out"; fail "the PSM2 program: $ok of $np ranks ok"; }
 echo "PSM2 program: $np ranks ok"
 
+# --- "PMI" -------------------------------------------------------------------------------------
+mkdir "$tmp/pmi"
+cp "$src/tests/install/pmi_prog.c" "$tmp/pmi/pmi_prog.c"
+run_section PMI 3 "$tmp/pmi"
+ok=$(grep -c "pmi ok" "$tmp/pmi/out" || true)
+[ "$ok" = "$np" ] || { cat "$tmp/pmi/out"; fail "the PMI program: $ok of $np ranks ok"; }
+echo "PMI program: $np ranks ok"
+# The PMI home as GASNet's configure uses it (--with-pmi=HOME: -I HOME/include, -L HOME/lib -lpmi).
+home=$prefix/lib/portico/pmi
+(cd "$tmp/pmi" && cc pmi_prog.c -I"$home/include" -L"$home/lib" -Wl,-rpath,"$home/lib" -lpmi -o home.out)
+expect_home=$(t "$prefix/bin/portico-run" -n 2 "$tmp/pmi/home.out" | grep -c "pmi ok" || true)
+[ "$expect_home" = 2 ] || fail "the PMI program built from the PMI home: $expect_home of 2 ranks ok"
+echo "PMI home: ok"
+
 # --- what the install holds, and every installed program ----------------------------------------
-for f in include/portals4.h include/portals.h include/portico_runtime.h include/portico_ext.h include/gasnet.h \
-         include/gasnet_tools.h lib/libportals.so lib/libportals.so.4 lib/libportals.so.4.3.0 \
+for f in include/portals4.h include/portals.h include/portico_runtime.h include/portico_ext.h \
+         include/portico/gasnet/gasnet.h include/portico/gasnet/gasnet_tools.h lib/libportals.so lib/libportals.so.4 lib/libportals.so.4.3.0 \
          lib/libgasnet-portico.so lib/libgasnet-portico.so.1 lib/pkgconfig/portals4.pc \
          lib/pkgconfig/gasnet-seq.pc lib/pkgconfig/gasnet-parsync.pc lib/pkgconfig/gasnet-par.pc \
          bin/portico-run bin/portico-info bin/portico-bench bin/portals_demo bin/triggered_collectives \
          bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench \
-         include/upc.h include/upc_strict.h include/upc_relaxed.h include/upc_collective.h \
+         include/portico/upc/upc.h include/portico/upc/upc_strict.h include/portico/upc/upc_relaxed.h \
+         include/portico/upc/upc_collective.h \
          include/portico/upc_abi.h include/portico/upc.hpp lib/libportico-upc.so lib/libportico-upc.so.1 \
          lib/libportico-upc-main.a lib/pkgconfig/portico-upc.pc bin/upc_vector_add bin/upc_heat bin/upc_int_sort \
          lib/portico/libpsm2.so.2 lib/pkgconfig/libpsm2.pc include/portico/psm2/psm2.h \
-         include/portico/psm2/psm2_mq.h include/portico/psm2/psm2_am.h; do
+         include/portico/psm2/psm2_mq.h include/portico/psm2/psm2_am.h lib/portico/pmi/include/pmi.h \
+         lib/portico/pmi/lib/libpmi.so lib/portico/pmi/lib/libpmi.so.0 lib/pkgconfig/portico-pmi.pc; do
     [ -e "$prefix/$f" ] || fail "the install lacks $f"
 done
 
@@ -137,7 +153,7 @@ tools() {
     expect 1 "0 wrong: OK" "$run" -n 2 "$p/bin/upc_vector_add"
     # The libraries come from this prefix, not from the build tree (whose paths the programs must
     # no longer carry).
-    for b in "$p"/bin/* "$user"; do
+    for b in "$p"/bin/* "$user" "$p/lib/portico/pmi/lib/libpmi.so.0"; do
         if ldd "$b" | grep -q "not found"; then ldd "$b"; fail "$b: a library is not found"; fi
         if ldd "$b" | grep -F "$build/" ; then fail "$b loads a library from the build tree"; fi
     done

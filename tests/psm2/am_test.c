@@ -1,8 +1,8 @@
 /*
  * am_test.c — PSM2 active messages between two processes (psm2.am, psm2.am.tcp). Rank 0 ("A")
  * requests, rank 1 ("B") runs the handlers and replies. Notes/psm2.md §6 case 36: the parameters'
- * minimums (and the limits beyond them refused); request -> reply with every argument count 0..8
- * and payloads 0..16384 bytes, checked byte for byte both ways; completion callbacks;
+ * minimums (and the limits beyond them refused); request -> reply with every argument count 0..10
+ * and payloads 0..8128 bytes, checked byte for byte both ways; completion callbacks;
  * psm2_am_get_source; reply rules (once, never from a reply handler or for NOREPLY); 10000
  * NOREPLY requests handled in order; ASYNC payloads; requests to itself; a full handler table
  * (PSM2_EP_NO_RESOURCES). Also case 37's point for AM: B sends requests back to A through the
@@ -24,9 +24,10 @@ static psm2_epaddr_t g_src; /* B: A, as get_source names it */
 enum { H_REQ, H_REP, H_SEQ, H_ASYNC, H_PING, H_FLOOD, H_COUNT };
 static int g_idx[H_COUNT];
 
-static const uint32_t kLens[] = {0, 1, 255, 256, 4096, 16383, 16384};
+static const uint32_t kLens[] = {0, 1, 255, 256, 4096, 8127, 8128};
 #define NLENS (sizeof kLens / sizeof kLens[0])
-#define NCOMBOS (9 * NLENS)
+#define NARGS_MAX 10
+#define NCOMBOS ((NARGS_MAX + 1) * NLENS)
 static uint64_t arg_value(uint32_t seq, int j) { return (uint64_t)seq * 0x9E3779B97F4A7C15ULL ^ (uint64_t)j << 56; }
 
 /* State the handlers update (A's and B's; each process uses its own). */
@@ -45,11 +46,12 @@ static void completion(void *ctxt) {
     CHECK(ctxt == &g);
 }
 
-/* B: the request of combination `seq` (nargs seq % 9, length kLens[seq / 9]); reply in kind. */
+/* B: the request of combination `seq` (nargs seq % 11, length kLens[seq / 11]); reply in kind. */
 static int h_req(psm2_am_token_t token, psm2_amarg_t *args, int nargs, void *src, uint32_t len, void *hctx) {
     const uint32_t seq = g.requests++;
     CHECK(hctx == &g);
-    CHECKF(nargs == (int)(seq % 9) && len == kLens[seq / 9], "request %u: %d args, %u bytes", seq, nargs, len);
+    CHECKF(nargs == (int)(seq % (NARGS_MAX + 1)) && len == kLens[seq / (NARGS_MAX + 1)],
+           "request %u: %d args, %u bytes", seq, nargs, len);
     for (int j = 0; j < nargs; ++j) CHECKF(args[j].u64 == arg_value(seq, j), "request %u: argument %d", seq, j);
     CHECK_DATA(src, len, seq);
     psm2_epaddr_t from = NULL;
@@ -61,7 +63,7 @@ static int h_req(psm2_am_token_t token, psm2_amarg_t *args, int nargs, void *src
     g_src = from;
     CHECK_ERR(psm2_am_get_source(token, NULL), PSM2_PARAM_ERR);
     /* The reply: arguments + 1, payload seeded seq + 1000. */
-    psm2_amarg_t out[8];
+    psm2_amarg_t out[NARGS_MAX];
     for (int j = 0; j < nargs; ++j) out[j].u64 = args[j].u64 + 1;
     uint8_t *data = t_malloc(len);
     t_fill(data, len, seq + 1000);
@@ -76,7 +78,8 @@ static int h_req(psm2_am_token_t token, psm2_amarg_t *args, int nargs, void *src
 /* A: the reply to combination `seq`. */
 static int h_rep(psm2_am_token_t token, psm2_amarg_t *args, int nargs, void *src, uint32_t len) {
     const uint32_t seq = g.replies++;
-    CHECKF(nargs == (int)(seq % 9) && len == kLens[seq / 9], "reply %u: %d args, %u bytes", seq, nargs, len);
+    CHECKF(nargs == (int)(seq % (NARGS_MAX + 1)) && len == kLens[seq / (NARGS_MAX + 1)], "reply %u: %d args, %u bytes",
+           seq, nargs, len);
     for (int j = 0; j < nargs; ++j) CHECKF(args[j].u64 == arg_value(seq, j) + 1, "reply %u: argument %d", seq, j);
     CHECK_DATA(src, len, seq + 1000);
     psm2_epaddr_t from = NULL;
@@ -150,11 +153,12 @@ static void registration(void) {
     CHECK_OK(psm2_am_get_parameters(g_ep, &p, sizeof p, &out));
     CHECK(out == sizeof p);
     CHECK(p.max_handlers >= 64 && p.max_nargs >= 2 && p.max_request_short >= 256 && p.max_reply_short >= 256);
-    CHECK(p.max_handlers == 256 && p.max_nargs == 8 && p.max_request_short == 16384 && p.max_reply_short == 16384);
+    CHECK(p.max_handlers == 256 && p.max_nargs == NARGS_MAX && p.max_request_short == 8128 &&
+          p.max_reply_short == 8128);
     /* An older caller's smaller struct gets what fits. */
     uint32_t two[3] = {0, 0, 0xABCD};
     CHECK_OK(psm2_am_get_parameters(g_ep, (struct psm2_am_parameters *)(void *)two, 8, &out));
-    CHECK(out == 8 && two[0] == 256 && two[1] == 8 && two[2] == 0xABCD);
+    CHECK(out == 8 && two[0] == 256 && two[1] == NARGS_MAX && two[2] == 0xABCD);
     CHECK_ERR(psm2_am_get_parameters(g_ep, &p, sizeof p, NULL), PSM2_PARAM_ERR);
 
     /* The _2 form with contexts, then the plain form: indices are returned, the same on both. */
@@ -183,11 +187,11 @@ static void registration(void) {
 /* Every argument count and payload size, one request at a time, each replied to. */
 static void request_reply(void) {
     if (t_rank == A) {
-        uint8_t *data = t_malloc(16384);
+        uint8_t *data = t_malloc(8128);
         for (uint32_t seq = 0; seq < NCOMBOS; ++seq) {
-            const int nargs = (int)(seq % 9);
-            const uint32_t len = kLens[seq / 9];
-            psm2_amarg_t args[8];
+            const int nargs = (int)(seq % (NARGS_MAX + 1));
+            const uint32_t len = kLens[seq / (NARGS_MAX + 1)];
+            psm2_amarg_t args[NARGS_MAX];
             for (int j = 0; j < nargs; ++j) args[j].u64 = arg_value(seq, j);
             t_fill(data, len, seq);
             CHECK_OK(psm2_am_request_short(g_peer, (psm2_handler_t)g_idx[H_REQ], args, nargs, data, len,
@@ -200,11 +204,12 @@ static void request_reply(void) {
         }
         free(data);
         /* Beyond the limits. */
-        psm2_amarg_t args[9];
+        psm2_amarg_t args[NARGS_MAX + 1];
         memset(args, 0, sizeof args);
-        uint8_t *big = t_malloc(16385);
-        CHECK(psm2_am_request_short(g_peer, (psm2_handler_t)g_idx[H_REQ], args, 9, NULL, 0, 0, NULL, NULL) != PSM2_OK);
-        CHECK(psm2_am_request_short(g_peer, (psm2_handler_t)g_idx[H_REQ], args, 1, big, 16385, 0, NULL, NULL) !=
+        uint8_t *big = t_malloc(8129);
+        CHECK(psm2_am_request_short(g_peer, (psm2_handler_t)g_idx[H_REQ], args, NARGS_MAX + 1, NULL, 0, 0, NULL,
+                                    NULL) != PSM2_OK);
+        CHECK(psm2_am_request_short(g_peer, (psm2_handler_t)g_idx[H_REQ], args, 1, big, 8129, 0, NULL, NULL) !=
               PSM2_OK);
         free(big);
     } else {

@@ -338,7 +338,9 @@ static void phase_options(void) {
     CHECK(v == 64000);
     CHECK_OK(psm2_mq_getopt(mq, PSM2_MQ_RNDV_SHM_SZ, &v));
     CHECK(v == 16000);
+    v = 0xABCD; /* deprecated: accepted, nothing written (opa-psm2) */
     CHECK_OK(psm2_mq_getopt(mq, PSM2_MQ_MAX_SYSBUF_MBYTES, &v));
+    CHECK(v == 0xABCD);
     const uint32_t sysbuf = 4;
     CHECK_OK(psm2_mq_setopt(mq, PSM2_MQ_MAX_SYSBUF_MBYTES, &sysbuf));
     CHECK_ERR(psm2_mq_getopt(mq, 0x999, &v), PSM2_PARAM_ERR);
@@ -367,7 +369,7 @@ static void phase_options(void) {
     CHECK_OK(psm2_getopt(PSM2_COMPONENT_AM, ep, PSM2_AM_OPT_NARGS, &nargs, &len));
     len = sizeof handlers;
     CHECK_OK(psm2_getopt(PSM2_COMPONENT_AM, ep, PSM2_AM_OPT_HANDLERS, &handlers, &len));
-    CHECK(frag == 16384 && nargs == 8 && handlers == 256);
+    CHECK(frag == 8128 && nargs == 10 && handlers == 256); /* opa-psm2's, docs/PSM2.md */
     CHECK_ERR(psm2_setopt(PSM2_COMPONENT_AM, ep, PSM2_AM_OPT_FRAG_SZ, &frag, sizeof frag), PSM2_OPT_READONLY);
     CHECK_ERR(psm2_setopt(PSM2_COMPONENT_AM, ep, PSM2_AM_OPT_HANDLERS, &frag, sizeof frag), PSM2_OPT_READONLY);
 
@@ -384,6 +386,42 @@ static void phase_options(void) {
 
     /* The thresholds at work (on itself): 1000 is eager, 1001 rendezvous; then raised. */
     psm2_epaddr_t self = t_connect(ep, epid);
+
+    /* Per-connection info queries, with opa-psm2's argument counts (psm2.h; psm.c). */
+    psm2_info_query_arg_t qa[4];
+    memset(qa, 0, sizeof qa);
+    qa[0].mq = mq;
+    qa[1].epaddr = self;
+    v = 0;
+    CHECK_OK(psm2_info_query(PSM2_INFO_QUERY_CONFIG, &v, 2, qa));
+    CHECK(v == PSM2_INFO_QUERY_CONFIG_SELF);
+    CHECK_OK(psm2_info_query(PSM2_INFO_QUERY_MTU, &v, 2, qa));
+    CHECK(v == 8192);
+    CHECK_OK(psm2_info_query(PSM2_INFO_QUERY_LINK_SPEED, &v, 2, qa));
+    qa[2].mstq = PSM2_INFO_QUERY_THRESH_IPS_RNDV; /* opa-psm2 answers these for network peers only */
+    CHECK_ERR(psm2_info_query(PSM2_INFO_QUERY_THRESH, &v, 3, qa), PSM2_INTERNAL_ERR);
+    char name[32];
+    memset(name, 'x', sizeof name);
+    qa[2].length = sizeof name;
+    CHECK_OK(psm2_info_query(PSM2_INFO_QUERY_DEVICE_NAME, name, 3, qa));
+    CHECK(strcmp(name, "portico_0") == 0);
+    qa[0].length = sizeof name;
+    CHECK_OK(psm2_info_query(PSM2_INFO_QUERY_NETWORK_TYPE, name, 1, qa));
+    CHECK(strcmp(name, "Portico") == 0);
+    qa[0].length = 3;
+    CHECK_ERR(psm2_info_query(PSM2_INFO_QUERY_NETWORK_TYPE, name, 1, qa), PSM2_INTERNAL_ERR);
+    qa[0].mq = mq;
+    /* One argument more or fewer than the query takes is PARAM_ERR, as in opa-psm2. */
+    CHECK_ERR(psm2_info_query(PSM2_INFO_QUERY_CONFIG, &v, 3, qa), PSM2_PARAM_ERR);
+    CHECK_ERR(psm2_info_query(PSM2_INFO_QUERY_DEVICE_NAME, name, 4, qa), PSM2_PARAM_ERR);
+    CHECK_ERR(psm2_info_query(PSM2_INFO_QUERY_NUM_UNITS, &v, 1, qa), PSM2_PARAM_ERR);
+    CHECK_ERR(psm2_info_query(PSM2_INFO_QUERY_UNIT_PORT_STATUS, &v, 1, qa), PSM2_PARAM_ERR);
+    qa[0].unit = 0;
+    qa[1].port = 1;
+    CHECK_OK(psm2_info_query(PSM2_INFO_QUERY_UNIT_PORT_STATUS, &v, 2, qa));
+    CHECK(v == 1);
+    qa[0].mq = mq;
+    qa[1].epaddr = self;
     static uint8_t out[200000], in[200000];
     struct {
         uint32_t threshold, size;

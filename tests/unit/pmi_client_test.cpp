@@ -12,8 +12,10 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/pmi_client.hpp"
+#include "bootstrap/pmi_internal.hpp"
 
 namespace {
 
@@ -40,6 +42,7 @@ public:
         unsetenv("PMI_FD");
     }
     int inits() const { return inits_.load(); }
+    int finalizes() const { return finalizes_.load(); }
     size_t longest_request() const { return longest_.load(); }
 
 private:
@@ -74,6 +77,7 @@ private:
                 } else if (line == "cmd=barrier_in\n") {
                     if (answer_barriers_) reply("cmd=barrier_out");
                 } else if (line == "cmd=finalize\n") {
+                    ++finalizes_;
                     reply("cmd=finalize_ack");
                 } else {
                     reply("cmd=unknown rc=-1");
@@ -84,6 +88,7 @@ private:
     bool answer_barriers_;
     int server_ = -1, client_ = -1;
     std::atomic<int> inits_{0};
+    std::atomic<int> finalizes_{0};
     std::atomic<size_t> longest_{0};
     std::thread thread_;
 };
@@ -123,6 +128,55 @@ TEST(PmiClient, AnUnansweredRequestEndsAtItsDeadline) {
         EXPECT_NE(std::string::npos, std::string(e.what()).find("barrier_in")) << e.what();
     }
     unsetenv("PORTICO_PMI_TIMEOUT_S");
+}
+
+// The job service and a program's PMI calls (libpmi) are two clients of one connection: the first
+// to finalize must not cut the other off; the launcher's finalize is the last one's.
+TEST(PmiClient, TheLauncherFinalizeWaitsForTheLastUser) {
+    FakeLauncher launcher;
+    auto job_service = PmiClient::from_environment();
+    auto program = PmiClient::from_environment();
+    ASSERT_TRUE(job_service && program);
+    job_service->finalize();
+    EXPECT_EQ(0, launcher.finalizes());
+    EXPECT_THROW(job_service->barrier(), portico::bootstrap::PmiError);
+    program->barrier(); // still served
+    EXPECT_GE(program->fd(), 0);
+    program->finalize();
+    EXPECT_EQ(1, launcher.finalizes());
+    EXPECT_TRUE(program->finalizing());
+    program->finalize(); // idempotent
+    EXPECT_EQ(1, launcher.finalizes());
+}
+
+TEST(PmiClient, AClientDestroyedWithoutFinalizeStopsCounting) {
+    FakeLauncher launcher;
+    auto first = PmiClient::from_environment();
+    auto second = PmiClient::from_environment();
+    ASSERT_TRUE(first && second);
+    second.reset();
+    first->finalize();
+    EXPECT_EQ(1, launcher.finalizes());
+}
+
+using portico::bootstrap::detail::nodes_of_ranks;
+
+TEST(PmiProcessMapping, BlocksOfRanksPerNode) {
+    EXPECT_EQ(std::vector<int>({0, 0, 0, 0}), nodes_of_ranks("(vector,(0,1,4))", 4));
+    EXPECT_EQ(std::vector<int>({0, 0, 1, 1}), nodes_of_ranks("(vector,(0,2,2))", 4));
+    EXPECT_EQ(std::vector<int>({0, 0, 1, 2, 2}), nodes_of_ranks("(vector,(0,1,2),(1,1,1),(2,1,2))", 5));
+    EXPECT_EQ(std::vector<int>({3, 4}), nodes_of_ranks(" ( vector , ( 3 , 2 , 1 ) ) ", 2));
+}
+
+TEST(PmiProcessMapping, RepeatsUntilEveryRankHasANode) {
+    EXPECT_EQ(std::vector<int>({0, 1, 0, 1, 0}), nodes_of_ranks("(vector,(0,2,1))", 5));
+}
+
+TEST(PmiProcessMapping, RejectsWhatIsNotAMapping) {
+    for (const char *bad : {"", "(vector)", "(vector,(0,0,1))", "(vector,(0,1,0))", "(vector,(0,1,2)",
+                            "(other,(0,1,1))", "(vector,(0,1,x))", "(vector,(0,1,1)) tail", "(vector,(-1,1,1))"})
+        EXPECT_EQ(std::nullopt, nodes_of_ranks(bad, 4)) << bad;
+    EXPECT_EQ(std::nullopt, nodes_of_ranks("(vector,(0,1,1))", 0));
 }
 
 } // namespace

@@ -6,7 +6,11 @@
 #include <set>
 #include <string>
 
+#include "common/common_settings.hpp"
+#include "common/netif.hpp"
 #include "common/settings.hpp"
+#include "transport/shm/shm_settings.hpp"
+#include "transport/tcp/tcp_settings.hpp"
 #include "tools/portico-info/settings_catalog.hpp"
 
 namespace portico::settings {
@@ -69,6 +73,9 @@ TEST(SettingsParse, Booleans) {
     for (const char *on : {"1", "2", "yes", "TRUE", "On"}) EXPECT_EQ(parse_boolean(on, &why), true) << on;
     for (const char *off : {"0", "00", "no", "False", "OFF"}) EXPECT_EQ(parse_boolean(off, &why), false) << off;
     EXPECT_FALSE(parse_boolean("maybe", &why).has_value());
+    // A plain decimal number only: a size suffix or a number past 64 bits is a typo.
+    for (const char *bad : {"1G", "1k", "0x1", "99999999999999999999999", "-1", " 1"})
+        EXPECT_FALSE(parse_boolean(bad, &why).has_value()) << bad;
     EXPECT_NE(why.find("not a boolean"), std::string::npos);
 }
 
@@ -175,6 +182,41 @@ TEST(SettingsCatalog, EveryDeclarationIsSound) {
          {"PORTICO_TRANSPORT", "PORTICO_TCP_PORT_BASE", "PORTICO_TCP_MAX_LINKS", "PORTICO_TCP_CONNECT_TIMEOUT_MS",
           "PORTICO_TCP_KEEPALIVE_S", "PORTICO_JOB_SECRET", "PORTICO_LAUNCHER_WATCH"})
         EXPECT_EQ(names.count(n), 1u) << n;
+}
+
+// Values only code can judge are reported, and what is used instead said, never silently turned
+// into something else (PORTICO_NID=garbage was 0.0.0.0; PORTICO_IFACE=<no such interface> made
+// every host of a job believe it was 127.0.0.1).
+TEST(Settings, NidAndInterfaceAreCheckedNotGuessed) {
+    EXPECT_EQ("", kNid.check("10.1.2.3"));
+    EXPECT_EQ("", kNid.check("0x0a010203"));
+    EXPECT_EQ("", kNid.check("167838211"));
+    for (const char *bad : {"garbage", "10.1.2", "4294967296", "10.1.2.3.4", "-1"}) {
+        Env e("PORTICO_NID", bad);
+        const auto r = kNid.resolve();
+        EXPECT_FALSE(r.ok()) << bad;
+        EXPECT_EQ("", r.value) << bad;
+        EXPECT_NE(r.error.find("ignored, as if unset"), std::string::npos) << r.error;
+    }
+    {
+        Env e("PORTICO_NID", "10.1.2.3");
+        EXPECT_EQ(0x0a010203u, local_nid());
+    }
+    EXPECT_EQ("", kIface.check("lo"));
+    Env e("PORTICO_IFACE", "no-such-if0");
+    const auto r = kIface.resolve();
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.error.find("no such interface"), std::string::npos) << r.error;
+    EXPECT_EQ(first_external_ipv4().value_or(0x7f000001u), local_nid()) << "the default rule, not 127.0.0.1";
+}
+
+TEST(Settings, LinkTablesAndPortBaseHaveUsableRanges) {
+    EXPECT_NE("", kShmMaxLinks.check("0"));
+    EXPECT_NE("", kTcpMaxLinks.check("0"));
+    EXPECT_EQ("", kTcpPortBase.check("49152"));
+    EXPECT_NE("", kTcpPortBase.check("49153")) << "PTL_PID_ANY's pids up to 16383 need their ports";
+    EXPECT_NE("", kTcpPortBase.check("70000"));
+    EXPECT_NE("", kTcpPortBase.check("0"));
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 // Works without a launcher (logical NIs, which need one, are not opened).
 #include "clientkit.hpp"
 #include "settings_catalog.hpp"
+#include "transport/endpoint.hpp"
 #include "transport/registry.hpp"
 
 #include <arpa/inet.h>
@@ -225,9 +226,18 @@ const char *kInterfaceNote =
     "one interface: PTL_IFACE_DEFAULT and 0 name the same, single software interface (shared memory on "
     "this machine); any other interface id is PTL_ARG_INVALID. The four NIs (matching/non-matching x "
     "logical/physical) of a process share one endpoint and therefore one nid/pid";
-const char *kPidNote =
-    "PTL_PID_ANY picks a free pid (probing from 1024 + OS pid mod 60000); an explicit pid must be below "
-    "PTL_PID_MAX (65535) and free on this machine, else PTL_PID_IN_USE";
+// What transport/endpoint.cpp and the TCP transport do with pids, for this process's port base.
+std::string pid_note() {
+    const uint64_t first = portico::transport::kFirstAnyPid;
+    const uint64_t last = first + portico::transport::kAnyPidCount - 1;
+    const uint64_t base = portico::settings::kTcpPortBase.resolve().value; // reported by the transport
+    return "PTL_PID_ANY picks a free pid in " + std::to_string(first) + ".." + std::to_string(last) +
+           " (probing from " + std::to_string(first) + " + OS pid mod " +
+           std::to_string(portico::transport::kAnyPidCount) +
+           "); a requested pid must be free on this machine (else PTL_PID_IN_USE) and at most " +
+           std::to_string(65535 - base) + " when TCP is selected (its port, PORTICO_TCP_PORT_BASE " +
+           std::to_string(base) + " + pid, must exist), below PTL_PID_MAX (65535) on shared memory alone";
+}
 const char *kAlignmentNote =
     "no alignment requirement for MD, LE or ME buffers, offsets or lengths. Payloads are copied with "
     "memcpy through the shared-memory rings, or once with process_vm_readv/writev for contiguous "
@@ -303,7 +313,9 @@ void print_markdown() {
                 "Numbers are decimal, `0x` hex or `0` octal, optionally with a `K`, `M` or `G` suffix (x 1024); "
                 "booleans are `0`/`1`, `yes`/`no`, `true`/`false` or `on`/`off`; unset and empty mean the "
                 "default. A bad value is reported on stderr (once per variable) and replaced by the default "
-                "(not a value of the type) or the nearest valid value (out of range); a bad `PORTICO_TRANSPORT` "
+                "(not a value of the type) or the nearest valid value (out of range); `PORTICO_NID` that is not "
+                "an address and `PORTICO_IFACE` that names no interface with an IPv4 address are reported and "
+                "ignored (the nid then comes from the first non-loopback interface); a bad `PORTICO_TRANSPORT` "
                 "fails `PtlNIInit`. `portico-info` shows the values set and whether they are valid.\n\n"
                 "| variable | layer | type | default | range | meaning |\n"
                 "| --- | --- | --- | --- | --- | --- |\n");
@@ -334,7 +346,7 @@ void print_text(const Report &r) {
     std::printf("    %s\n", kInterfaceNote);
     std::printf("  this process: nid %s (%s), pid %u\n", dotted(r.id.phys.nid).c_str(), hex32(r.id.phys.nid).c_str(),
                 r.id.phys.pid);
-    std::printf("    nid: the machine's IPv4 address (PORTICO_IFACE, PORTICO_NID); pid: %s\n\n", kPidNote);
+    std::printf("    nid: the machine's IPv4 address (PORTICO_IFACE, PORTICO_NID); pid: %s\n\n", pid_note().c_str());
 
     std::printf("Limits (PtlNIInit with desired = NULL; a desired value lowers a limit, never raises it)\n");
     std::printf("  %-24s %-22s %-22s %s\n", "field", "matching", "non-matching", "notes");
@@ -416,7 +428,7 @@ void json_identity(JsonWriter &j, const Report &r) {
     j.kv("nid_hex", hex32(r.id.phys.nid));
     j.kv("nid_value", static_cast<uint64_t>(r.id.phys.nid));
     j.kv("pid", static_cast<uint64_t>(r.id.phys.pid));
-    j.kv("pid_note", kPidNote);
+    j.kv("pid_note", pid_note());
     j.end_object();
 
     j.key("interfaces");

@@ -360,7 +360,10 @@ bool Job::setup_remote() {
     const RemoteOptions &ro = *opt_.remote;
     rsh_name_ = base_name(ro.rsh.front());
     cwd_ = current_dir();
-    const std::string iface = settings::kIface.get();
+    // Taken as given (raw): the PMI port of a multi-host job must not fall back to another
+    // interface than the one the user named; open_pmi_listener refuses an unusable one.
+    const char *named_iface = settings::kIface.raw();
+    const std::string iface = named_iface ? named_iface : "";
     std::vector<std::string> warnings;
     try {
         int backlog = std::min(opt_.nprocs + 16, SOMAXCONN);

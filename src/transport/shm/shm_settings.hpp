@@ -16,7 +16,7 @@ inline constexpr Bytes kShmRingBytes{"PORTICO_SHM_RING_BYTES",
 inline constexpr Number kShmMaxLinks{"PORTICO_SHM_MAX_LINKS",
                                      Layer::transport_shm,
                                      4096,
-                                     0,
+                                     1,
                                      UINT64_MAX,
                                      "most shared-memory links (peers) one interface keeps"};
 inline constexpr Boolean kShmSingleCopy{"PORTICO_SHM_SINGLE_COPY", Layer::transport_shm, true,

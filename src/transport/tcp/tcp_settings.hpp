@@ -5,12 +5,14 @@
 
 namespace portico::settings {
 
+// At most 65535 - 16383: every pid PTL_PID_ANY may pick (1024..16383, transport/endpoint.hpp)
+// must have its port; at least 1: pid 0 must not ask for port 0 (any port).
 inline constexpr Number kTcpPortBase{
-    "PORTICO_TCP_PORT_BASE", Layer::transport_tcp, 16384, 0, UINT32_MAX, "a process listens on TCP port base + pid"};
+    "PORTICO_TCP_PORT_BASE", Layer::transport_tcp, 16384, 1, 49152, "a process listens on TCP port base + pid"};
 inline constexpr Number kTcpMaxLinks{"PORTICO_TCP_MAX_LINKS",
                                      Layer::transport_tcp,
                                      4096,
-                                     0,
+                                     1,
                                      UINT64_MAX,
                                      "most TCP connections (peers) one interface keeps"};
 inline constexpr Number kTcpConnectTimeoutMs{"PORTICO_TCP_CONNECT_TIMEOUT_MS",

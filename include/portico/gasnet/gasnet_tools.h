@@ -12,8 +12,12 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #ifdef __cplusplus
@@ -25,6 +29,19 @@ extern "C" {
 #define GASNETT_RELEASE_VERSION_MAJOR 1
 #define GASNETT_RELEASE_VERSION_MINOR 8
 #define GASNETT_RELEASE_VERSION_PATCH 1
+/* The version of the tools interface this header provides: GASNet-1's last (GASNet 1.28), less
+ * what docs/GASNET.md lists as missing. */
+#define GASNETT_SPEC_VERSION_MAJOR 1
+#define GASNETT_SPEC_VERSION_MINOR 9
+/* Everything here is thread-safe: the PAR tools model, unless the client is a GASNET_SEQ one. */
+#ifdef GASNET_SEQ
+#define GASNETT_THREAD_MODEL SEQ
+#else
+#define GASNETT_THREAD_MODEL PAR
+#ifndef GASNETT_THREAD_SAFE
+#define GASNETT_THREAD_SAFE 1
+#endif
+#endif
 #define GASNETT_CONFIG_STRING "RELEASE=1.8.1,TOOLS=PORTICO,threadsafe,timers_native,membars_native,atomics_native"
 #define GASNETT_PAGESIZE 4096
 
@@ -194,6 +211,8 @@ extern "C" {
 /* ---- compiler helpers (GASNet-1 signatures: the *P(fnname) forms are GASNet's pragma variants for
  * compilers without attributes, so they are empty here) ------------------------------------------ */
 #define GASNETT_INLINE(fnname) static inline
+#define GASNETT_ALWAYS_INLINE(fnname) static inline __attribute__((__always_inline__))
+#define GASNETT_PLEASE_INLINE(fnname) static inline
 #define GASNETT_INLINE_MODIFIER(fnname) inline
 #define GASNETT_NEVER_INLINE(fnname, declarator) __attribute__((__noinline__)) declarator
 #define GASNETT_PREDICT_TRUE(exp) __builtin_expect(!!(exp), 1)
@@ -216,6 +235,15 @@ extern "C" {
 #define GASNETT_USED __attribute__((__used__))
 #define GASNETT_UNUSED __attribute__((__unused__))
 #define GASNETT_RESTRICT __restrict__
+#define GASNETT_HOT __attribute__((__hot__))
+#define GASNETT_COLD __attribute__((__cold__))
+#define GASNETT_DEPRECATED __attribute__((__deprecated__))
+/* A data declaration the client may or may not define elsewhere (GASNet's tentative definitions;
+ * an extern declaration works with -fno-common, GCC's default since 10). */
+#define GASNETT_TENTATIVE_EXTERN extern
+#define gasnett_constant_p(expr) __builtin_constant_p(expr)
+#define GASNETT_FAST_ALIGNED_MEMCPY(dst, src, nbytes) ((void)memcpy((dst), (src), (nbytes)))
+#define GASNETT_FAST_UNALIGNED_MEMCPY(dst, src, nbytes) ((void)memcpy((dst), (src), (nbytes)))
 /* fnname: the function declared; fmtarg, firstvararg: 1-based positions of the format and of the
  * first variadic argument; declarator: the declaration itself (a prototype or a definition head). */
 #define GASNETT_FORMAT_PRINTF(fnname, fmtarg, firstvararg, declarator)                                                 \
@@ -292,6 +320,11 @@ GASNETT_API uint64_t gasnett_gettimeofday_us(void);
 #undef gasnett_spinloop_hint
 #define gasnett_spinloop_hint() gasnett_compiler_fence()
 #endif
+/* GASNet's "weak" barriers may be no-ops where no other thread can look; here every build is
+ * thread-safe, so they are the full barriers. */
+#define gasnett_weak_mb() gasnett_local_mb()
+#define gasnett_weak_wmb() gasnett_local_wmb()
+#define gasnett_weak_rmb() gasnett_local_rmb()
 
 /* ---- atomics ---------------------------------------------------------------------------------
  * gasnett_atomic_t (32-bit, unsigned values, signed view via gasnett_atomic_signed),
@@ -382,6 +415,28 @@ typedef gasnett_atomic_t gasnett_strongatomic_t;
 #define gasnett_strongatomic_swap gasnett_atomic_swap
 #define gasnett_strongatomic_add gasnett_atomic_add
 #define gasnett_strongatomic_subtract gasnett_atomic_subtract
+typedef gasnett_atomic32_t gasnett_strongatomic32_t;
+#define gasnett_strongatomic32_init gasnett_atomic32_init
+#define gasnett_strongatomic32_read gasnett_atomic32_read
+#define gasnett_strongatomic32_set gasnett_atomic32_set
+#define gasnett_strongatomic32_increment gasnett_atomic32_increment
+#define gasnett_strongatomic32_decrement gasnett_atomic32_decrement
+#define gasnett_strongatomic32_decrement_and_test gasnett_atomic32_decrement_and_test
+#define gasnett_strongatomic32_compare_and_swap gasnett_atomic32_compare_and_swap
+#define gasnett_strongatomic32_swap gasnett_atomic32_swap
+#define gasnett_strongatomic32_add gasnett_atomic32_add
+#define gasnett_strongatomic32_subtract gasnett_atomic32_subtract
+typedef gasnett_atomic64_t gasnett_strongatomic64_t;
+#define gasnett_strongatomic64_init gasnett_atomic64_init
+#define gasnett_strongatomic64_read gasnett_atomic64_read
+#define gasnett_strongatomic64_set gasnett_atomic64_set
+#define gasnett_strongatomic64_increment gasnett_atomic64_increment
+#define gasnett_strongatomic64_decrement gasnett_atomic64_decrement
+#define gasnett_strongatomic64_decrement_and_test gasnett_atomic64_decrement_and_test
+#define gasnett_strongatomic64_compare_and_swap gasnett_atomic64_compare_and_swap
+#define gasnett_strongatomic64_swap gasnett_atomic64_swap
+#define gasnett_strongatomic64_add gasnett_atomic64_add
+#define gasnett_strongatomic64_subtract gasnett_atomic64_subtract
 
 /* ---- mutexes and conditions (POSIX threads) ---------------------------------------------------- */
 typedef pthread_mutex_t gasnett_mutex_t;
@@ -393,6 +448,7 @@ typedef pthread_mutex_t gasnett_mutex_t;
 #define gasnett_mutex_unlock(pm) pthread_mutex_unlock(pm)
 #define gasnett_mutex_assertlocked(pm) ((void)0)
 #define gasnett_mutex_assertunlocked(pm) ((void)0)
+#define gasnett_mutex_destroy_ignoreerr(pm) ((void)pthread_mutex_destroy(pm))
 
 typedef pthread_cond_t gasnett_cond_t;
 #define GASNETT_COND_INITIALIZER PTHREAD_COND_INITIALIZER
@@ -401,6 +457,36 @@ typedef pthread_cond_t gasnett_cond_t;
 #define gasnett_cond_signal(pc) pthread_cond_signal(pc)
 #define gasnett_cond_broadcast(pc) pthread_cond_broadcast(pc)
 #define gasnett_cond_wait(pc, pm) pthread_cond_wait((pc), (pm))
+
+/* Reader-writer locks (POSIX); the lock calls return 0 or an errno value, the try forms EBUSY when
+ * taken. Where <pthread.h> hides them (strict ISO C, e.g. -std=c99 without a POSIX feature level)
+ * they are mutexes, as in GASNet where the system lacks them: correct, without concurrent readers.
+ * The assertions are those of a GASNet built without debugging: no-ops. */
+#ifdef PTHREAD_RWLOCK_INITIALIZER
+typedef pthread_rwlock_t gasnett_rwlock_t;
+#define GASNETT_RWLOCK_INITIALIZER PTHREAD_RWLOCK_INITIALIZER
+#define gasnett_rwlock_init(pl) pthread_rwlock_init((pl), NULL)
+#define gasnett_rwlock_destroy(pl) pthread_rwlock_destroy(pl)
+#define gasnett_rwlock_rdlock(pl) pthread_rwlock_rdlock(pl)
+#define gasnett_rwlock_wrlock(pl) pthread_rwlock_wrlock(pl)
+#define gasnett_rwlock_tryrdlock(pl) pthread_rwlock_tryrdlock(pl)
+#define gasnett_rwlock_trywrlock(pl) pthread_rwlock_trywrlock(pl)
+#define gasnett_rwlock_unlock(pl) pthread_rwlock_unlock(pl)
+#else
+typedef pthread_mutex_t gasnett_rwlock_t;
+#define GASNETT_RWLOCK_INITIALIZER PTHREAD_MUTEX_INITIALIZER
+#define gasnett_rwlock_init(pl) pthread_mutex_init((pl), NULL)
+#define gasnett_rwlock_destroy(pl) pthread_mutex_destroy(pl)
+#define gasnett_rwlock_rdlock(pl) pthread_mutex_lock(pl)
+#define gasnett_rwlock_wrlock(pl) pthread_mutex_lock(pl)
+#define gasnett_rwlock_tryrdlock(pl) pthread_mutex_trylock(pl)
+#define gasnett_rwlock_trywrlock(pl) pthread_mutex_trylock(pl)
+#define gasnett_rwlock_unlock(pl) pthread_mutex_unlock(pl)
+#endif
+#define gasnett_rwlock_assertlocked(pl) ((void)0)
+#define gasnett_rwlock_assertrdlocked(pl) ((void)0)
+#define gasnett_rwlock_assertwrlocked(pl) ((void)0)
+#define gasnett_rwlock_assertunlocked(pl) ((void)0)
 
 /* ---- thread-specific data -------------------------------------------------------------------- */
 typedef struct {
@@ -439,9 +525,47 @@ GASNETT_API double gasnett_parse_dbl(const char *str); /* a Portico extension */
 /* Set or remove a variable of this process's environment only; a failure is a fatal error. */
 GASNETT_API void gasnett_setenv(const char *key, const char *value);
 GASNETT_API void gasnett_unsetenv(const char *key);
+/* Nonzero when GASNET_VERBOSEENV is set (to anything but empty) and this process is to report the
+ * environment settings: node 0 once gasnet_init has run, every process of a tools-only program.
+ * The _display calls print "ENV parameter: KEY = VALUE" (with "(default)" when is_dflt) on stderr
+ * then, once per key; envint shows a memory size with a unit when is_mem_size. */
+GASNETT_API int gasnett_verboseenv(void);
+GASNETT_API void gasnett_envstr_display(const char *key, const char *val, int is_dflt);
+GASNETT_API void gasnett_envint_display(const char *key, int64_t val, int is_dflt, int is_mem_size);
+GASNETT_API void gasnett_envdbl_display(const char *key, double val, int is_dflt);
+/* val as text into buf (bufsz bytes, truncated to fit), returning buf: decimal, or with
+ * is_mem_size the largest of "TB", "GB", "MB", "KB" that divides it exactly (else "B"), so that
+ * gasnett_parse_int(buf, is_mem_size) gives val back. */
+GASNETT_API char *gasnett_format_number(int64_t val, char *buf, size_t bufsz, int is_mem_size);
 
 /* ---- system ----------------------------------------------------------------------------------- */
 static inline int gasnett_sched_yield(void) { return sched_yield(); }
+static inline int gasnett_isLittleEndian(void) {
+    const union {
+        uint32_t word;
+        unsigned char byte[4];
+    } probe = {1};
+    return probe.byte[0] == 1;
+}
+/* Signal handlers: gasnett_reghandler installs fp for sigtocatch and returns the previous handler
+ * (a failure is fatal); gasnett_signame_fromval names a signal ("SIGINT"), NULL when unknown. */
+typedef void (*gasnett_sighandlerfn_t)(int);
+GASNETT_API gasnett_sighandlerfn_t gasnett_reghandler(int sigtocatch, gasnett_sighandlerfn_t fp);
+GASNETT_API const char *gasnett_signame_fromval(int sigval);
+/* Raise the soft limit of one resource (RLIMIT_*; lim_desc names it in messages) to its hard
+ * limit, returning 1 on success, 0 when it could not be raised; gasnett_maximize_rlimits does so
+ * for the CPU time, data, address space, resident set, open files, processes and locked memory
+ * limits and returns 1 when all were raised. */
+GASNETT_API int gasnett_maximize_rlimit(int res, const char *lim_desc);
+GASNETT_API int gasnett_maximize_rlimits(void);
+/* Binds the calling thread to CPU rank % gasnett_cpu_count() (no effect where that fails). */
+GASNETT_API void gasnett_set_affinity(int rank);
+/* Flushes and closes stdin, stdout and stderr (at the end of a process). */
+GASNETT_API void gasnett_close_streams(void);
+/* Memory aligned to align bytes (a power of two); a failure is fatal. Free it with
+ * gasnett_free_aligned. */
+GASNETT_API void *gasnett_malloc_aligned(size_t align, size_t sz) GASNETT_MALLOC;
+GASNETT_API void gasnett_free_aligned(void *ptr);
 GASNETT_API int gasnett_cpu_count(void);                       /* online CPUs */
 GASNETT_API uint64_t gasnett_getPhysMemSz(int failureIsFatal); /* bytes of physical memory */
 GASNETT_API const char *gasnett_gethostname(void);

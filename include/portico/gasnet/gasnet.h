@@ -30,6 +30,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+/* As GASNet's gasnet.h, which GASNet programs rely on for them: */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if !defined(__LP64__) && !defined(_LP64)
 #error "This GASNet implementation supports LP64 platforms only"
@@ -740,9 +744,17 @@ GASNETP_API gasnet_register_value_t gasnet_wait_syncnb_valget(gasnet_valget_hand
 /* ---- barriers (§3.5) -------------------------------------------------------------------------- */
 #define GASNET_BARRIERFLAG_ANONYMOUS 1
 #define GASNET_BARRIERFLAG_MISMATCH 2
+/* GASNet-1 extension: every node's barrier is anonymous and the client never asks for the result
+ * (an anonymous barrier here, as in GASNet's reference barriers). */
+#define GASNET_BARRIERFLAG_UNNAMED (GASNET_BARRIERFLAG_ANONYMOUS | 8)
 GASNETP_API void gasnet_barrier_notify(int id, int flags);
 GASNETP_API int gasnet_barrier_wait(int id, int flags);
 GASNETP_API int gasnet_barrier_try(int id, int flags);
+/* GASNet-1 extensions (not in the 1.8.1 spec): a blocking barrier (notify, then wait: returns what
+ * the wait returns), and the last completed barrier's result: nonzero when no node named it, else 0
+ * with *id set to the id they named. */
+GASNETP_API int gasnet_barrier(int id, int flags);
+GASNETP_API int gasnet_barrier_result(int *id);
 
 /* ---- threads (§3.6) --------------------------------------------------------------------------- */
 GASNETP_API gasnet_threadinfo_t gasnetp_get_threadinfo(void);
