@@ -39,13 +39,25 @@ int portico_runtime_barrier(void);
 int portico_runtime_allgather(const void *mine, size_t len, void *all);
 /* root's len bytes at data are copied to data on every rank. */
 int portico_runtime_broadcast(void *data, size_t len, int root);
-/* Leaves the job (the launcher's finalize, which launchers such as hydra expect of every rank).
- * The last PtlFini does it, unless the program called any portico_runtime_* function before its
- * first PtlInit: then the program owns the job's end and calls this before it exits. Idempotent. */
+/* Leaves the job (the launcher's finalize, which launchers such as hydra and Open MPI's mpirun
+ * expect of every rank). The last PtlFini does it, unless the program called any portico_runtime_*
+ * function before its first PtlInit: then the program owns the job's end and calls this before it
+ * exits. An exit with status 0 does it too if nothing has (waiting at most 5 s for the launcher).
+ * Idempotent. */
 int portico_runtime_finalize(void);
 /* Ends the whole job: the launcher kills every rank and reports message; the caller exits with
  * code (a job of one just exits). */
 void portico_runtime_abort(int code, const char *message) __attribute__((noreturn));
+/* Ends this process with code (_exit: no exit handlers run) after leaving the job, for a program's
+ * deliberate end that the job's other ranks know of — GASNet's gasnet_exit and UPC's
+ * upc_global_exit tell every rank first, and every rank then ends with the same code. Launchers
+ * such as MPICH's hydra and Open MPI's mpirun take a rank that ends without leaving for a failed one
+ * and kill the job; a rank that has left ends with its own status, which the launcher reports
+ * (0 is success). Waits at most 5 s for the launcher; says goodbye to peers on other machines when
+ * code is 0, as exit(0) does; flushes nothing (stdio is the caller's). Not for failures nobody else
+ * knows of: exit with a non-zero status, or portico_runtime_abort, so that the launcher ends the
+ * job. Not async-signal-safe. */
+void portico_runtime_exit(int code) __attribute__((noreturn));
 /* The caller is about to end this process with code through a path that runs no exit handlers
  * (_exit). Where the ranks of a machine watch each other (launchers that leave a job running when
  * a rank dies, such as srun --mpi=pmi2), a rank that ends without leaving the job ends the job,

@@ -10,9 +10,9 @@ inline constexpr Text kJobId{"PORTICO_JOB_ID", Layer::bootstrap, nullptr,
                              "set by portico-run: the job's id, 16 hex digits, new for every job"};
 inline constexpr Text kJobSecret{
     "PORTICO_JOB_SECRET", Layer::bootstrap, nullptr,
-    "the job's secret for authenticating TCP peers (any string, the same in every "
-    "process); set by portico-run; unset: the ranks agree on one through the PMI (a process "
-    "without a launcher draws its own)"};
+    "the job's secret, which TCP connections and shared-memory links prove (any string, the same in "
+    "every process); set by portico-run; unset: the ranks agree on one through the PMI (a process "
+    "without a launcher draws its own for TCP and has none for shared memory)"};
 inline constexpr Number kLocalRank{"PORTICO_LOCAL_RANK",
                                    Layer::bootstrap,
                                    0,

@@ -418,6 +418,16 @@ void Job::exiting(int code) {
     if (PeerWatch *w = PeerWatch::current()) w->exiting(code);
 }
 
+void Job::exit_process(int code) {
+    exiting(code);
+    if (Job *job = joined()) {
+        job->leaving_.store(true); // the peers' goodbyes and deaths no longer matter
+        if (code == 0 && job->farewell_) job->farewell_();
+    }
+    PmiClient::leave_at_exit(PmiClient::kExitBound);
+    ::_exit(code);
+}
+
 std::string Job::secret() {
     std::lock_guard g(collective_mutex_);
     if (secret_) return *secret_;
@@ -433,7 +443,10 @@ std::string Job::secret() {
     // A process without a launcher is a job of one: nobody else needs its secret, so it draws
     // one. Its TCP traffic to itself authenticates; other processes, which cannot know the secret,
     // are refused, as peers that share no secret always are.
-    if (!pmi_) return *(secret_ = draw_job_secret());
+    if (!pmi_) {
+        secret_is_own_ = true;
+        return *(secret_ = draw_job_secret());
+    }
     // The agreement below uses another key than the launcher's: a rank that saw rank 0's put
     // early must not skip the barrier.
     if (rank_ == 0) pmi_->put("portico.secret.drawn", draw_job_secret());
@@ -441,6 +454,18 @@ std::string Job::secret() {
     auto v = pmi_->get("portico.secret.drawn");
     if (!v) throw PmiError("rank 0 published no job secret");
     return *(secret_ = *v);
+}
+
+std::string Job::shared_secret() {
+    {
+        std::lock_guard g(collective_mutex_);
+        if (secret_) return secret_is_own_ ? std::string{} : *secret_;
+        // Those of secret()'s sources that need no collective.
+        const bool decided =
+            !settings::kJobSecret.get().empty() || (pmi_ && settings::kJobId.is_set()) || proposed_secret_.has_value();
+        if (!decided) return {};
+    }
+    return secret();
 }
 
 bool Job::propose_secret(const std::string &s) {

@@ -70,15 +70,22 @@ public:
     // collective the first time. A process without a launcher draws its own: it can talk to
     // itself over TCP, and to processes started apart only if they all set PORTICO_JOB_SECRET.
     std::string secret();
+    // secret(), when this process shares one with others without a collective: PORTICO_JOB_SECRET,
+    // portico-run's, a client's proposal, or one the job has already agreed on. Empty when it has
+    // none to share (started without a launcher, PORTICO_JOB_SECRET or a proposal: secret() draws
+    // one of its own; or its launcher's ranks have not agreed on one yet). Shared memory proves it.
+    std::string shared_secret();
     // A secret that a client library proposes for its processes (portico_set_job_secret: PSM2's
     // job key, which every process of a PSM2 job shares). It ranks below PORTICO_JOB_SECRET and a
     // launcher's, above drawing one. False (and ignored) when one of those decides, or the
     // secret is already in use.
     bool propose_secret(const std::string &s);
 
-    // Leaves the job (the launcher's finalize); idempotent. Collectives fail afterwards. Launchers
-    // expect it of every rank (hydra may end a job whose ranks exit without it before their
-    // output is out); it cannot be left to exit time, which must not wait for a launcher.
+    // Leaves the job (the launcher's finalize, unless another user of the connection, libpmi, still
+    // needs it); idempotent. Collectives fail afterwards. Launchers expect it of every rank (hydra
+    // may end a job whose ranks exit without it before their output is out). An exit with status 0
+    // does it too if nothing has (PmiClient::leave_at_exit, bounded: exit must not wait for a
+    // launcher).
     void finalize();
     // Who leaves: the engine's last PtlFini, unless a program joined the job before the engine
     // (it called portico_runtime_* before PtlInit, as test harnesses do, and may still run
@@ -90,6 +97,10 @@ public:
     // This process is about to end with code by a path that skips exit handlers (_exit); the
     // peer watch then tells a clean end (0) from a failure. Async-signal-safe.
     static void exiting(int code);
+    // Ends the process with code after leaving the launcher (portico_runtime_exit): a deliberate
+    // end the job's other ranks know of. Says what exit(0) says (the peer watch's board, goodbyes
+    // to other machines when code is 0), then PmiClient::leave_at_exit, then _exit.
+    [[noreturn]] static void exit_process(int code);
 
     // Where the ranks watch each other (PORTICO_PEER_WATCH): rank's connections all closed
     // without a goodbye (the engine tells). A rank on another machine ends the job unless this
@@ -140,6 +151,7 @@ private:
     std::function<void()> farewell_;
     std::optional<std::string> secret_;
     std::optional<std::string> proposed_secret_;
+    bool secret_is_own_ = false; // secret_ was drawn by this process alone (no launcher)
     bool finalized_ = false;
     std::atomic<bool> program_leaves_{false};
     std::thread watch_;

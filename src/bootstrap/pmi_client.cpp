@@ -29,6 +29,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -214,10 +215,13 @@ struct SimplePmiClient::Channel {
     std::atomic<int> fd{-1};
     int rank = -1;
     int size = 0;
+    // PMI_PORT's socket is ours; PMI_FD is the process's (other PMI clients of the program may
+    // use it after we are done: a finalize must leave it open, and its number unreused).
+    bool owns_fd = false;
     std::string where;                   // "PMI_FD=5" or "PMI_PORT=host:port", for messages
     std::string rbuf;                    // bytes received after the last complete line (mutex)
-    std::mutex mutex;                    // one request/response at a time; every call is thread-safe
-    std::mutex write_mutex;              // one line at a time on the socket (abort() takes only this one)
+    std::timed_mutex mutex;              // one request/response at a time; every call is thread-safe
+    std::timed_mutex write_mutex;        // one line at a time on the socket (abort() takes only this one)
     bool finalized = false;              // the launcher's finalize is done (mutex)
     int users = 0;                       // clients that have not finalized (mutex)
     std::atomic<bool> finalizing{false}; // a finalize has started: the launcher may close now
@@ -236,12 +240,18 @@ struct SimplePmiClient::Channel {
     Channel &operator=(const Channel &) = delete;
     ~Channel() { close_fd(); }
 
+    // Done with the connection: closes it if it is ours, else only forgets its number.
     void close_fd() {
-        std::lock_guard<std::mutex> lk(write_mutex);
+        std::lock_guard lk(write_mutex);
         int f = fd.exchange(-1);
-        if (f >= 0) ::close(f);
+        if (f >= 0 && owns_fd) ::close(f);
     }
-    void write_line(const std::string &line); // takes write_mutex
+    // Takes write_mutex. With a deadline, throws PmiError when the line cannot be written by then
+    // (a launcher that stopped reading).
+    void write_line(const std::string &line, std::optional<std::chrono::steady_clock::time_point> deadline = {});
+    // The launcher's finalize and its ack (mutex held), within the deadline when there is one
+    // (else PORTICO_PMI_TIMEOUT_S); then the connection is done with (close_fd).
+    void finalize_locked(std::optional<std::chrono::steady_clock::time_point> deadline);
     // mutex held; with a deadline, throws PmiError when no complete line has arrived by then
     std::string read_line(std::optional<std::chrono::steady_clock::time_point> deadline = {});
 };
@@ -259,6 +269,12 @@ struct Registry {
 Registry &registry() {
     static Registry *r = new Registry;
     return *r;
+}
+
+std::weak_ptr<Channel> live_channel() {
+    Registry &reg = registry();
+    std::lock_guard g(reg.mutex);
+    return reg.channel;
 }
 
 void tune_tcp(int fd) {
@@ -395,7 +411,8 @@ std::shared_ptr<Channel> open_tcp_channel(const char *port_s) {
     auto ch = std::make_shared<Channel>();
     ch->where = "PMI_PORT=" + printable(hostport);
     ch->fd = connect_tcp(host, port, ch->where);
-    std::lock_guard<std::mutex> lk(ch->mutex);
+    ch->owns_fd = true;
+    std::lock_guard lk(ch->mutex);
     ch->write_line("cmd=initack pmiid=" + std::to_string(id) + "\n");
     const auto deadline = std::chrono::steady_clock::now() + kHandshakeTimeout;
     std::string line;
@@ -457,6 +474,20 @@ bool PmiClient::pmix_supported() {
 }
 
 namespace detail {
+
+void leave_at_normal_exit() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        // exit(0) and a return of 0 from main; a failing exit leaves the job to the launcher,
+        // which ends the others (a finalize would tell hydra that all is well). libportals is
+        // never unloaded (-z nodelete), so the handler outlives every dlclose.
+        on_exit(
+            [](int status, void *) {
+                if (status == 0) PmiClient::leave_at_exit(PmiClient::kExitBound);
+            },
+            nullptr);
+    });
+}
 
 std::optional<std::vector<int>> nodes_of_ranks(const std::string &mapping, int size) {
     // "(vector,(a,b,c),(d,e,f))", spaces allowed around the parts.
@@ -577,7 +608,7 @@ SimplePmiClient::SimplePmiClient(std::shared_ptr<Channel> channel)
 SimplePmiClient::~SimplePmiClient() {
     // A client that goes away without finalize() no longer needs the connection: the others'
     // last finalize is the launcher's.
-    std::lock_guard<std::mutex> lk(ch_->mutex);
+    std::lock_guard lk(ch_->mutex);
     if (!left_) --ch_->users;
 }
 
@@ -598,9 +629,10 @@ std::unique_ptr<PmiClient> SimplePmiClient::from_environment() {
     if (!ch) {
         ch = use_fd ? open_fd_channel(fd_s) : open_tcp_channel(port_s);
         reg.channel = ch;
+        detail::leave_at_normal_exit();
     }
     std::unique_ptr<SimplePmiClient> c(new SimplePmiClient(ch));
-    std::lock_guard<std::mutex> lk(ch->mutex);
+    std::lock_guard lk(ch->mutex);
     if (ch->finalized) {
         c->left_ = true; // never counted
         throw PmiError("PMI: this process has finalized its PMI connection already");
@@ -682,15 +714,30 @@ void SimplePmiClient::initialize() {
                        std::to_string(kMaxRequestLine) + "-byte request ('" + printable(resp) + "')");
 }
 
-void SimplePmiClient::Channel::write_line(const std::string &line) {
-    std::lock_guard<std::mutex> lk(write_mutex);
+void SimplePmiClient::Channel::write_line(const std::string &line,
+                                          std::optional<std::chrono::steady_clock::time_point> deadline) {
+    std::unique_lock lk(write_mutex, std::defer_lock);
+    if (!deadline)
+        lk.lock();
+    else if (!lk.try_lock_until(*deadline))
+        throw PmiError("PMI: another thread's write to the launcher did not end in time");
     const int fd_ = fd.load();
     if (fd_ < 0) throw PmiError("PMI: the connection to the launcher is closed");
     const char *p = line.data();
     std::size_t left = line.size();
     bool use_write = false;
     while (left > 0) {
-        ssize_t n = use_write ? ::write(fd_, p, left) : ::send(fd_, p, left, MSG_NOSIGNAL);
+        if (deadline) { // wait for room ourselves, so that no write blocks past the deadline
+            const auto ms =
+                std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+            pollfd pfd{fd_, POLLOUT, 0};
+            const int ready = ms.count() > 0 ? ::poll(&pfd, 1, static_cast<int>(ms.count())) : 0;
+            if (ready < 0 && errno == EINTR) continue;
+            if (ready == 0)
+                throw PmiError("PMI: the launcher took nothing of '" + printable(trim_newline(line)) + "' in time");
+        }
+        const int dontwait = deadline ? MSG_DONTWAIT : 0;
+        ssize_t n = use_write ? ::write(fd_, p, left) : ::send(fd_, p, left, MSG_NOSIGNAL | dontwait);
         if (n > 0) {
             p += n;
             left -= static_cast<std::size_t>(n);
@@ -836,20 +883,20 @@ std::optional<std::string> SimplePmiClient::value_of_get_reply(const std::string
 
 void SimplePmiClient::put(const std::string &key, const std::string &value) {
     const std::string line = put_line(key, value);
-    std::lock_guard<std::mutex> lk(ch_->mutex);
+    std::lock_guard lk(ch_->mutex);
     check_usable("put");
     check_put_reply(key, command(line, "put_result"));
 }
 
 std::optional<std::string> SimplePmiClient::get(const std::string &key) {
     const std::string line = get_line(key);
-    std::lock_guard<std::mutex> lk(ch_->mutex);
+    std::lock_guard lk(ch_->mutex);
     check_usable("get");
     return value_of_get_reply(command(line, "get_result"));
 }
 
 void SimplePmiClient::barrier() {
-    std::lock_guard<std::mutex> lk(ch_->mutex);
+    std::lock_guard lk(ch_->mutex);
     check_usable("barrier");
     command("cmd=barrier_in\n", "barrier_out");
 }
@@ -860,7 +907,7 @@ void SimplePmiClient::put_then_barrier(const std::vector<std::pair<std::string, 
     std::vector<std::string> lines;
     for (const auto &[key, value] : puts) batch += lines.emplace_back(put_line(key, value));
     batch += "cmd=barrier_in\n";
-    std::lock_guard<std::mutex> lk(ch_->mutex);
+    std::lock_guard lk(ch_->mutex);
     check_usable("barrier");
     // The replies to puts are short: the launcher never stops reading us while we write.
     ch_->write_line(batch);
@@ -872,7 +919,7 @@ std::vector<std::optional<std::string>> SimplePmiClient::get_many(const std::vec
     if (!ch_->pipelined) return PmiClient::get_many(keys);
     std::vector<std::optional<std::string>> values;
     values.reserve(keys.size());
-    std::lock_guard<std::mutex> lk(ch_->mutex);
+    std::lock_guard lk(ch_->mutex);
     check_usable("get");
     // Requests go in batches that fit in the socket's buffer, so that our write never waits for
     // the launcher while the launcher waits for us to read its (possibly long) replies.
@@ -924,20 +971,62 @@ std::optional<std::vector<int>> SimplePmiClient::node_ranks() {
 std::string SimplePmiClient::request(const std::string &line, const std::string &expected_cmd) {
     if (line.empty() || line.back() != '\n' || line.find('\n') != line.size() - 1)
         throw PmiError("PMI: a request is one line ending in a newline");
-    std::lock_guard<std::mutex> lk(ch_->mutex);
+    std::lock_guard lk(ch_->mutex);
     check_usable("a request");
     return command(line, expected_cmd);
 }
 
 void SimplePmiClient::finalize() {
-    std::lock_guard<std::mutex> lk(ch_->mutex);
+    std::lock_guard lk(ch_->mutex);
     if (left_) return;
     left_ = true;
     if (--ch_->users > 0 || ch_->finalized) return; // another user still needs the launcher
-    ch_->finalizing.store(true);
-    command("cmd=finalize\n", "finalize_ack");
-    ch_->finalized = true;
-    ch_->close_fd();
+    ch_->finalize_locked(std::nullopt);
+}
+
+void SimplePmiClient::Channel::finalize_locked(std::optional<std::chrono::steady_clock::time_point> deadline) {
+    finalizing.store(true);
+    const char *const kFinalize = "cmd=finalize\n";
+    if (!deadline)
+        if (const uint64_t limit_s = portico::settings::kPmiTimeoutS.get())
+            deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit_s);
+    write_line(kFinalize, deadline);
+    std::string resp;
+    try {
+        resp = read_line(deadline);
+    } catch (const PmiTimeout &) {
+        throw PmiError("PMI: no answer to 'cmd=finalize' from the launcher at " + where + " in time");
+    }
+    const Reply r = parse_reply(resp);
+    const std::string *cmd = r.find("cmd");
+    if (cmd == nullptr || *cmd != "finalize_ack")
+        throw PmiError("PMI: sent 'cmd=finalize', expected cmd=finalize_ack but the launcher answered '" +
+                       printable(resp) + "'");
+    finalized = true;
+    close_fd();
+}
+
+bool PmiClient::leave_at_exit(std::chrono::milliseconds bound) {
+    const auto deadline = std::chrono::steady_clock::now() + bound;
+    bool left = true;
+    if (std::shared_ptr<Channel> ch = live_channel().lock()) {
+        // A thread in the middle of a request holds the lock: its reply and ours cannot be told
+        // apart, so we leave without the launcher's finalize rather than wait past the bound.
+        std::unique_lock lk(ch->mutex, std::defer_lock);
+        if (!lk.try_lock_until(deadline)) {
+            left = false;
+        } else if (!ch->finalized && ch->initialized) {
+            try {
+                ch->finalize_locked(deadline);
+            } catch (const PmiError &) {
+                left = false;
+            }
+        }
+    }
+#ifdef PORTICO_HAVE_PMIX
+    left = detail::pmix_leave_at_exit(deadline) && left;
+#endif
+    return left;
 }
 
 void SimplePmiClient::abort(int exit_code, const std::string &message) {

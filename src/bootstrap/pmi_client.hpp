@@ -30,11 +30,14 @@
 // Lifetime: finalize() is idempotent and ends this client's use of the connection; the launcher's
 // finalize goes on the wire when the last client that has not finalized does (a client destroyed
 // without finalize() stops counting), so that one user's finalize never cuts another user off.
-// The connection is closed after the launcher's ack. The destructor does NOT finalize implicitly (it
-// never talks to the launcher); the last client sharing the connection closes the socket. abort()
-// tells the launcher to kill the whole job and then _exit()s the process.
+// After the launcher's ack a PMI_PORT connection is closed; PMI_FD is left open (the process's
+// descriptor: another PMI client of the program may still use it), only no longer used. A normal
+// exit sends the launcher's finalize if no client did (leave_at_exit). The destructor does NOT
+// finalize (it never talks to the launcher); the last client sharing a PMI_PORT connection closes
+// the socket. abort() tells the launcher to kill the whole job and then _exit()s the process.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,6 +73,18 @@ public:
     static std::unique_ptr<PmiClient> from_environment();
     // True when this build contains the PMIx client.
     static bool pmix_supported();
+    // Ends the process's use of its launcher as an exit must: launchers such as MPICH's hydra and
+    // Open MPI's mpirun take a rank that ends without the launcher's finalize for a failed one and
+    // end the job. Sends the launcher's finalize (PMI-1 cmd=finalize, PMIx_Finalize) whatever
+    // users have not finalized, unless it was sent already, and waits for the answer until bound
+    // has passed: a launcher that does not answer in time, or a request that another thread of
+    // the process has under way (its reply and ours could not be told apart), is not waited for.
+    // True when the launcher acknowledged (or no finalize was due). For exit paths only: nothing
+    // may use the launcher afterwards. Called at every exit with status 0 (an on_exit handler
+    // registered with the first client), and by portico_runtime_exit.
+    static bool leave_at_exit(std::chrono::milliseconds bound);
+    // The bound of an exit's leave_at_exit.
+    static constexpr std::chrono::seconds kExitBound{5};
 
     virtual ~PmiClient();
     PmiClient(const PmiClient &) = delete;
@@ -89,9 +104,10 @@ public:
     // liveness: poll/epoll it for POLLRDHUP|POLLHUP (EPOLLRDHUP|EPOLLHUP) only. A hang-up means
     // the launcher is gone (it died, or ended the job: portico-run closes remote ranks'
     // connections when it terminates a job) and the process should exit. Never read, write or
-    // close it, and do not wait for POLLIN (replies arrive on it). Valid until finalize() or the
-    // destruction of the last client sharing it; -1 after finalize(). Stop watching before
-    // either (or watch a dup() of your own, which keeps the socket open until you close it).
+    // close it, and do not wait for POLLIN (replies arrive on it). Valid until the launcher's
+    // finalize or the destruction of the last client sharing it; -1 after the launcher's finalize.
+    // Stop watching before either (or watch a dup() of your own, which keeps the socket open until
+    // you close it).
     // Always -1 under PMIx: the PMIx library owns its connection to the server, and the PMIx
     // launchers kill their ranks themselves when they die or end the job.
     virtual int fd() const = 0;

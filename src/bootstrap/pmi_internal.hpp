@@ -1,6 +1,7 @@
 // Internals shared by the bootstrap clients (pmi_client.cpp, pmix_client.cpp).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,10 @@ int exit_status_for(int code);
 // nullopt when the text is not such a mapping.
 std::optional<std::vector<int>> nodes_of_ranks(const std::string &mapping, int size);
 
+// Registers, once per process, the exit handler that leaves the launcher at a normal exit
+// (PmiClient::leave_at_exit with kExitBound when the status is 0).
+void leave_at_normal_exit();
+
 // True when the environment says a PMIx server started this process (PMIX_NAMESPACE or
 // PMIX_RANK; with uri_too, also a PMIX_SERVER_URI* variable).
 bool pmix_environment(bool uri_too);
@@ -34,6 +39,8 @@ std::string foreign_launcher_without_pmi();
 #ifdef PORTICO_HAVE_PMIX
 // The PMIx client (pmix_client.cpp); throws PmiError.
 std::unique_ptr<PmiClient> pmix_from_environment();
+// PmiClient::leave_at_exit's PMIx part: PMIx_Finalize of the live session by the deadline.
+bool pmix_leave_at_exit(std::chrono::steady_clock::time_point deadline);
 #endif
 
 } // namespace portico::bootstrap::detail

@@ -48,13 +48,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -159,7 +162,7 @@ struct Session {
     pmix_proc_t me{};
     int size = 0;
     std::string nspace;
-    std::mutex mutex;       // put/get/barrier/finalize
+    std::timed_mutex mutex; // put/get/barrier/finalize
     bool finalized = false; // PMIx_Finalize is done (mutex)
     int users = 0;          // clients that have not finalized (mutex)
     std::atomic<bool> finalizing{false};
@@ -268,7 +271,7 @@ public:
     // Counts as a user of the session (mutex held by the caller).
     explicit PmixClient(std::shared_ptr<Session> s) : s_(std::move(s)) { ++s_->users; }
     ~PmixClient() override {
-        std::lock_guard<std::mutex> lk(s_->mutex);
+        std::lock_guard lk(s_->mutex);
         if (!left_) --s_->users;
     }
 
@@ -284,7 +287,7 @@ public:
     void put(const std::string &key, const std::string &value) override {
         detail::check_key(key, kKeylenMax);
         detail::check_value(value, kVallenMax);
-        std::lock_guard<std::mutex> lk(s_->mutex);
+        std::lock_guard lk(s_->mutex);
         check_usable("put");
         pmix_key_t k;
         load_key(k, kKeyPrefix + key);
@@ -298,7 +301,7 @@ public:
 
     std::optional<std::string> get(const std::string &key) override {
         detail::check_key(key, kKeylenMax);
-        std::lock_guard<std::mutex> lk(s_->mutex);
+        std::lock_guard lk(s_->mutex);
         check_usable("get");
         pmix_key_t k;
         load_key(k, kKeyPrefix + key);
@@ -335,7 +338,7 @@ public:
     }
 
     void barrier() override {
-        std::lock_guard<std::mutex> lk(s_->mutex);
+        std::lock_guard lk(s_->mutex);
         check_usable("barrier");
         pmix_status_t rc = PMIx_Commit();
         if (rc != PMIX_SUCCESS) throw PmiError("PMIx: PMIx_Commit failed: " + pmix_error(rc));
@@ -362,7 +365,7 @@ public:
     }
 
     std::optional<std::vector<int>> node_ranks() override {
-        std::lock_guard<std::mutex> lk(s_->mutex);
+        std::lock_guard lk(s_->mutex);
         check_usable("node_ranks");
         pmix_proc_t wild;
         PMIX_LOAD_PROCID(&wild, s_->me.nspace, PMIX_RANK_WILDCARD);
@@ -395,7 +398,7 @@ public:
     }
 
     void finalize() override {
-        std::lock_guard<std::mutex> lk(s_->mutex);
+        std::lock_guard lk(s_->mutex);
         if (left_) return;
         left_ = true;
         if (--s_->users > 0 || s_->finalized) return; // another user still needs the session
@@ -430,7 +433,7 @@ private:
     // A number the server keeps for the job (rank: PMIX_RANK_WILDCARD) or this process; nullopt
     // when it has none.
     std::optional<long> job_number(const char *key, pmix_rank_t rank) {
-        std::lock_guard<std::mutex> lk(s_->mutex);
+        std::lock_guard lk(s_->mutex);
         check_usable(key);
         pmix_proc_t proc;
         PMIX_LOAD_PROCID(&proc, s_->me.nspace, rank);
@@ -448,6 +451,41 @@ private:
 
 } // namespace
 
+bool detail::pmix_leave_at_exit(std::chrono::steady_clock::time_point deadline) {
+    std::shared_ptr<Session> s;
+    {
+        Registry &reg = registry();
+        std::lock_guard lk(reg.mutex);
+        s = reg.session.lock();
+    }
+    if (!s) return true;
+    std::unique_lock lk(s->mutex, std::defer_lock);
+    if (!lk.try_lock_until(deadline)) return false; // a thread is inside a fence: not ours to cut
+    if (s->finalized) return true;
+    s->finalized = true;
+    s->finalizing.store(true);
+    g_finalizing.store(true);
+    // PMIx_Finalize talks to the server and has no timeout of its own: it runs on a thread of its
+    // own, which the exit leaves behind if the server does not answer in time.
+    struct Outcome {
+        std::mutex mutex;
+        std::condition_variable done;
+        bool finished = false;
+        pmix_status_t rc = PMIX_ERROR;
+    };
+    auto outcome = std::make_shared<Outcome>();
+    std::thread([outcome] {
+        const pmix_status_t rc = PMIx_Finalize(nullptr, 0);
+        std::lock_guard g(outcome->mutex);
+        outcome->rc = rc;
+        outcome->finished = true;
+        outcome->done.notify_all();
+    }).detach();
+    std::unique_lock g(outcome->mutex);
+    if (!outcome->done.wait_until(g, deadline, [&] { return outcome->finished; })) return false;
+    return outcome->rc == PMIX_SUCCESS;
+}
+
 std::unique_ptr<PmiClient> detail::pmix_from_environment() {
     Registry &reg = registry();
     std::lock_guard<std::mutex> lk(reg.mutex);
@@ -455,8 +493,9 @@ std::unique_ptr<PmiClient> detail::pmix_from_environment() {
     if (!s) {
         s = open_session();
         reg.session = s;
+        detail::leave_at_normal_exit();
     }
-    std::lock_guard<std::mutex> slk(s->mutex);
+    std::lock_guard slk(s->mutex);
     if (s->finalized) throw PmiError("PMIx: this process has finalized its PMIx session already");
     return std::make_unique<PmixClient>(std::move(s));
 }

@@ -82,6 +82,8 @@ PORTICO_API void portico_runtime_abort(int code, const char *message) {
 
 PORTICO_API void portico_runtime_exiting(int code) { Job::exiting(code); }
 
+PORTICO_API void portico_runtime_exit(int code) { Job::exit_process(code); }
+
 // portico_ext.h
 PORTICO_API int portico_set_wait_spin_us(unsigned us) { return portico::engine::Tunables::set_wait_spin_us(us); }
 

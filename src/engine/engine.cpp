@@ -301,6 +301,18 @@ std::string Engine::job_secret() {
     }
 }
 
+std::string Engine::shared_job_secret() {
+    std::string error;
+    bootstrap::Job *job = bootstrap::Job::process(&error);
+    if (!job) return {};
+    try {
+        return job->shared_secret();
+    } catch (const std::exception &e) {
+        log_error("reading the job secret: %s; shared-memory links will be refused", e.what());
+        return {};
+    }
+}
+
 void Engine::report_lost_peer(transport::PeerId peer) {
     // Caller holds the engine lock.
     bootstrap::Job *job = bootstrap::Job::joined();

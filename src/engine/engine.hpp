@@ -442,6 +442,7 @@ private:
     int open_endpoint_locked(ptl_pid_t pid, Endpoint **out);
     // The job service's secret and rank map (bootstrap/job.hpp); engine.cpp.
     std::string job_secret();
+    std::string shared_job_secret(); // bootstrap::Job::shared_secret: never a collective
     int fetch_job_map(std::vector<ptl_process_t> *map, ptl_rank_t *rank, ptl_process_t self);
     static bool resolve_target(const NI *ni, ptl_process_t target, transport::PeerId *peer);
     void destroy_ni(NI *ni);

@@ -29,10 +29,19 @@ std::unique_ptr<transport::Transport> Engine::open_transport(ptl_pid_t pid) {
     req.nid = local_nid();
     req.pid = pid == PTL_PID_ANY ? UINT32_MAX : pid;
     req.job_secret = [this] { return job_secret(); };
+    req.shared_secret = [this] { return shared_job_secret(); };
     return transport::open_endpoint(req);
 }
 
 namespace {
+
+// The transports may serve the job's peers before strangers (TCP under a flood of connections).
+void tell_peers(Endpoint &ep, const std::vector<ptl_process_t> &map) {
+    std::vector<transport::PeerId> peers;
+    peers.reserve(map.size());
+    for (const ptl_process_t &p : map) peers.push_back({p.phys.nid, p.phys.pid});
+    ep.transport->know_peers(peers.data(), peers.size());
+}
 
 // The NI kind (wire::kNi*) the options name, or -1 if the arguments are invalid.
 int ni_kind_of(ptl_interface_t iface, unsigned options, ptl_pid_t pid) {
@@ -119,6 +128,7 @@ int Engine::ni_init(ptl_interface_t iface, unsigned options, ptl_pid_t pid, cons
         int rc = fetch_job_map(&ni->map, &ni->rank, self);
         if (rc == PTL_OK) {
             ni->map_static = true;
+            tell_peers(*ep, ni->map);
         } else if (rc != PTL_IGNORED) {
             if (new_endpoint && ep->open_nis == 0) endpoints_.clear();
             return PTL_FAIL;
@@ -140,7 +150,10 @@ int Engine::open_endpoint_locked(ptl_pid_t pid, Endpoint **out) {
     try {
         e->transport = open_transport(pid);
     } catch (const std::system_error &err) {
-        if (err.code().value() == EADDRINUSE) return PTL_PID_IN_USE;
+        if (err.code().value() == EADDRINUSE) {
+            log_error("PtlNIInit: %s", err.what()); // who holds the pid: another user may be denying us
+            return PTL_PID_IN_USE;
+        }
         log_error("cannot open the network interface: %s", err.what());
         return err.code().value() == EINVAL ? PTL_ARG_INVALID : PTL_NO_SPACE;
     } catch (const std::exception &err) {
@@ -294,6 +307,7 @@ int Engine::set_map(ptl_handle_ni_t h, ptl_size_t n, const ptl_process_t *map) {
             }
     };
     apply(ni);
+    tell_peers(*ni->ep, ni->map);
     // The sibling logical NI (other matching mode) shares the physical interface and so the map.
     NI *sibling = ni->ep->nis[ni->kind ^ wire::kNiMatching];
     if (sibling && sibling->map.empty()) apply(sibling);

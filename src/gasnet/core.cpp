@@ -100,7 +100,11 @@ uint64_t env_u64(const char *name, uint64_t fallback) {
 // Portico's job service (portico_runtime.h) is the one allgather every client uses.
 void exchange(const void *mine, size_t len, void *all) {
     const int rc = portico_runtime_allgather(mine, len, all);
-    if (rc != PTL_OK && rc != PTL_IGNORED) fatal("the job's allgather failed: %s", ptl_rc_name(rc));
+    if (rc == PTL_OK || rc == PTL_IGNORED) return;
+    // A node that calls gasnet_exit during a collective exchange (between init and attach) leaves
+    // the job; a PMIx launcher then fails the others' exchange at once. They follow its exit.
+    if (exit_under_way(true)) follow_exit();
+    fatal("the job's allgather failed: %s", ptl_rc_name(rc));
 }
 
 namespace {
@@ -171,6 +175,21 @@ bool client_handles_sigquit() {
     return sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN;
 }
 
+// Ends this node, which follows another node's exit (whose code decides), leaving the job first
+// (portico_runtime_exit): launchers such as hydra and Open MPI's mpirun kill a job one of whose
+// ranks ends without leaving. From the client's SIGQUIT handler (gasnet_exit or exit called there)
+// the exit watcher ends the process instead, since the handler's thread may have been interrupted
+// holding anything and leaving the launcher is not async-signal-safe; the handler's thread waits.
+[[noreturn]] void end_following(int own) {
+    const int code = code_to_exit_with(own);
+    flush_std_streams_nonblocking();
+    if (g->in_sigquit.load() && pthread_equal(pthread_self(), g->init_thread)) {
+        g->handler_exits.store(true);
+        for (;;) pause();
+    }
+    portico_runtime_exit(code);
+}
+
 // This node follows another node's exit, which that node announced to every node itself.
 void remote_exit(int code) {
     if (g->exit_started.load()) return; // our own gasnet_exit is under way and ends the process
@@ -179,11 +198,12 @@ void remote_exit(int code) {
     // a client handler, or if the handler does not exit in time, exit at once with that code.
     if (client_handles_sigquit() && !g->in_sigquit.exchange(true)) {
         pthread_kill(g->init_thread, SIGQUIT);
-        std::this_thread::sleep_for(std::chrono::duration<double>(g->exit_timeout_s));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(g->exit_timeout_s);
+        while (!g->handler_exits.load() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     flush_std_streams_nonblocking();
-    portico_runtime_exiting(code);
-    _exit(code);
+    portico_runtime_exit(code);
 }
 
 // The exit watcher: a thread of the library's own that notices an exit message even while every
@@ -211,16 +231,21 @@ void exit_watcher_main(unsigned period_ms) {
 void at_exit_hook(int status) {
     if (!g || !g->inited) return;
     take_exit_messages();
-    if (g->remote_code.load() != State::kNoExit) {
-        flush_std_streams_nonblocking();
-        portico_runtime_exiting(code_to_exit_with(status));
-        _exit(code_to_exit_with(status));
-    }
+    if (g->remote_code.load() != State::kNoExit) end_following(status);
     if (g->exit_started.exchange(true)) return;
     std::thread notifier(notify_peers_of_exit, status);
     notifier.join();
     watcher_stop.store(true);
     if (exit_watcher && exit_watcher->joinable()) exit_watcher->join();
+    // Status 0: the exit goes on and leaves the job at its end. Any other status ends the job
+    // with that code, as gasnet_exit does, and every node has been told: this node leaves the job
+    // and ends now (the exit handlers registered before gasnet_init do not run, as with
+    // gasnet_exit), or a launcher that takes an exit without leaving for a failure would kill the
+    // others before they end with the code.
+    if (status != 0) {
+        std::fflush(nullptr);
+        portico_runtime_exit(status);
+    }
 }
 
 #ifdef __GLIBC__
@@ -724,15 +749,13 @@ GASNETP_EXPORT uintptr_t gasnet_getMaxGlobalSegmentSize(void) { return g && g->i
 GASNETP_EXPORT void gasnet_exit(int exitcode) {
     if (!g || !g->inited) {
         std::fflush(nullptr);
-        _exit(exitcode);
+        portico_runtime_exit(exitcode);
     }
     if (g->in_sigquit.load() && pthread_equal(pthread_self(), g->init_thread)) {
         // From the client's SIGQUIT handler: this node follows another node's exit, which that
         // node has announced to every node, and the node that exited first decides the job's
         // code, not the code the handler passes. The interrupted code may hold stdio locks.
-        flush_std_streams_nonblocking();
-        portico_runtime_exiting(code_to_exit_with(exitcode));
-        _exit(code_to_exit_with(exitcode));
+        end_following(exitcode);
     }
     if (g->exit_started.exchange(true)) {
         // Another thread is ending the process already.
@@ -743,8 +766,7 @@ GASNETP_EXPORT void gasnet_exit(int exitcode) {
     exitcode = code_to_exit_with(exitcode);
     std::fflush(nullptr);
     notify_peers_of_exit(exitcode);
-    portico_runtime_exiting(exitcode);
-    _exit(exitcode);
+    portico_runtime_exit(exitcode); // leaves the job: the launcher reports the code, kills nobody
 }
 
 // ---- environment -------------------------------------------------------------------------------------

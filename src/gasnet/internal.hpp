@@ -232,8 +232,9 @@ struct State {
 
     // Exit.
     std::atomic<bool> exit_started{false};
-    std::atomic<bool> in_sigquit{false}; // we raised SIGQUIT for a remote exit
-    pthread_t init_thread{};             // receives that SIGQUIT
+    std::atomic<bool> in_sigquit{false};    // we raised SIGQUIT for a remote exit
+    pthread_t init_thread{};                // receives that SIGQUIT
+    std::atomic<bool> handler_exits{false}; // its handler called gasnet_exit or exit: the watcher ends us
     // The code of the first exit message received (kNoExit: none). Once set, this node follows
     // that exit: it ends with this code whatever code a later gasnet_exit or exit passes.
     static constexpr int64_t kNoExit = INT64_MIN;

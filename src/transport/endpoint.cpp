@@ -97,6 +97,9 @@ public:
     void farewell() override {
         for (Member &m : members_) m.transport->farewell();
     }
+    void know_peers(const PeerId *peers, size_t n) override {
+        for (Member &m : members_) m.transport->know_peers(peers, n);
+    }
     uint64_t malformed_frames() const override {
         uint64_t n = 0;
         for (const Member &m : members_) n += m.transport->malformed_frames();
@@ -123,19 +126,23 @@ private:
 
 bool taken(const std::system_error &e) { return e.code().value() == EADDRINUSE; }
 
-// Opens the selected transports for one candidate pid; nullptr if the pid is taken on any of them.
-// A transport the user did not name that cannot run here (TCP when PORTICO_NID is not an address
-// of this machine) is left out once, with a word on why, and not tried again for other pids.
+// Opens the selected transports for one candidate pid; nullptr if the pid is taken on any of them
+// (*taken_on says which). A transport the user did not name that cannot run here (TCP when
+// PORTICO_NID is not an address of this machine; shared memory when another user owns its
+// directory) is left out once, with a word on why, and not tried again for other pids.
 std::unique_ptr<Transport> try_pid(const EndpointRequest &req, std::vector<const TransportInfo *> &selected, bool named,
-                                   uint32_t pid) {
+                                   uint32_t pid, const TransportInfo **taken_on) {
     std::vector<Member> members;
-    OpenRequest open{req.nid, pid, req.job_secret};
+    OpenRequest open{req.nid, pid, req.job_secret, req.shared_secret};
     for (auto it = selected.begin(); it != selected.end();) {
         try {
             members.push_back({*it, (*it)->open(open)});
             ++it;
         } catch (const std::system_error &e) {
-            if (taken(e)) return nullptr;
+            if (taken(e)) {
+                *taken_on = *it;
+                return nullptr;
+            }
             if (named || selected.size() == 1) throw;
             log_error("the %s transport is disabled for this process (%s)", (*it)->name, e.what());
             it = selected.erase(it);
@@ -154,20 +161,44 @@ std::unique_ptr<Transport> open_endpoint(const EndpointRequest &req) {
     if (!select_transports(wanted, &selection, &error)) throw std::invalid_argument(error);
     if (selection.transports.empty()) throw std::invalid_argument("no transport is registered");
     std::vector<const TransportInfo *> selected = selection.transports;
+    // The job's secret first, if a transport will ask for it (a collective under some launchers):
+    // then every transport of the endpoint sees the same one (shared memory asks without a
+    // collective, and would otherwise open before TCP had the ranks agree).
+    if (req.job_secret && std::any_of(selected.begin(), selected.end(), [](auto *t) { return t->needs_job_secret; }))
+        req.job_secret();
+    const TransportInfo *taken_on = nullptr;
     if (req.pid != UINT32_MAX) {
-        auto t = try_pid(req, selected, selection.named, req.pid);
-        if (!t)
+        auto t = try_pid(req, selected, selection.named, req.pid, &taken_on);
+        if (!t) {
+            const std::string who = taken_on->holders ? taken_on->holders(req.nid, req.pid, 1) : std::string{};
             throw std::system_error(EADDRINUSE, std::generic_category(),
-                                    "pid " + std::to_string(req.pid) + " is in use");
+                                    "pid " + std::to_string(req.pid) + " is in use on this machine (" + taken_on->name +
+                                        ": " + (who.empty() ? "its holder cannot be told" : who) + ")");
+        }
         return t;
     }
     // Start from a per-process point so that processes starting together rarely collide.
     const uint32_t start = static_cast<uint32_t>(getpid()) % kAnyPidCount;
+    std::vector<std::pair<const TransportInfo *, uint32_t>> taken_count; // per transport
     for (uint32_t i = 0; i < kAnyPidCount; ++i) {
         const uint32_t pid = kFirstAnyPid + (start + i) % kAnyPidCount;
-        if (auto t = try_pid(req, selected, selection.named, pid)) return t;
+        if (auto t = try_pid(req, selected, selection.named, pid, &taken_on)) return t;
+        auto it = std::find_if(taken_count.begin(), taken_count.end(), [&](auto &c) { return c.first == taken_on; });
+        if (it == taken_count.end())
+            taken_count.emplace_back(taken_on, 1);
+        else
+            ++it->second;
     }
-    throw std::system_error(EADDRINUSE, std::generic_category(), "no free pid");
+    // Every pid taken: say by whom, so that a user denied by another one's sockets learns it.
+    std::string why;
+    for (const auto &[info, count] : taken_count) {
+        const std::string who = info->holders ? info->holders(req.nid, kFirstAnyPid, kAnyPidCount) : std::string{};
+        why += std::string(why.empty() ? "" : "; ") + std::to_string(count) + " taken on " + info->name +
+               (who.empty() ? "" : " (" + who + ")");
+    }
+    throw std::system_error(EADDRINUSE, std::generic_category(),
+                            "no free pid in " + std::to_string(kFirstAnyPid) + ".." +
+                                std::to_string(kFirstAnyPid + kAnyPidCount - 1) + ": " + why);
 }
 
 } // namespace portico::transport

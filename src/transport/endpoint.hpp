@@ -16,7 +16,8 @@ struct EndpointRequest {
     uint32_t pid = UINT32_MAX; // UINT32_MAX: any free pid
     // "auto", or a comma-separated list of transport names; empty: PORTICO_TRANSPORT's value.
     std::string selection;
-    std::function<std::string()> job_secret; // see OpenRequest
+    std::function<std::string()> job_secret;    // see OpenRequest
+    std::function<std::string()> shared_secret; // see OpenRequest
 };
 
 // Opens the endpoint (nid, pid) on the selected transports. The pid is reserved on each of them (the

@@ -29,6 +29,12 @@ struct OpenRequest {
     // over the job (under launchers other than portico-run), so only a transport that needs it asks,
     // and every process of a job that opens that transport asks at the same point.
     std::function<std::string()> job_secret;
+    // The job's secret if this process shares one without a collective (PORTICO_JOB_SECRET, a
+    // launcher's, a client's proposal, or one already agreed on); empty when it has none to share.
+    // Shared memory proves it on every link. When a selected transport needs the job secret
+    // (needs_job_secret) open_endpoint asks for it first, so that every transport of an endpoint
+    // sees the same one.
+    std::function<std::string()> shared_secret;
 };
 
 struct TransportInfo {
@@ -41,6 +47,12 @@ struct TransportInfo {
     // Opens endpoint (nid, pid). Throws std::system_error: EADDRINUSE when the pid is taken on this
     // transport (the caller tries another), anything else when the transport cannot run here.
     std::unique_ptr<Transport> (*open)(const OpenRequest &request);
+    // Who holds the pids [first_pid, first_pid + count) of nid on this transport, for the message
+    // of an endpoint that cannot have one (PTL_PID_IN_USE): the process of one pid, a summary of a
+    // range; empty when it cannot tell. Optional.
+    std::string (*holders)(uint32_t nid, uint32_t first_pid, uint32_t count) = nullptr;
+    // Whether opening asks for OpenRequest::job_secret (which may be a collective).
+    bool needs_job_secret = false;
 };
 
 // Every registered transport, highest priority first: the built-in ones and any added with add().

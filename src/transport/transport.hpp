@@ -260,6 +260,9 @@ public:
     // side). Best effort, never blocks; thread-safe. Transports call it when they close; the
     // engine also calls it when the process exits normally without closing them.
     virtual void farewell() {}
+    // The peers of the job (a logical NI's map, as it becomes known): a transport may serve their
+    // connections before strangers' (TCP under a flood of connections). Thread-safe.
+    virtual void know_peers(const PeerId *, size_t) {}
     // Counters for status registers and diagnostics.
     virtual uint64_t malformed_frames() const = 0;
     virtual uint64_t refused_connections() const = 0;

@@ -88,10 +88,12 @@ void flush_nonblocking() {
     }
 }
 
+// Every thread of the job ends with the same code, and leaves the job first
+// (portico_runtime_exit): launchers such as hydra and Open MPI's mpirun kill a job one of whose
+// ranks ends without leaving.
 [[noreturn]] void end_process(int code) {
     flush_nonblocking();
-    portico_runtime_exiting(code);
-    _exit(code);
+    portico_runtime_exit(code);
 }
 
 // Another thread's upc_global_exit puts its code into this thread's exit word; the watcher ends

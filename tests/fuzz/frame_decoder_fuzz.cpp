@@ -28,8 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         HandshakeMessage m;
         std::memcpy(&m, data, sizeof m);
         const char *why = nullptr;
-        for (auto step : {HandshakeStep::Hello, HandshakeStep::Challenge, HandshakeStep::Proof})
+        for (auto step : {HandshakeStep::Hello, HandshakeStep::Challenge, HandshakeStep::Proof, HandshakeStep::Refusal})
             if (!handshake_valid(m, step, &why) && !why) std::abort();
+        if (!refusal_text(refusal_reason(m))) std::abort(); // any reason byte reads as some text
         HandshakeMessage hello = m, challenge = m;
         (void)proof_authentic("secret", hello, challenge, m);
         (void)challenge_authentic("secret", hello, m);

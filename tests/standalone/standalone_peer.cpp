@@ -12,6 +12,9 @@
 //                                   before it fires ends with failure events, not silently
 //   standalone_peer rounds ROLE N   N put round trips with every event checked; then, told
 //                                   "REFUSED k", waits until k connections have been refused
+//   standalone_peer openpid P       opens a physical NI with pid P and prints "RC <code>" (the
+//                                   engine's message on stderr says who holds a pid in use)
+//   standalone_peer hold            opens a physical NI (PTL_PID_ANY), prints its ID, waits for BYE
 #include <portals4.h>
 
 #include <cinttypes>
@@ -401,7 +404,32 @@ int lost_rank() {
     return 0;
 }
 
+int open_pid(ptl_pid_t pid) {
+    CHECK(PtlInit());
+    ptl_handle_ni_t ni;
+    const int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, pid, nullptr, nullptr, &ni);
+    std::printf("RC %d\n", rc);
+    std::fflush(stdout);
+    PtlFini();
+    return 0;
+}
+
+int hold() {
+    CHECK(PtlInit());
+    ptl_handle_ni_t ni;
+    CHECK(PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, nullptr, nullptr, &ni));
+    ptl_process_t me;
+    CHECK(PtlGetPhysId(ni, &me));
+    std::printf("ID %u %u\n", me.phys.nid, me.phys.pid);
+    std::fflush(stdout);
+    EXPECT(hear() == "BYE");
+    PtlFini();
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 3 && std::string(argv[1]) == "openpid") return open_pid(static_cast<ptl_pid_t>(std::atol(argv[2])));
+    if (argc >= 2 && std::string(argv[1]) == "hold") return hold();
     if (argc >= 3 && std::string(argv[1]) == "pingpong") return pingpong(std::atoi(argv[2]));
     if (argc >= 2 && std::string(argv[1]) == "victim") return victim();
     if (argc >= 2 && std::string(argv[1]) == "survivor") return survivor();
@@ -410,7 +438,9 @@ int main(int argc, char **argv) {
     if (argc >= 2 && std::string(argv[1]) == "atexit") return at_exit();
     if (argc >= 2 && std::string(argv[1]) == "lostrank") return lost_rank();
     if (argc >= 4 && std::string(argv[1]) == "rounds") return rounds(std::atoi(argv[2]), std::atol(argv[3]));
-    std::fprintf(stderr, "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder | atexit | lostrank\n",
+    std::fprintf(stderr,
+                 "usage: %s pingpong 0|1 | victim | survivor | guard R M | intruder | atexit | lostrank | rounds R N "
+                 "| openpid P | hold\n",
                  argv[0]);
     return 2;
 }

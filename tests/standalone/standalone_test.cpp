@@ -23,6 +23,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "child.hpp"
+#include "transport/shm/rendezvous.hpp"
 #include "transport/tcp/handshake.hpp"
 #include "transport/transport.hpp"
 #include "wire/protocol.hpp"
@@ -31,89 +33,11 @@ namespace {
 
 const char *peer_binary() { return PEER_BINARY; }
 
-// A child process with its stdin and stdout on pipes; lines are read with a deadline.
-class Child {
+// A standalone_peer process.
+class Child : public portico::test::Child {
 public:
-    explicit Child(std::vector<std::string> args, const std::vector<std::string> &extra_env = {}) {
-        int in[2], out[2];
-        if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-        std::vector<char *> argv;
-        args.insert(args.begin(), peer_binary());
-        for (auto &a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        // No launcher: drop whatever PMI variables the test runner may have.
-        std::vector<std::string> env_store;
-        std::vector<char *> env;
-        for (char **e = environ; *e; ++e)
-            if (std::strncmp(*e, "PMI_", 4) != 0 && std::strncmp(*e, "PORTICO_TRANSPORT=", 18) != 0 &&
-                std::strncmp(*e, "PORTICO_JOB_SECRET=", 19) != 0)
-                env_store.emplace_back(*e);
-        for (const auto &e : extra_env) env_store.push_back(e);
-        for (auto &e : env_store) env.push_back(e.data());
-        env.push_back(nullptr);
-        if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), env.data()) != 0) throw std::runtime_error("spawn");
-        posix_spawn_file_actions_destroy(&fa);
-        close(in[0]);
-        close(out[1]);
-        to_ = in[1];
-        from_ = out[0];
-    }
-    ~Child() {
-        if (pid_ > 0) {
-            kill(pid_, SIGKILL);
-            waitpid(pid_, nullptr, 0);
-        }
-        close(to_);
-        close(from_);
-    }
-    void send(const std::string &line) {
-        std::string l = line + "\n";
-        ASSERT_EQ(static_cast<ssize_t>(l.size()), write(to_, l.data(), l.size()));
-    }
-    // Next line of output, or "TIMEOUT"/"EOF". The deadline turns a hang into a failure.
-    std::string line(int timeout_ms = 60000) {
-        for (;;) {
-            size_t nl = buf_.find('\n');
-            if (nl != std::string::npos) {
-                std::string l = buf_.substr(0, nl);
-                buf_.erase(0, nl + 1);
-                return l;
-            }
-            pollfd p{from_, POLLIN, 0};
-            if (poll(&p, 1, timeout_ms) <= 0) return "TIMEOUT";
-            char b[256];
-            ssize_t n = read(from_, b, sizeof b);
-            if (n <= 0) return "EOF";
-            buf_.append(b, static_cast<size_t>(n));
-        }
-    }
-    // Returns once every thread of the child is stopped (SIGSTOP): it can no longer answer.
-    void stop_now() {
-        kill(pid_, SIGSTOP);
-        int st = 0;
-        ASSERT_EQ(pid_, waitpid(pid_, &st, WUNTRACED));
-        ASSERT_TRUE(WIFSTOPPED(st));
-    }
-    void kill_now() {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-    }
-    int wait_exit() {
-        int st = 0;
-        waitpid(pid_, &st, 0);
-        pid_ = -1;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    }
-
-private:
-    pid_t pid_ = -1;
-    int to_ = -1, from_ = -1;
-    std::string buf_;
+    explicit Child(std::vector<std::string> args, const std::vector<std::string> &extra_env = {})
+        : portico::test::Child(peer_binary(), std::move(args), extra_env) {}
 };
 
 // Reads each child's "ID nid pid" and tells it the other's; returns the two ids.
@@ -132,12 +56,11 @@ int silent_shm_connection(const std::string &id) {
     unsigned nid = 0, pid = 0;
     if (std::sscanf(id.c_str(), "%u %u", &nid, &pid) != 2) return -1;
     sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    const int n = std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "portico/%08x/%u", nid, pid);
+    const socklen_t len =
+        portico::transport::shm::rendezvous_address(portico::transport::shm::endpoint_directory(""), {nid, pid}, &a);
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
-    if (connect(fd, reinterpret_cast<sockaddr *>(&a),
-                static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0) {
+    if (connect(fd, reinterpret_cast<sockaddr *>(&a), len) != 0) {
         close(fd);
         return -1;
     }

@@ -5,10 +5,12 @@
 // and records the longest request line.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -25,7 +27,9 @@ class FakeLauncher {
 public:
     // answer_barriers false: a barrier never completes, as when a rank of the job died and the
     // launcher lets the others wait.
-    explicit FakeLauncher(bool answer_barriers = true) : answer_barriers_(answer_barriers) {
+    // answer_finalize false: a launcher that has stopped answering (SIGSTOP, a hung host).
+    explicit FakeLauncher(bool answer_barriers = true, bool answer_finalize = true)
+        : answer_barriers_(answer_barriers), answer_finalize_(answer_finalize) {
         int sv[2];
         EXPECT_EQ(0, ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
         server_ = sv[0];
@@ -39,10 +43,13 @@ public:
         ::shutdown(server_, SHUT_RDWR);
         thread_.join();
         ::close(server_);
+        ::close(client_); // PMI_FD is the process's: the clients leave it open
         unsetenv("PMI_FD");
     }
+    int client_fd() const { return client_; }
     int inits() const { return inits_.load(); }
     int finalizes() const { return finalizes_.load(); }
+    int barriers() const { return barriers_.load(); }
     size_t longest_request() const { return longest_.load(); }
 
 private:
@@ -75,10 +82,11 @@ private:
                 } else if (line.rfind("cmd=put ", 0) == 0) {
                     reply(line.size() <= 1024 ? "cmd=put_result rc=0" : "cmd=put_result rc=0 (the rest is lost)");
                 } else if (line == "cmd=barrier_in\n") {
+                    ++barriers_;
                     if (answer_barriers_) reply("cmd=barrier_out");
                 } else if (line == "cmd=finalize\n") {
                     ++finalizes_;
-                    reply("cmd=finalize_ack");
+                    if (answer_finalize_) reply("cmd=finalize_ack");
                 } else {
                     reply("cmd=unknown rc=-1");
                 }
@@ -86,9 +94,11 @@ private:
         }
     }
     bool answer_barriers_;
+    bool answer_finalize_;
     int server_ = -1, client_ = -1;
     std::atomic<int> inits_{0};
     std::atomic<int> finalizes_{0};
+    std::atomic<int> barriers_{0};
     std::atomic<size_t> longest_{0};
     std::thread thread_;
 };
@@ -157,6 +167,71 @@ TEST(PmiClient, AClientDestroyedWithoutFinalizeStopsCounting) {
     second.reset();
     first->finalize();
     EXPECT_EQ(1, launcher.finalizes());
+}
+
+// PMI_FD is the process's descriptor, not the client's: another PMI client of the program (GASNet's,
+// an MPI library's) may still speak on it after Portico's finalize, and its number must not be
+// reused for a file meanwhile.
+TEST(PmiClient, FinalizeLeavesThePmiFdOpen) {
+    FakeLauncher launcher;
+    auto pmi = PmiClient::from_environment();
+    ASSERT_TRUE(pmi);
+    pmi->finalize();
+    EXPECT_EQ(1, launcher.finalizes());
+    EXPECT_EQ(-1, pmi->fd());
+    pmi.reset();
+    ASSERT_NE(-1, ::fcntl(launcher.client_fd(), F_GETFD)) << "PMI_FD was closed";
+    const char line[] = "cmd=barrier_in\n"; // and the other client's requests are still served
+    ASSERT_EQ(static_cast<ssize_t>(sizeof line - 1), ::write(launcher.client_fd(), line, sizeof line - 1));
+    char reply[64] = {};
+    ASSERT_GT(::read(launcher.client_fd(), reply, sizeof reply - 1), 0);
+    EXPECT_STREQ("cmd=barrier_out\n", reply);
+}
+
+// An exit sends the launcher's finalize for the users that have not: the job service of a program
+// whose PtlInit and PtlFini do not balance (Open MPI's osc/portals4), a PMI program without
+// PMI_Finalize.
+TEST(PmiClient, LeavingAtExitFinalizesForEveryUser) {
+    FakeLauncher launcher;
+    auto job_service = PmiClient::from_environment();
+    auto program = PmiClient::from_environment();
+    ASSERT_TRUE(job_service && program);
+    EXPECT_TRUE(PmiClient::leave_at_exit(std::chrono::seconds(30)));
+    EXPECT_EQ(1, launcher.finalizes());
+    EXPECT_TRUE(PmiClient::leave_at_exit(std::chrono::seconds(30))); // nothing more to do
+    EXPECT_EQ(1, launcher.finalizes());
+    job_service->finalize(); // late finalizes are no-ops
+    program->finalize();
+    EXPECT_EQ(1, launcher.finalizes());
+}
+
+// Exit must not wait for a launcher that does not answer, nor for a request another thread has
+// under way.
+TEST(PmiClient, LeavingAtExitIsBounded) {
+    {
+        FakeLauncher silent(true, false);
+        auto pmi = PmiClient::from_environment();
+        ASSERT_TRUE(pmi);
+        EXPECT_FALSE(PmiClient::leave_at_exit(std::chrono::milliseconds(300)));
+        EXPECT_EQ(1, silent.finalizes());
+    }
+    {
+        FakeLauncher stuck(false); // a barrier that never completes
+        auto pmi = PmiClient::from_environment();
+        ASSERT_TRUE(pmi);
+        std::thread waiter([&] {
+            try {
+                pmi->barrier();
+            } catch (const portico::bootstrap::PmiError &) { // the launcher goes away at the end
+            }
+        });
+        // The waiter holds the channel once its barrier_in is out; leave_at_exit then gives up.
+        while (stuck.barriers() == 0) std::this_thread::yield();
+        EXPECT_FALSE(PmiClient::leave_at_exit(std::chrono::milliseconds(300)));
+        EXPECT_EQ(0, stuck.finalizes());
+        ::shutdown(stuck.client_fd(), SHUT_RDWR); // ends the waiter's read
+        waiter.join();
+    }
 }
 
 using portico::bootstrap::detail::nodes_of_ranks;

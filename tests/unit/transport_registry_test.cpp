@@ -66,7 +66,7 @@ TEST(TransportRegistry, UnknownOrRepeatedNamesAreRefusedWithTheList) {
     EXPECT_FALSE(select_transports("shm,shm", &s, &error));
     EXPECT_NE(std::string::npos, error.find("twice")) << error;
     EXPECT_FALSE(select_transports("shm,,tcp", &s, &error));
-    EXPECT_THROW(open_endpoint({1, UINT32_MAX, "carrier-pigeon", {}}), std::invalid_argument);
+    EXPECT_THROW(open_endpoint({1, UINT32_MAX, "carrier-pigeon", {}, {}}), std::invalid_argument);
 }
 
 // ---- fakes --------------------------------------------------------------------------------------
@@ -144,7 +144,7 @@ protected:
 };
 
 TEST_F(TransportEndpoint, EachPeerGoesToTheFirstTransportThatReachesIt) {
-    auto ep = open_endpoint({1, 7, "test-near,test-far", {}});
+    auto ep = open_endpoint({1, 7, "test-near,test-far", {}, {}});
     ASSERT_EQ(2u, g_opened.size());
     EXPECT_STREQ("test-near+test-far", ep->name());
     EXPECT_EQ((PeerId{1, 7}), ep->self());
@@ -161,10 +161,10 @@ TEST_F(TransportEndpoint, EachPeerGoesToTheFirstTransportThatReachesIt) {
 }
 
 TEST_F(TransportEndpoint, APeerNoSelectedTransportReachesIsUnreachable) {
-    auto one = open_endpoint({1, 7, "test-near", {}});
+    auto one = open_endpoint({1, 7, "test-near", {}, {}});
     EXPECT_STREQ("test-near", one->name()); // one transport: no router in between
     g_broken_fails = false;
-    auto ep = open_endpoint({1, 8, "test-near,test-broken", {}});
+    auto ep = open_endpoint({1, 8, "test-near,test-broken", {}, {}});
     EXPECT_EQ(SendStatus::Sent, ep->send({3, 1}, {}, {}, 0, false));
     EXPECT_EQ(SendStatus::Unreachable, ep->send({2, 9}, {}, {}, 0, false));
     ASSERT_EQ(3u, g_opened.size());
@@ -177,10 +177,10 @@ TEST_F(TransportEndpoint, APidTakenOnAnyTransportMovesTheSearchOn) {
     for (uint32_t p = kFirstAnyPid; p < kFirstAnyPid + kAnyPidCount; ++p) g_near_taken.insert(p);
     const uint32_t free_pid = kFirstAnyPid + 4321;
     g_near_taken.erase(free_pid);
-    auto ep = open_endpoint({1, UINT32_MAX, "test-far,test-near", {}});
+    auto ep = open_endpoint({1, UINT32_MAX, "test-far,test-near", {}, {}});
     EXPECT_EQ(free_pid, ep->self().pid);
     try {
-        open_endpoint({1, 5000, "test-far,test-near", {}}); // a pid asked for is not searched from
+        open_endpoint({1, 5000, "test-far,test-near", {}, {}}); // a pid asked for is not searched from
         FAIL() << "a taken pid was opened";
     } catch (const std::system_error &e) {
         EXPECT_EQ(EADDRINUSE, e.code().value());
@@ -190,14 +190,14 @@ TEST_F(TransportEndpoint, APidTakenOnAnyTransportMovesTheSearchOn) {
 TEST_F(TransportEndpoint, OnlyANamedTransportThatCannotRunFailsTheEndpoint) {
     // Named: the endpoint fails with the transport's reason.
     try {
-        open_endpoint({1, 11, "test-near,test-broken", {}});
+        open_endpoint({1, 11, "test-near,test-broken", {}, {}});
         FAIL() << "a named transport that cannot run was left out";
     } catch (const std::system_error &e) {
         EXPECT_EQ(EADDRNOTAVAIL, e.code().value());
     }
     // Under auto it is left out; the others serve (as TCP is when PORTICO_NID is not ours).
     g_opened.clear();
-    auto ep = open_endpoint({1, 12, "auto", {}});
+    auto ep = open_endpoint({1, 12, "auto", {}, {}});
     std::set<std::string> opened;
     for (Fake *f : g_opened) opened.insert(f->name());
     EXPECT_EQ(1u, opened.count("test-near"));
@@ -212,10 +212,10 @@ TEST_F(TransportEndpoint, TheJobSecretIsAskedOnlyByTransportsThatOpen) {
         ++asked;
         return std::string("s");
     };
-    auto a = open_endpoint({1, 13, "test-near", secret});
+    auto a = open_endpoint({1, 13, "test-near", secret, {}});
     EXPECT_EQ(0, asked); // the near fake does not authenticate
     g_broken_fails = false;
-    auto b = open_endpoint({1, 14, "test-near,test-broken", secret});
+    auto b = open_endpoint({1, 14, "test-near,test-broken", secret, {}});
     EXPECT_EQ(1, asked);
 }
 

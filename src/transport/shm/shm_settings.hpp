@@ -27,6 +27,13 @@ inline constexpr Bytes kShmSingleCopyBytes{
     "PORTICO_SHM_SINGLE_COPY_BYTES",    Layer::transport_shm, 32 * 1024, 0, UINT64_MAX,
     "smallest put/get sent single copy"};
 
-inline constexpr const Setting *kShmSettings[] = {&kShmRingBytes, &kShmMaxLinks, &kShmSingleCopy, &kShmSingleCopyBytes};
+inline constexpr Text kShmDir{"PORTICO_SHM_DIR", Layer::transport_shm, nullptr,
+                              "directory where this user's shared-memory endpoints meet (a socket and a lock "
+                              "file per endpoint): owned by the user, entered by nobody else (made 0700), the "
+                              "same in every process of the user on this machine; unset: "
+                              "/dev/shm/portico-<uid> (/tmp/portico-<uid> without /dev/shm)"};
+
+inline constexpr const Setting *kShmSettings[] = {&kShmRingBytes, &kShmMaxLinks, &kShmSingleCopy, &kShmSingleCopyBytes,
+                                                  &kShmDir};
 
 } // namespace portico::settings

@@ -19,38 +19,11 @@
 #include "common/guarded_copy.hpp"
 #include "common/futex.hpp"
 #include "common/log.hpp"
+#include "transport/shm/hello.hpp"
 
 namespace portico::transport::shm {
 
 namespace {
-
-constexpr uint32_t kHelloMagic = 0x50544c34; // "PTL4"
-constexpr uint32_t kSegmentVersion = 2;
-
-struct Hello {
-    uint32_t magic;
-    uint32_t version;
-    uint32_t nid;
-    uint32_t pid;
-    uint64_t ring_bytes;
-};
-
-// A hello and room for the segment's descriptor (SCM_RIGHTS), as sendmsg and recvmsg take it.
-struct HelloMessage {
-    Hello hello{};
-    iovec iov{};
-    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))]{};
-    msghdr msg{};
-    HelloMessage() {
-        iov = {&hello, sizeof hello};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = ctrl;
-        msg.msg_controllen = sizeof ctrl;
-    }
-    HelloMessage(const HelloMessage &) = delete; // msg points into itself
-    HelloMessage &operator=(const HelloMessage &) = delete;
-};
 
 struct alignas(kCacheLine) SegmentHeader {
     uint32_t magic;
@@ -73,14 +46,6 @@ RingView ring_at(void *seg, size_t ring_bytes, int which) {
     auto *base =
         static_cast<std::byte *>(seg) + sizeof(SegmentHeader) + size_t(which) * (sizeof(RingControl) + ring_bytes);
     return RingView(reinterpret_cast<RingControl *>(base), base + sizeof(RingControl), ring_bytes);
-}
-
-socklen_t abstract_address(PeerId id, sockaddr_un *addr) {
-    std::memset(addr, 0, sizeof *addr);
-    addr->sun_family = AF_UNIX;
-    // Leading NUL: Linux abstract namespace. The kernel frees the name when the socket closes.
-    int n = std::snprintf(addr->sun_path + 1, sizeof addr->sun_path - 1, "portico/%08x/%u", id.nid, id.pid);
-    return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(n));
 }
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
@@ -172,18 +137,11 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
         prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     }
 
-    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
-    sockaddr_un addr;
-    socklen_t len = abstract_address({nid, pid}, &addr);
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
-        const int err = errno;
-        ::close(listen_fd_);
-        throw std::system_error(err, std::generic_category(), "bind endpoint");
-    }
+    os_pid_ = ::getpid();
+    dir_ = endpoint_directory(cfg_.directory);
+    reservation_ = std::make_unique<Reservation>(dir_, PeerId{nid, pid});
+    listen_fd_ = reservation_->listen_fd();
     self_ = {nid, pid};
-    if (::listen(listen_fd_, 1024) != 0) throw std::system_error(errno, std::generic_category(), "listen");
-    set_nonblocking(listen_fd_);
 
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -198,8 +156,8 @@ ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : c
 ShmTransport::~ShmTransport() {
     farewell();
     for (auto &p : pending_accepts_) ::close(p->fd);
-    owned_.clear(); // closes the sockets: peers see the hang-up
-    if (listen_fd_ >= 0) ::close(listen_fd_);
+    owned_.clear();       // closes the sockets: peers see the hang-up
+    reservation_.reset(); // the names go, then the listening socket
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
 }
@@ -219,13 +177,20 @@ void ShmTransport::add_link(std::unique_ptr<ShmLink> l, bool use_for_send) {
 
 namespace {
 
+// "0a000001/5 (process 1234)", for messages.
+std::string describe(PeerId id, pid_t os_pid) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%08x/%u (process %d)", id.nid, id.pid, static_cast<int>(os_pid));
+    return text;
+}
+
 // A connection to the endpoint `to`, if it exists and belongs to our user (never hand our memory
 // to another user's process); -1 otherwise. *os_pid: the process behind it.
-int connect_same_user(PeerId to, pid_t *os_pid) {
-    int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s < 0) return -1;
+int connect_same_user(const std::string &dir, PeerId to, pid_t *os_pid) {
     sockaddr_un addr;
-    socklen_t len = abstract_address(to, &addr);
+    const socklen_t len = rendezvous_address(dir, to, &addr);
+    int s = len ? ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+    if (s < 0) return -1;
     if (::connect(s, reinterpret_cast<sockaddr *>(&addr), len) != 0) {
         log_debug("shm: no endpoint %08x/%u: %s", to.nid, to.pid, std::strerror(errno));
         ::close(s);
@@ -233,7 +198,7 @@ int connect_same_user(PeerId to, pid_t *os_pid) {
     }
     ucred cr{};
     socklen_t crl = sizeof cr;
-    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != getuid()) {
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != geteuid()) {
         log_error("shm: endpoint %08x/%u belongs to another user; refusing", to.nid, to.pid);
         ::close(s);
         return -1;
@@ -271,18 +236,6 @@ void *create_segment(size_t ring_bytes, bool single_copy, int *mfd) {
     return seg;
 }
 
-// Our hello, with the segment's descriptor attached (SCM_RIGHTS).
-bool send_hello(int s, const Hello &hello, int mfd) {
-    HelloMessage m;
-    m.hello = hello;
-    cmsghdr *c = CMSG_FIRSTHDR(&m.msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &mfd, sizeof(int));
-    return ::sendmsg(s, &m.msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof m.hello);
-}
-
 } // namespace
 
 ShmLink *ShmTransport::connect_to(PeerId to) {
@@ -291,7 +244,7 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
         return nullptr;
     }
     pid_t os_pid = 0;
-    const int s = connect_same_user(to, &os_pid);
+    const int s = connect_same_user(dir_, to, &os_pid);
     if (s < 0) return nullptr;
     int mfd = -1;
     void *seg = create_segment(cfg_.ring_bytes, cfg_.single_copy, &mfd);
@@ -299,7 +252,8 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
         ::close(s);
         return nullptr;
     }
-    const bool sent = send_hello(s, Hello{kHelloMagic, kSegmentVersion, self_.nid, self_.pid, cfg_.ring_bytes}, mfd);
+    const Hello hello = make_hello(self_, to, cfg_.ring_bytes, cfg_.secret, LinkEnds{::getpid(), os_pid, geteuid()});
+    const bool sent = send_hello(s, hello, mfd);
     ::close(mfd); // the peer has its own copy, or never will
     if (!sent) {
         munmap(seg, segment_bytes(cfg_.ring_bytes));
@@ -331,23 +285,26 @@ void ShmTransport::accept_one(Receiver &) {
         if (s < 0) return;
         ucred cr{};
         socklen_t crl = sizeof cr;
-        if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != getuid()) {
+        if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 || cr.uid != geteuid()) {
             refuse("a connection from another user (uid " + std::to_string(cr.uid) + ")");
             ::close(s);
             continue;
         }
         if (try_hello(s, cr.pid)) continue;
-        if (pending_accepts_.size() >= kMaxPendingAccepts) { // the oldest has waited longest: it goes
-            refuse("a connection that sent no hello (too many waiting)");
-            drop_pending(pending_accepts_.front().get());
-        }
-        auto p = std::make_unique<PendingAccept>(PendingAccept{s, cr.pid, monotonic_ns() + kHelloTimeoutNs});
-        epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLRDHUP;
-        ev.data.u64 = reinterpret_cast<uintptr_t>(p.get()) | kPendingTag;
-        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, s, &ev);
+        // The oldest has waited longest: it goes (unless its hello has come meanwhile).
+        if (pending_accepts_.size() >= kMaxPendingAccepts)
+            give_up_oldest("a connection that sent no hello (too many waiting)");
+        auto p = std::make_unique<PendingAccept>(PendingAccept{s, cr.pid, monotonic_ns() + cfg_.hello_timeout_ns});
+        watch_pending(*p);
         pending_accepts_.push_back(std::move(p));
     }
+}
+
+void ShmTransport::refused_by_peer(const ShmLink &l, char code) {
+    const uint64_t n = refused_.fetch_add(1) + 1;
+    if ((n & (n - 1)) == 0)
+        log_error("shm: %s refused our link: %s (%llu refused so far)", describe(l.peer, l.os_pid).c_str(),
+                  refusal_text(code), static_cast<unsigned long long>(n));
 }
 
 void ShmTransport::refuse(const std::string &what) {
@@ -358,30 +315,41 @@ void ShmTransport::refuse(const std::string &what) {
         log_error("shm: refused %s (%llu refused so far)", what.c_str(), static_cast<unsigned long long>(n));
 }
 
-void ShmTransport::drop_pending(PendingAccept *p) {
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p->fd, nullptr);
-    ::close(p->fd);
-    std::erase_if(pending_accepts_, [p](const std::unique_ptr<PendingAccept> &q) { return q.get() == p; });
+void ShmTransport::watch_pending(const PendingAccept &p) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = reinterpret_cast<uintptr_t>(&p) | kPendingTag;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, p.fd, &ev);
+}
+
+void ShmTransport::give_up_oldest(const char *why) {
+    const PendingAccept p = *pending_accepts_.front();
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p.fd, nullptr);
+    pending_accepts_.erase(pending_accepts_.begin());
+    // A last read: its hello may be there, come after the caller's epoll_wait returned or while
+    // this process was descheduled.
+    if (!try_hello(p.fd, p.os_pid)) {
+        refuse(why);
+        ::close(p.fd);
+    }
 }
 
 void ShmTransport::service_pending(PendingAccept *p) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, p->fd, nullptr);
-    const int fd = p->fd;
-    const pid_t pid = p->os_pid;
-    std::erase_if(pending_accepts_, [p](const std::unique_ptr<PendingAccept> &q) { return q.get() == p; });
-    if (!try_hello(fd, pid)) {
-        // Readable (or hung up) yet no whole hello: a connector sends it in one message.
-        refuse("a connection with a malformed hello");
-        ::close(fd);
+    if (!try_hello(p->fd, p->os_pid)) {
+        // Nothing to read after all: the event was about a connection that an earlier event of
+        // this batch settled, and whose memory this one took. It waits on.
+        watch_pending(*p);
+        return;
     }
+    std::erase_if(pending_accepts_, [p](const std::unique_ptr<PendingAccept> &q) { return q.get() == p; });
 }
 
-void ShmTransport::expire_pending() {
-    const uint64_t now = monotonic_ns();
-    while (!pending_accepts_.empty() && pending_accepts_.front()->deadline_ns <= now) {
-        refuse("a connection that sent no hello in time");
-        drop_pending(pending_accepts_.front().get());
-    }
+void ShmTransport::expire_pending(uint64_t before) {
+    // Those whose deadline passed before the caller began looking at its sockets, oldest first
+    // (the list is in deadline order).
+    while (!pending_accepts_.empty() && pending_accepts_.front()->deadline_ns < before)
+        give_up_oldest("a connection that sent no hello in time");
 }
 
 PendingAccept *ShmTransport::pending_of(void *tag) const {
@@ -393,22 +361,47 @@ PendingAccept *ShmTransport::pending_of(void *tag) const {
 bool ShmTransport::try_hello(int s, pid_t os_pid) {
     // False if nothing has arrived yet; true if the connection is settled (a link, or refused and
     // closed).
-    HelloMessage m;
-    const Hello &hello = m.hello;
-    msghdr &msg = m.msg;
-    const ssize_t n = ::recvmsg(s, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    Hello hello{};
     int mfd = -1;
-    for (cmsghdr *c = CMSG_FIRSTHDR(&msg); n > 0 && c; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
-            std::memcpy(&mfd, CMSG_DATA(c), sizeof(int));
+    const ssize_t n = receive_hello(s, &hello, &mfd);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
     const bool ring_ok = hello.ring_bytes >= 16 * 1024 && hello.ring_bytes <= (1ull << 30) &&
                          (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
+    const bool well_formed = n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic &&
+                             hello.version == kHelloVersion && ring_ok && mfd >= 0;
+    if (well_formed) {
+        // The job's secret, before anything of the peer's is mapped: a link of another job (or of
+        // a process with a secret when we have none, or the other way round) is refused, counted,
+        // and told why in one byte, so that its side can say what happened.
+        const char *refused = nullptr;
+        Refusal why{};
+        const bool proven = (hello.flags & kHelloProven) != 0;
+        if (PeerId{hello.to_nid, hello.to_pid} != self_) {
+            refused = "a link meant for another endpoint";
+            why = Refusal::NotAddressedHere;
+        } else if (cfg_.secret.empty() && proven) {
+            refused = "a link from a process with a job secret (this process has none)";
+            why = Refusal::NoSecretHere;
+        } else if (!cfg_.secret.empty() && !proven) {
+            refused = "a link from a process without the job's secret";
+            why = Refusal::NoProof;
+        } else if (proven && !hello_proven(hello, cfg_.secret, LinkEnds{os_pid, os_pid_, geteuid()})) {
+            refused = "a link from a process of another job (its job secret differs)";
+            why = Refusal::OtherSecret;
+        }
+        if (refused) {
+            refuse(std::string(refused) + " from " + describe(PeerId{hello.nid, hello.pid}, os_pid));
+            const char code = static_cast<char>(why);
+            [[maybe_unused]] ssize_t told = ::send(s, &code, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+            ::close(mfd);
+            ::close(s);
+            return true;
+        }
+    }
     struct stat st {};
     void *seg = MAP_FAILED;
     size_t bytes = ring_ok ? segment_bytes(hello.ring_bytes) : 0;
-    if (n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic && hello.version == kSegmentVersion &&
-        ring_ok && mfd >= 0 && fstat(mfd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes)
+    if (well_formed && fstat(mfd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes)
         seg = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
     if (mfd >= 0) ::close(mfd);
     if (seg == MAP_FAILED) {
@@ -719,8 +712,10 @@ void ShmTransport::fail_link(ShmLink &l, Receiver &r) {
 }
 
 void ShmTransport::service_events(const void *events, int count, Receiver &r) {
-    // Caller holds poll_mutex_.
-    if (!pending_accepts_.empty()) expire_pending();
+    // Caller holds poll_mutex_. Reads first, expires after: a connection whose hello is already
+    // here is a link, however late this process comes to read it (descheduled acceptors of a
+    // 256-rank job used to drop their own peers' connections "for want of a hello").
+    const uint64_t started = monotonic_ns();
     const auto *evs = static_cast<const epoll_event *>(events);
     for (int i = 0; i < count; ++i) {
         void *p = evs[i].data.ptr;
@@ -738,9 +733,12 @@ void ShmTransport::service_events(const void *events, int count, Receiver &r) {
             if (l->reported) continue;
             char buf[256];
             ssize_t rd;
-            while ((rd = ::recv(l->sock, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
-            }
+            char refusal = 0; // doorbells are zeros; an acceptor that refuses our link says why
+            while ((rd = ::recv(l->sock, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+                for (ssize_t k = 0; k < rd; ++k)
+                    if (buf[k] != 0) refusal = buf[k];
             if (rd == 0 || (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))) {
+                if (refusal && l->side == 0 && *refusal_text(refusal)) refused_by_peer(*l, refusal);
                 // Deliver everything the peer sent before it went away, then report it.
                 while (drain_link(*l, r, 1 << 20) > 0) {
                 }
@@ -748,6 +746,7 @@ void ShmTransport::service_events(const void *events, int count, Receiver &r) {
             }
         }
     }
+    if (!pending_accepts_.empty()) expire_pending(started);
 }
 
 int ShmTransport::poll(Receiver &r) {

@@ -1,12 +1,13 @@
 // Shared-memory transport between processes of one machine.
 //
-// Each endpoint listens on an abstract Unix socket named after its (nid, pid): binding it is how a
-// pid is reserved (PTL_PID_IN_USE when taken) and the kernel releases it when the process dies, so
-// nothing is left behind. A sender that first talks to a peer creates an anonymous memfd holding
-// two rings (one per direction), connects and passes the memfd over the socket; the peer's
-// progress thread maps it. No file name ever exists, so a killed process leaks nothing, and only
-// processes of the same user are accepted (SO_PEERCRED). The socket stays open as the doorbell
-// (one byte wakes a sleeping peer) and as the liveness signal (hang-up = peer gone).
+// Each endpoint listens on a Unix socket named after its (nid, pid) in a directory only its user
+// may enter (rendezvous.hpp): holding the name's lock is how a pid is reserved (PTL_PID_IN_USE
+// when taken), and another user can neither take a name nor connect. A sender that first talks to
+// a peer creates an anonymous memfd holding two rings (one per direction), connects and passes the
+// memfd over the socket; the peer's progress thread maps it. The rings have no file name, so a
+// killed process leaks no memory, and only processes of the same user are accepted (SO_PEERCRED).
+// The socket stays open as the doorbell (one byte wakes a sleeping peer) and as the liveness
+// signal (hang-up = peer gone).
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "transport/shm/rendezvous.hpp"
 #include "transport/shm/ring.hpp"
 #include "transport/transport.hpp"
 
@@ -28,6 +30,13 @@ struct ShmConfig {
     size_t max_links = 4096;
     bool single_copy = true;              // process_vm_readv/writev between peers, where the kernel allows it
     size_t single_copy_bytes = 32 * 1024; // the smallest message sent single copy
+    std::string directory;                // where endpoints meet; empty: the default (rendezvous.hpp)
+    // The job's secret, proven in every link's hello (hello.hpp) when not empty: links of processes
+    // that cannot prove it are refused, and so are proven links when it is empty.
+    std::string secret;
+    // How long an accepted connection may take to send its hello (a connector sends it right
+    // after connect(): only a silent or hostile process needs more than a moment).
+    uint64_t hello_timeout_ns = 2'000'000'000;
 };
 
 class ShmLink;
@@ -41,9 +50,12 @@ struct PendingAccept {
 
 class ShmTransport final : public Transport {
 public:
-    // Opens the endpoint. Throws std::system_error with EADDRINUSE when the pid is taken.
+    // Opens the endpoint. Throws std::system_error: EADDRINUSE when the pid is taken, anything
+    // else when the endpoint directory cannot serve (endpoint_directory).
     ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg);
     ~ShmTransport() override;
+
+    const std::string &directory() const { return dir_; }
 
     PeerId self() const override { return self_; }
     const char *name() const override { return "shm"; }
@@ -74,11 +86,13 @@ private:
     ShmLink *connect_to(PeerId to);
     void accept_one(Receiver &r);
     bool try_hello(int s, pid_t os_pid);
+    void watch_pending(const PendingAccept &p);
     void service_pending(PendingAccept *p);
-    void drop_pending(PendingAccept *p);
-    void expire_pending();
+    void give_up_oldest(const char *why); // the oldest pending accept: a last read, else refused
+    void expire_pending(uint64_t before); // those whose deadline passed before `before`
     PendingAccept *pending_of(void *tag) const;
     void refuse(const std::string &what);
+    void refused_by_peer(const ShmLink &l, char code); // the acceptor said why it closed our link
     void add_link(std::unique_ptr<ShmLink> l, bool use_for_send);
     void fail_link(ShmLink &l, Receiver &r);
     int drain_link(ShmLink &l, Receiver &r, int budget);
@@ -91,7 +105,10 @@ private:
     PeerId self_;
     ShmConfig cfg_;
     size_t max_frame_payload_;
-    int listen_fd_ = -1;
+    std::string dir_;
+    pid_t os_pid_ = 0;                         // this process, as its peers see it (SO_PEERCRED) when it listened
+    std::unique_ptr<Reservation> reservation_; // the pid's lock and the listening socket
+    int listen_fd_ = -1;                       // reservation_'s
     int epoll_fd_ = -1;
     int wake_fd_ = -1; // eventfd: interrupt()
 
@@ -115,7 +132,6 @@ private:
     // hello right after connect(), so these are few; the bounds keep a hostile process from
     // holding file descriptors or memory here.
     static constexpr size_t kMaxPendingAccepts = 64;
-    static constexpr uint64_t kHelloTimeoutNs = 2'000'000'000;
     std::vector<std::unique_ptr<PendingAccept>> pending_accepts_;
 };
 

@@ -92,6 +92,30 @@ bool proof_authentic(const std::string &secret, const HandshakeMessage &hello, c
     return equal_mac(proof.mac, mac_of(secret, 'C', hello, challenge.nonce));
 }
 
+HandshakeMessage make_refusal(PeerId self, PeerId to, RefusalReason why) {
+    HandshakeMessage m = blank(HandshakeStep::Refusal, self, to);
+    m.nonce[0] = static_cast<uint8_t>(why);
+    return m;
+}
+
+RefusalReason refusal_reason(const HandshakeMessage &refusal) { return static_cast<RefusalReason>(refusal.nonce[0]); }
+
+const char *refusal_text(RefusalReason why) {
+    switch (why) {
+    case RefusalReason::Busy:
+        return "the peer had too many connections waiting to authenticate (a flood of connections?) and dropped this "
+               "one";
+    case RefusalReason::Late: return "the peer waited for this side's handshake longer than it allows";
+    case RefusalReason::OtherSecret: return "the two sides' job secrets differ";
+    case RefusalReason::NoSecret: return "the peer has no job secret";
+    case RefusalReason::NotAddressedHere: return "the peer is not the endpoint this connection was meant for";
+    case RefusalReason::LinkTableFull: return "the peer's link table is full";
+    }
+    return "the peer refused it (for a reason this version does not know)";
+}
+
+bool refusal_is_transient(RefusalReason why) { return why == RefusalReason::Busy || why == RefusalReason::Late; }
+
 void random_nonce(uint8_t out[16]) {
     size_t got = 0;
     while (got < 16) {

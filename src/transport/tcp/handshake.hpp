@@ -5,6 +5,8 @@
 //   acceptor  -> connector Challenge (its id, nonce Na, MAC("A", Nc, Na, ids))
 //   connector -> acceptor  Proof     (MAC("C", Nc, Na, ids))
 //
+// Either side may instead send a Refusal (why it is about to close) in place of its next message.
+//
 // MAC is HMAC-SHA-256 keyed with the secret. Fresh nonces on both sides make a recorded exchange
 // useless to replay; checking the ids stops a message meant for another endpoint (a pid reused
 // after its process died) from being taken for ours. The connector may send frames right after
@@ -20,7 +22,7 @@
 
 namespace portico::transport::tcp {
 
-enum class HandshakeStep : uint16_t { Hello = 1, Challenge = 2, Proof = 3 };
+enum class HandshakeStep : uint16_t { Hello = 1, Challenge = 2, Proof = 3, Refusal = 4 };
 
 struct HandshakeMessage {
     uint32_t magic;
@@ -34,7 +36,7 @@ struct HandshakeMessage {
 static_assert(sizeof(HandshakeMessage) == 72, "handshake layout is part of the protocol");
 
 inline constexpr uint32_t kHandshakeMagic = 0x50434f50; // "POCP" in little-endian memory
-inline constexpr uint16_t kHandshakeVersion = 1;
+inline constexpr uint16_t kHandshakeVersion = 2;
 
 // Checks magic, version and step; *why explains a failure.
 bool handshake_valid(const HandshakeMessage &m, HandshakeStep expected, const char **why);
@@ -49,6 +51,23 @@ HandshakeMessage make_proof(const std::string &secret, PeerId self, const Handsh
 bool challenge_authentic(const std::string &secret, const HandshakeMessage &hello, const HandshakeMessage &challenge);
 bool proof_authentic(const std::string &secret, const HandshakeMessage &hello, const HandshakeMessage &challenge,
                      const HandshakeMessage &proof);
+
+// Why one side closes a connection before it is up, told to the other in a Refusal message (its
+// first nonce byte) just before the close, so that each side's log names the real cause.
+enum class RefusalReason : uint8_t {
+    Busy = 1,             // too many connections were waiting to authenticate: this one went (a flood?)
+    Late = 2,             // its hello or proof did not come in time
+    OtherSecret = 3,      // the MACs say that the two secrets differ
+    NoSecret = 4,         // the acceptor has no job secret
+    NotAddressedHere = 5, // the hello names another endpoint
+    LinkTableFull = 6,
+};
+HandshakeMessage make_refusal(PeerId self, PeerId to, RefusalReason why);
+RefusalReason refusal_reason(const HandshakeMessage &refusal);
+// As the refused side reads it: "the peer had too many connections waiting to authenticate ...".
+const char *refusal_text(RefusalReason why);
+// Whether a connector should connect again (a busy or slow acceptor) rather than give up.
+bool refusal_is_transient(RefusalReason why);
 
 // 16 random bytes from the kernel.
 void random_nonce(uint8_t out[16]);

@@ -20,8 +20,9 @@ inline constexpr Number kTcpConnectTimeoutMs{"PORTICO_TCP_CONNECT_TIMEOUT_MS",
                                              30000,
                                              100,
                                              3600000,
-                                             "milliseconds for connect plus handshake; a peer that does not "
-                                             "answer in time gets PTL_NI_UNDELIVERABLE"};
+                                             "milliseconds to open a connection: connect plus handshake, "
+                                             "connecting again while the peer drops it before it is up (busy or "
+                                             "slow); a peer not reached in time gets PTL_NI_UNDELIVERABLE"};
 inline constexpr Number kTcpKeepaliveS{"PORTICO_TCP_KEEPALIVE_S",
                                        Layer::transport_tcp,
                                        10,

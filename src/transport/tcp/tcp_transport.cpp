@@ -16,6 +16,7 @@
 #include "common/futex.hpp"
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
+#include "common/netif.hpp"
 #include "transport/tcp/frame_decoder.hpp"
 #include "transport/tcp/handshake.hpp"
 
@@ -32,7 +33,8 @@ constexpr size_t kZeroBytes = 64 * 1024;
 constexpr size_t kCoalesceFrameMax = 4096;
 constexpr size_t kHeldFlushBytes = 64 * 1024;
 const std::byte g_zeros[kZeroBytes] = {};
-char g_listen_tag, g_wake_tag, g_timer_tag;
+// Epoll tags: even addresses (an odd tag is an accepted connection's id, see admit).
+alignas(8) char g_listen_tag, g_wake_tag, g_timer_tag;
 
 uint64_t now_ms() {
     timespec ts;
@@ -107,6 +109,16 @@ public:
     std::string remote;              // the peer's address, for messages
     // Poller only.
     bool ever_up = false;
+    // Accepted, not authenticated yet: its key in accepting_ (0 once authenticated; ids grow, so
+    // the smaller is the older), where it came from, and whether its hello names a peer of the job.
+    uint64_t accept_id = 0;
+    uint32_t from_addr = 0;
+    bool known_peer = false;
+    // Opened by us: connections opened so far, when to open the next one (fd -1 meanwhile), and
+    // why the last one ended.
+    unsigned attempts = 0;
+    uint64_t retry_at_ms = 0;
+    std::string last_failure;
     HandshakeMessage hello{}, challenge{}, incoming{};
     size_t incoming_got = 0;
     std::unique_ptr<FrameDecoder> decoder;
@@ -368,6 +380,8 @@ TcpTransport::~TcpTransport() {
         }
     }
     owned_.clear();
+    accepting_.clear();
+    graveyard_.clear();
     for (int fd : {listen_fd_, epoll_fd_, wake_fd_, timer_fd_})
         if (fd >= 0) ::close(fd);
 }
@@ -385,11 +399,30 @@ void TcpTransport::add_link(std::unique_ptr<TcpLink> l) {
 }
 
 void TcpTransport::arm_timer() {
-    // A coarse tick while handshakes are open: a peer that never finishes is dropped on time.
+    // A tick while handshakes are open: a peer that never finishes is dropped on time, a silent
+    // accepted connection within its short deadline, and a connection we retry is opened again.
     itimerspec t{};
-    t.it_value.tv_sec = 1;
-    t.it_interval.tv_sec = 1;
+    t.it_value.tv_nsec = 100'000'000;
+    t.it_interval.tv_nsec = 100'000'000;
     timerfd_settime(timer_fd_, 0, &t, nullptr);
+}
+
+int TcpTransport::open_connection(PeerId to, std::string *remote) {
+    const uint32_t port = port_of(to.pid, cfg_.port_base);
+    if (port > 65535) return -1;
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    tune_socket(fd, cfg_);
+    sockaddr_in a = address_of(to.nid, port);
+    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
+        log_debug("tcp: connect to %08x/%u: %s", to.nid, to.pid, std::strerror(errno));
+        ::close(fd);
+        return -1;
+    }
+    char text[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
+    *remote = std::string(text) + ":" + std::to_string(port);
+    return fd;
 }
 
 TcpLink *TcpTransport::connect_to(PeerId to) {
@@ -398,24 +431,15 @@ TcpLink *TcpTransport::connect_to(PeerId to) {
         log_error("tcp: link table full (%zu links); raise PORTICO_TCP_MAX_LINKS", cfg_.max_links);
         return nullptr;
     }
-    const uint32_t port = port_of(to.pid, cfg_.port_base);
-    if (port > 65535) return nullptr;
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    std::string remote;
+    const int fd = open_connection(to, &remote);
     if (fd < 0) return nullptr;
-    tune_socket(fd, cfg_);
-    sockaddr_in a = address_of(to.nid, port);
-    if (::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
-        log_debug("tcp: connect to %08x/%u: %s", to.nid, to.pid, std::strerror(errno));
-        ::close(fd);
-        return nullptr;
-    }
     auto l = std::make_unique<TcpLink>();
     l->peer = to;
     l->fd = fd;
     l->state = LinkState::Connecting;
-    char text[INET_ADDRSTRLEN] = "?";
-    inet_ntop(AF_INET, &a.sin_addr, text, sizeof text);
-    l->remote = std::string(text) + ":" + std::to_string(port);
+    l->remote = remote;
+    l->attempts = 1;
     l->deadline_ms = now_ms() + static_cast<uint64_t>(cfg_.connect_timeout_ms);
     TcpLink *raw = l.get();
     send_links_[to.key()] = raw;
@@ -584,32 +608,184 @@ int TcpTransport::flush_backlog(TcpLink &l, Receiver &r) {
     return static_cast<int>(done.size());
 }
 
-void TcpTransport::accept_all() {
+// ---- accepted connections, until they authenticate --------------------------------------------
+//
+// Anyone who reaches the port can connect, so what a connection that has not authenticated may
+// hold is bounded: a slot of max_pending_accepts (at most max_pending_per_address of them from an
+// address that no peer of the job has), its descriptor and one TcpLink (about 1 KiB), for its
+// short deadline. When the slots are full the oldest silent connection (no whole hello yet) goes,
+// from the address that holds the most of them, strangers' addresses before those of the job's
+// peers; a connection whose hello names a peer of the job is never dropped for a stranger's. Each
+// one dropped gets one last read first (its hello may be there), and then a Refusal saying why,
+// so that a real peer connects again instead of failing (advance_handshake). Refusals are counted
+// and logged at powers of two.
+
+void TcpTransport::end_batch() { graveyard_.clear(); }
+
+void TcpTransport::refused(const std::string &what) {
+    const uint64_t n = refused_.fetch_add(1) + 1;
+    if ((n & (n - 1)) == 0)
+        log_error("tcp: refused %s (%llu refused so far)", what.c_str(), static_cast<unsigned long long>(n));
+}
+
+void TcpTransport::accept_all(Receiver &r) {
     for (;;) {
         sockaddr_in from{};
         socklen_t len = sizeof from;
-        int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr *>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
-        std::lock_guard g(links_mutex_);
-        if (pending_accepts_ >= cfg_.max_pending_accepts || owned_.size() >= cfg_.max_links) {
-            refused_.fetch_add(1);
-            log_error("tcp: refused a connection from %s: too many connections waiting to authenticate",
-                      inet_ntoa(from.sin_addr));
-            ::close(fd);
+        const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr *>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            admit(fd, ntohl(from.sin_addr.s_addr), ntohs(from.sin_port), r);
             continue;
         }
-        tune_socket(fd, cfg_);
-        auto l = std::make_unique<TcpLink>();
-        l->fd = fd;
-        l->accepted = true;
-        char text[INET_ADDRSTRLEN] = "?";
-        inet_ntop(AF_INET, &from.sin_addr, text, sizeof text);
-        l->remote = std::string(text) + ":" + std::to_string(ntohs(from.sin_port));
-        l->state = LinkState::AwaitHello;
-        l->deadline_ms = now_ms() + static_cast<uint64_t>(cfg_.connect_timeout_ms);
-        ++pending_accepts_;
-        add_link(std::move(l));
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            // Out of descriptors: a waiting connection makes room, or the listening socket rests
+            // until the next tick (it would be reported ready again and again meanwhile).
+            if (evict_one(r, 0)) continue;
+            pause_listening();
+        }
+        return;
     }
+}
+
+void TcpTransport::pause_listening() {
+    if (listen_paused_) return;
+    listen_paused_ = true;
+    epoll_event ev{};
+    ev.data.u64 = reinterpret_cast<uintptr_t>(&g_listen_tag);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+    log_error("tcp: out of file descriptors; not accepting connections for a moment");
+    arm_timer();
+}
+
+void TcpTransport::resume_listening() {
+    if (!listen_paused_) return;
+    listen_paused_ = false;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = reinterpret_cast<uintptr_t>(&g_listen_tag);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+}
+
+size_t TcpTransport::silent_from(uint32_t addr) const {
+    size_t n = 0;
+    for (const auto &[id, l] : accepting_)
+        if (l->from_addr == addr && l->state == LinkState::AwaitHello) ++n;
+    return n;
+}
+
+void TcpTransport::admit(int fd, uint32_t from_addr, uint16_t from_port, Receiver &r) {
+    bool known;
+    {
+        std::lock_guard g(links_mutex_);
+        known = known_addrs_.count(from_addr) != 0;
+    }
+    // A stranger's address holds at most its share of the slots; then every address shares them.
+    if (!known)
+        while (silent_from(from_addr) >= cfg_.max_pending_per_address && evict_one(r, from_addr)) {
+        }
+    while (accepting_.size() >= cfg_.max_pending_accepts && evict_one(r, 0)) {
+    }
+    const std::string remote = ipv4_text(from_addr) + ":" + std::to_string(from_port);
+    if (accepting_.size() >= cfg_.max_pending_accepts) { // every one waiting is a peer of the job, proving itself
+        refused("a connection from " + remote + ": too many connections waiting to authenticate");
+        ::close(fd);
+        return;
+    }
+    tune_socket(fd, cfg_);
+    auto l = std::make_unique<TcpLink>();
+    TcpLink &ref = *l;
+    l->fd = fd;
+    l->accepted = true;
+    l->from_addr = from_addr;
+    l->remote = remote;
+    l->state = LinkState::AwaitHello;
+    // While the slots are half full (a flood), silence is given less time.
+    const bool pressed = 2 * accepting_.size() >= cfg_.max_pending_accepts;
+    l->deadline_ms = now_ms() + static_cast<uint64_t>(pressed ? cfg_.hello_timeout_pressed_ms : cfg_.hello_timeout_ms);
+    l->accept_id = next_accept_id_++;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = l->accept_id << 1 | 1; // odd: an accept id (pointers are even)
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    handshaking_.fetch_add(1);
+    live_links_.fetch_add(1);
+    accepting_.emplace(l->accept_id, std::move(l));
+    arm_timer();
+    advance_accepted(ref, r); // its hello may be here already
+}
+
+TcpLink *TcpTransport::pick_victim(uint32_t only_from) {
+    TcpLink *oldest = nullptr; // silent, from only_from (or from anywhere)
+    for (const auto &[id, l] : accepting_)
+        if (l->state == LinkState::AwaitHello && (only_from == 0 || l->from_addr == only_from) &&
+            (!oldest || l->accept_id < oldest->accept_id))
+            oldest = l.get();
+    if (only_from != 0) return oldest;
+    // Silent ones at strangers' addresses first: the oldest of the address holding the most.
+    std::unordered_set<uint32_t> known;
+    {
+        std::lock_guard g(links_mutex_);
+        known = known_addrs_;
+    }
+    std::unordered_map<uint32_t, std::pair<size_t, TcpLink *>> by_addr; // count, oldest
+    for (const auto &[id, l] : accepting_) {
+        if (l->state != LinkState::AwaitHello || known.count(l->from_addr)) continue;
+        auto &[count, first] = by_addr[l->from_addr];
+        ++count;
+        if (!first || l->accept_id < first->accept_id) first = l.get();
+    }
+    TcpLink *victim = nullptr;
+    size_t most = 0;
+    for (const auto &[addr, e] : by_addr)
+        if (e.first > most || (e.first == most && e.second->accept_id < victim->accept_id)) {
+            most = e.first;
+            victim = e.second;
+        }
+    if (victim) return victim;
+    if (oldest) return oldest;
+    // Then one that said hello for a stranger's id; never one of the job's peers proving itself.
+    for (const auto &[id, l] : accepting_)
+        if (l->state == LinkState::AwaitProof && !l->known_peer && (!victim || l->accept_id < victim->accept_id))
+            victim = l.get();
+    return victim;
+}
+
+bool TcpTransport::evict_one(Receiver &r, uint32_t only_from) {
+    // A few tries: the last read may find a hello (then it is not silent any more) or an end.
+    for (int tries = 0; tries < 8; ++tries) {
+        TcpLink *victim = pick_victim(only_from);
+        if (!victim) return false;
+        const uint64_t id = victim->accept_id;
+        const LinkState before = victim->state;
+        advance_accepted(*victim, r);
+        if (!accepting_.count(id)) return true; // it ended by itself: a slot is free
+        if (victim->state != before) continue;  // its hello was there
+        const HandshakeMessage tell = make_refusal(self_, victim->peer, RefusalReason::Busy);
+        drop_accepting(*victim, &tell,
+                       "a connection from " + victim->remote + ": too many connections waiting to authenticate");
+        return true;
+    }
+    return false;
+}
+
+void TcpTransport::drop_accepting(TcpLink &l, const HandshakeMessage *tell, const std::string &what) {
+    if (tell) {
+        [[maybe_unused]] ssize_t n = ::send(l.fd, tell, sizeof *tell, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    refused(what);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.fd, nullptr);
+    {
+        std::lock_guard g(l.tx_mutex);
+        l.state = LinkState::Dead;
+        ::close(l.fd);
+        l.fd = -1;
+    }
+    l.reported = true;
+    handshaking_.fetch_sub(1);
+    live_links_.fetch_sub(1);
+    auto it = accepting_.find(l.accept_id);
+    graveyard_.push_back(std::move(it->second)); // events of this batch may still name it
+    accepting_.erase(it);
 }
 
 TcpTransport::HandshakeRead TcpTransport::read_handshake(TcpLink &l) {
@@ -636,29 +812,145 @@ bool write_handshake(int fd, const HandshakeMessage &m) {
 }
 } // namespace
 
+void TcpTransport::advance_accepted(TcpLink &l, Receiver &r) {
+    const char *why = nullptr;
+    const std::string who = "a connection from " + l.remote;
+    switch (read_handshake(l)) {
+    case HandshakeRead::More: return;
+    case HandshakeRead::Closed:
+        return drop_accepting(l, nullptr,
+                              who + (l.state == LinkState::AwaitHello ? " that closed before its hello"
+                                                                      : " that closed during its handshake"));
+    case HandshakeRead::Done: break;
+    }
+    if (l.state == LinkState::AwaitHello) {
+        if (!handshake_valid(l.incoming, HandshakeStep::Hello, &why))
+            return drop_accepting(l, nullptr, who + ": " + why);
+        l.peer = {l.incoming.from_nid, l.incoming.from_pid};
+        if (PeerId{l.incoming.to_nid, l.incoming.to_pid} != self_) {
+            const HandshakeMessage tell = make_refusal(self_, l.peer, RefusalReason::NotAddressedHere);
+            return drop_accepting(l, &tell, who + ": addressed to another endpoint");
+        }
+        if (cfg_.secret.empty()) {
+            const HandshakeMessage tell = make_refusal(self_, l.peer, RefusalReason::NoSecret);
+            return drop_accepting(l, &tell, who + ": this process has no job secret");
+        }
+        {
+            std::lock_guard g(links_mutex_);
+            l.known_peer = known_ids_.count(l.peer.key()) != 0;
+        }
+        l.hello = l.incoming;
+        uint8_t nonce[16];
+        random_nonce(nonce);
+        l.challenge = make_challenge(cfg_.secret, self_, l.hello, nonce);
+        if (!write_handshake(l.fd, l.challenge)) return drop_accepting(l, nullptr, who + ": its connection broke");
+        l.state = LinkState::AwaitProof;
+        l.deadline_ms = now_ms() + static_cast<uint64_t>(cfg_.proof_timeout_ms);
+        return;
+    }
+    // AwaitProof
+    if (l.incoming.step == HandshakeStep::Refusal && handshake_valid(l.incoming, HandshakeStep::Refusal, &why))
+        return drop_accepting(l, nullptr,
+                              who + ": it refused our challenge: " + refusal_text(refusal_reason(l.incoming)));
+    if (!handshake_valid(l.incoming, HandshakeStep::Proof, &why)) return drop_accepting(l, nullptr, who + ": " + why);
+    if (PeerId{l.incoming.from_nid, l.incoming.from_pid} != l.peer)
+        return drop_accepting(l, nullptr, who + ": the proof comes from another endpoint");
+    if (!proof_authentic(cfg_.secret, l.hello, l.challenge, l.incoming)) {
+        const HandshakeMessage tell = make_refusal(self_, l.peer, RefusalReason::OtherSecret);
+        return drop_accepting(l, &tell, who + ": the peer does not know the job secret");
+    }
+    // Authenticated: the link joins the others for good.
+    const uint64_t id = l.accept_id;
+    {
+        std::lock_guard g(links_mutex_);
+        if (owned_.size() < cfg_.max_links) {
+            // Replies to the peer go over its connection unless we opened one of our own first.
+            send_links_.try_emplace(l.peer.key(), &l);
+            owned_.push_back(std::move(accepting_.at(id)));
+        }
+    }
+    if (accepting_.at(id)) {
+        log_error("tcp: link table full (%zu links); raise PORTICO_TCP_MAX_LINKS", cfg_.max_links);
+        const HandshakeMessage tell = make_refusal(self_, l.peer, RefusalReason::LinkTableFull);
+        return drop_accepting(l, &tell, who + ": the link table is full");
+    }
+    accepting_.erase(id);
+    l.accept_id = 0;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.ptr = &l;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, l.fd, &ev);
+    become_up(l, r);
+}
+
+void TcpTransport::retry_connect(TcpLink &l, Receiver &r, const std::string &why) {
+    // A connection we opened ended before it was up, not because the peer refused us for good: a
+    // busy acceptor (a flood) or a slow one. Connect again until the deadline.
+    l.last_failure = why;
+    const uint64_t now = now_ms();
+    if (now >= l.deadline_ms) {
+        log_error("tcp: no connection to %08x/%u at %s within %d ms (%u attempts; the last one ended: %s)", l.peer.nid,
+                  l.peer.pid, l.remote.c_str(), cfg_.connect_timeout_ms, l.attempts, why.c_str());
+        return fail_link(l, r, false);
+    }
+    log_debug("tcp: the connection to %s ended before it was up (%s); connecting again", l.remote.c_str(), why.c_str());
+    if (l.fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.fd, nullptr);
+    {
+        std::lock_guard g(l.tx_mutex);
+        if (l.fd >= 0) ::close(l.fd);
+        l.fd = -1;
+        l.state = LinkState::Connecting;
+    }
+    l.incoming_got = 0;
+    // At once the first time; then a little later each time (the tick opens it), up to 100 ms.
+    l.retry_at_ms = now + (l.attempts < 2 ? 0 : std::min<uint64_t>(100, uint64_t{5} << std::min(l.attempts, 8u)));
+    if (l.retry_at_ms <= now) reconnect(l, r);
+}
+
+void TcpTransport::reconnect(TcpLink &l, Receiver &r) {
+    ++l.attempts;
+    std::string remote;
+    const int fd = open_connection(l.peer, &remote);
+    if (fd < 0) {
+        if (errno == ECONNREFUSED) return fail_link(l, r, false); // nobody listens there any more
+        l.retry_at_ms = now_ms() + 100;
+        return;
+    }
+    {
+        std::lock_guard g(l.tx_mutex);
+        l.fd = fd;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLOUT;
+    ev.data.ptr = &l;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+}
+
 void TcpTransport::advance_handshake(TcpLink &l, Receiver &r) {
+    // A connection we opened (accepted ones: advance_accepted).
     const char *why = nullptr;
     auto refuse = [&](const char *reason) {
-        log_error("tcp: %s connection %s %s (%08x/%u) refused: %s", l.accepted ? "incoming" : "outgoing",
-                  l.accepted ? "from" : "to", l.remote.c_str(), l.peer.nid, l.peer.pid, reason);
+        log_error("tcp: outgoing connection to %s (%08x/%u) refused: %s", l.remote.c_str(), l.peer.nid, l.peer.pid,
+                  reason);
         fail_link(l, r, true);
     };
+    if (l.fd < 0) return; // waiting to connect again (an event about the connection before)
     if (l.state == LinkState::Connecting) {
         int err = 0;
         socklen_t len = sizeof err;
         getsockopt(l.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0) {
+        if (err == ECONNREFUSED) { // nobody listens: the peer is gone
             log_debug("tcp: connect to %08x/%u: %s", l.peer.nid, l.peer.pid, std::strerror(err));
-            fail_link(l, r, false);
-            return;
+            return fail_link(l, r, false);
         }
+        if (err != 0) return retry_connect(l, r, std::string("connect: ") + std::strerror(err));
+        sockaddr_in peer{};
+        socklen_t peer_len = sizeof peer;
+        if (getpeername(l.fd, reinterpret_cast<sockaddr *>(&peer), &peer_len) != 0) return; // not yet connected
         uint8_t nonce[16];
         random_nonce(nonce);
         l.hello = make_hello(self_, l.peer, nonce);
-        if (!write_handshake(l.fd, l.hello)) {
-            fail_link(l, r, false);
-            return;
-        }
+        if (!write_handshake(l.fd, l.hello)) return retry_connect(l, r, "our hello could not be written");
         {
             std::lock_guard g(l.tx_mutex);
             l.state = LinkState::AwaitChallenge;
@@ -672,52 +964,29 @@ void TcpTransport::advance_handshake(TcpLink &l, Receiver &r) {
     switch (read_handshake(l)) {
     case HandshakeRead::More: return;
     case HandshakeRead::Closed:
-        if (l.accepted && l.state == LinkState::AwaitHello) return fail_link(l, r, true); // a port scan, say
-        return refuse("connection closed during the handshake (wrong job secret?)");
+        // Closed without a word: not a refusal of ours for good (that comes with a Refusal).
+        return retry_connect(l, r, "the peer closed the connection before answering");
     case HandshakeRead::Done: break;
     }
-    switch (l.state) {
-    case LinkState::AwaitHello: {
-        if (!handshake_valid(l.incoming, HandshakeStep::Hello, &why)) return refuse(why);
-        l.peer = {l.incoming.from_nid, l.incoming.from_pid};
-        if (PeerId{l.incoming.to_nid, l.incoming.to_pid} != self_) return refuse("addressed to another endpoint");
-        if (cfg_.secret.empty()) return refuse("this process has no job secret");
-        l.hello = l.incoming;
-        uint8_t nonce[16];
-        random_nonce(nonce);
-        l.challenge = make_challenge(cfg_.secret, self_, l.hello, nonce);
-        if (!write_handshake(l.fd, l.challenge)) return fail_link(l, r, true);
-        std::lock_guard g(l.tx_mutex);
-        l.state = LinkState::AwaitProof;
-        return;
+    if (l.state != LinkState::AwaitChallenge) return;
+    if (l.incoming.step == HandshakeStep::Refusal && handshake_valid(l.incoming, HandshakeStep::Refusal, &why)) {
+        const RefusalReason reason = refusal_reason(l.incoming);
+        if (refusal_is_transient(reason)) return retry_connect(l, r, refusal_text(reason));
+        return refuse(refusal_text(reason));
     }
-    case LinkState::AwaitChallenge: {
-        if (!handshake_valid(l.incoming, HandshakeStep::Challenge, &why)) return refuse(why);
-        if (PeerId{l.incoming.from_nid, l.incoming.from_pid} != l.peer ||
-            PeerId{l.incoming.to_nid, l.incoming.to_pid} != self_)
-            return refuse("the endpoint that answered is not the one called");
-        if (!challenge_authentic(cfg_.secret, l.hello, l.incoming))
-            return refuse("the peer does not know the job secret");
-        l.challenge = l.incoming;
-        if (!write_handshake(l.fd, make_proof(cfg_.secret, self_, l.hello, l.challenge))) return fail_link(l, r, false);
-        return become_up(l, r);
+    if (!handshake_valid(l.incoming, HandshakeStep::Challenge, &why)) return refuse(why);
+    if (PeerId{l.incoming.from_nid, l.incoming.from_pid} != l.peer ||
+        PeerId{l.incoming.to_nid, l.incoming.to_pid} != self_)
+        return refuse("the endpoint that answered is not the one called");
+    if (!challenge_authentic(cfg_.secret, l.hello, l.incoming)) {
+        const HandshakeMessage tell = make_refusal(self_, l.peer, RefusalReason::OtherSecret);
+        write_handshake(l.fd, tell); // so that its log says why we close
+        return refuse("the peer does not know the job secret");
     }
-    case LinkState::AwaitProof: {
-        if (!handshake_valid(l.incoming, HandshakeStep::Proof, &why)) return refuse(why);
-        if (PeerId{l.incoming.from_nid, l.incoming.from_pid} != l.peer)
-            return refuse("the proof comes from another endpoint");
-        if (!proof_authentic(cfg_.secret, l.hello, l.challenge, l.incoming))
-            return refuse("the peer does not know the job secret");
-        {
-            std::lock_guard g(links_mutex_);
-            --pending_accepts_;
-            // Replies to the peer go over its connection unless we opened one of our own first.
-            send_links_.try_emplace(l.peer.key(), &l);
-        }
-        return become_up(l, r);
-    }
-    default: return;
-    }
+    l.challenge = l.incoming;
+    if (!write_handshake(l.fd, make_proof(cfg_.secret, self_, l.hello, l.challenge)))
+        return retry_connect(l, r, "our proof could not be written");
+    return become_up(l, r);
 }
 
 void TcpTransport::become_up(TcpLink &l, Receiver &r) {
@@ -795,15 +1064,15 @@ void TcpTransport::fail_link(TcpLink &l, Receiver &r, bool refused) {
     if (l.reported.exchange(true)) return;
     std::erase(up_links_, &l);
     const bool was_handshaking = l.handshaking();
-    const bool was_pending_accept =
-        l.accepted && (l.state == LinkState::AwaitHello || l.state == LinkState::AwaitProof);
     std::deque<TcpOutMessage> abandoned;
     {
         std::lock_guard g(l.tx_mutex);
         l.state = LinkState::Dead;
         abandoned.swap(l.backlog);
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.fd, nullptr);
-        ::close(l.fd);
+        if (l.fd >= 0) {
+            epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.fd, nullptr);
+            ::close(l.fd);
+        }
         l.fd = -1;
     }
     bool was_send_link = false;
@@ -815,7 +1084,6 @@ void TcpTransport::fail_link(TcpLink &l, Receiver &r, bool refused) {
             send_links_.erase(it);
             was_send_link = true;
         }
-        if (was_pending_accept) --pending_accepts_;
         // Another authenticated connection with the peer may still bring its answers (each side
         // answers on the connection it opened, and a peer that exits closes them all). One still
         // in its handshake does not count: it may lead to a new process that took the peer's id.
@@ -833,23 +1101,54 @@ void TcpTransport::fail_link(TcpLink &l, Receiver &r, bool refused) {
 
 void TcpTransport::expire_handshakes(Receiver &r) {
     const uint64_t now = now_ms();
-    std::vector<TcpLink *> late;
+    // Connections we opened: given up at their deadline, or opened again when a retry is due.
+    std::vector<TcpLink *> late, due;
     {
         std::lock_guard g(links_mutex_);
-        for (auto &l : owned_)
-            if (!l->reported && l->handshaking() && now >= l->deadline_ms) late.push_back(l.get());
+        for (auto &l : owned_) {
+            if (l->reported || !l->handshaking()) continue;
+            if (now >= l->deadline_ms)
+                late.push_back(l.get());
+            else if (l->fd < 0 && now >= l->retry_at_ms)
+                due.push_back(l.get());
+        }
     }
     for (TcpLink *l : late) {
-        log_error("tcp: %s %s did not complete its handshake in %d ms; closing it",
-                  l->accepted ? "a connection from" : "the connection to", l->remote.c_str(), cfg_.connect_timeout_ms);
-        fail_link(*l, r, l->accepted);
+        log_error("tcp: the connection to %08x/%u at %s did not come up in %d ms (%u attempts%s%s); giving up",
+                  l->peer.nid, l->peer.pid, l->remote.c_str(), cfg_.connect_timeout_ms, l->attempts,
+                  l->last_failure.empty() ? "" : "; the last one before this ended: ", l->last_failure.c_str());
+        fail_link(*l, r, false);
     }
+    for (TcpLink *l : due) reconnect(*l, r);
+    // Accepted ones past their deadline, each after a last read (its hello or proof may be here).
+    std::vector<uint64_t> overdue;
+    for (const auto &[id, l] : accepting_)
+        if (now >= l->deadline_ms) overdue.push_back(id);
+    for (uint64_t id : overdue) {
+        auto it = accepting_.find(id);
+        if (it == accepting_.end()) continue;
+        TcpLink &l = *it->second;
+        advance_accepted(l, r);
+        if (!accepting_.count(id) || now < l.deadline_ms) continue;
+        const HandshakeMessage tell = make_refusal(self_, l.peer, RefusalReason::Late);
+        drop_accepting(l, &tell,
+                       "a connection from " + l.remote +
+                           (l.state == LinkState::AwaitHello ? " that sent no hello in time"
+                                                             : " that did not finish its handshake in time"));
+    }
+    resume_listening();
 }
 
-void TcpTransport::service(void *tag, uint32_t events, Receiver &r) {
+void TcpTransport::service(uint64_t data, uint32_t events, Receiver &r) {
     // Caller holds poll_mutex_.
+    if (data & 1) { // an accepted connection still authenticating; it may have gone meanwhile
+        auto it = accepting_.find(data >> 1);
+        if (it != accepting_.end()) advance_accepted(*it->second, r);
+        return;
+    }
+    void *tag = reinterpret_cast<void *>(static_cast<uintptr_t>(data));
     if (tag == &g_listen_tag) {
-        accept_all();
+        accept_all(r);
         return;
     }
     if (tag == &g_wake_tag) {
@@ -888,7 +1187,8 @@ void TcpTransport::service(void *tag, uint32_t events, Receiver &r) {
 int TcpTransport::service_ready(Receiver &r, int timeout_ms) {
     epoll_event evs[64];
     const int k = epoll_wait(epoll_fd_, evs, 64, timeout_ms);
-    for (int i = 0; i < k; ++i) service(evs[i].data.ptr, evs[i].events, r);
+    for (int i = 0; i < k; ++i) service(evs[i].data.u64, evs[i].events, r);
+    end_batch();
     return k > 0 ? k : 0;
 }
 
@@ -959,7 +1259,16 @@ void TcpTransport::wait(Receiver &r, int timeout_ms) {
     const int k = epoll_wait(epoll_fd_, evs, 64, timeout_ms);
     if (k <= 0) return;
     std::lock_guard lock(poll_mutex_);
-    for (int i = 0; i < k; ++i) service(evs[i].data.ptr, evs[i].events, r);
+    for (int i = 0; i < k; ++i) service(evs[i].data.u64, evs[i].events, r);
+    end_batch();
+}
+
+void TcpTransport::know_peers(const PeerId *peers, size_t n) {
+    std::lock_guard g(links_mutex_);
+    for (size_t i = 0; i < n; ++i) {
+        known_ids_.insert(peers[i].key());
+        known_addrs_.insert(peers[i].nid);
+    }
 }
 
 void TcpTransport::interrupt() {

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "transport/transport.hpp"
@@ -29,9 +30,15 @@ struct TcpConfig {
     std::string secret; // empty: every connection is refused
     size_t max_links = 4096;
     size_t max_frame_payload = 64 * 1024 - sizeof(FrameHeader);
-    int connect_timeout_ms = 30000;   // connect plus handshake
-    size_t max_pending_accepts = 256; // connections that have not authenticated yet
-    int keepalive_idle_s = 10;        // a silent broken connection is found within idle + 3 * 5 s
+    int connect_timeout_ms = 30000; // connect plus handshake, connecting again as often as it takes
+    // Accepted connections that have not authenticated yet (see accept_all): at most this many,
+    // at most max_pending_per_address of them from one address that no peer of the job has.
+    size_t max_pending_accepts = 256;
+    size_t max_pending_per_address = 64;
+    int hello_timeout_ms = 1000;        // for an accepted connection's hello
+    int hello_timeout_pressed_ms = 250; // the same while the pending table is half full (a flood)
+    int proof_timeout_ms = 5000;        // for the rest of its handshake
+    int keepalive_idle_s = 10;          // a silent broken connection is found within idle + 3 * 5 s
     // A request (Hold::Burst) sent to a peer less than this long after the previous one waits to
     // share a write with what follows (0: never).
     uint64_t coalesce_ns = 10000;
@@ -39,6 +46,7 @@ struct TcpConfig {
 
 class TcpLink;
 struct TcpOutMessage;
+struct HandshakeMessage;
 
 class TcpTransport final : public Transport {
 public:
@@ -67,17 +75,20 @@ public:
     void farewell() override;
     uint64_t malformed_frames() const override { return malformed_.load(std::memory_order_relaxed); }
     uint64_t refused_connections() const override { return refused_.load(std::memory_order_relaxed); }
+    void know_peers(const PeerId *peers, size_t n) override;
 
 private:
     TcpLink *link_for(PeerId to);
     TcpLink *connect_to(PeerId to);
+    int open_connection(PeerId to, std::string *remote); // a socket connecting to `to`, or -1
     void add_link(std::unique_ptr<TcpLink> l);
-    void accept_all();
-    void service(void *tag, uint32_t events, Receiver &r);
+    void service(uint64_t tag, uint32_t events, Receiver &r);
     int on_readable(TcpLink &l, Receiver &r); // frames delivered (a failure counts as work)
     enum class HandshakeRead { Done, More, Closed };
     HandshakeRead read_handshake(TcpLink &l);
-    void advance_handshake(TcpLink &l, Receiver &r);
+    void advance_handshake(TcpLink &l, Receiver &r); // a connection we opened
+    void retry_connect(TcpLink &l, Receiver &r, const std::string &why);
+    void reconnect(TcpLink &l, Receiver &r);
     void become_up(TcpLink &l, Receiver &r);
     void fail_link(TcpLink &l, Receiver &r, bool refused);
     int flush_backlog(TcpLink &l, Receiver &r);
@@ -85,7 +96,19 @@ private:
     void expire_handshakes(Receiver &r);
     void arm_timer();
     int service_ready(Receiver &r, int timeout_ms);
-    void flush_held(); // writes the frames held back (see send)
+    void end_batch(); // after a batch of events: nothing refers to the links dropped in it any more
+    // Accepted connections, until they authenticate (poll lock held throughout).
+    void accept_all(Receiver &r);
+    void admit(int fd, uint32_t from_addr, uint16_t from_port, Receiver &r);
+    void advance_accepted(TcpLink &l, Receiver &r);
+    TcpLink *pick_victim(uint32_t only_from);
+    bool evict_one(Receiver &r, uint32_t only_from); // 0: from anywhere
+    size_t silent_from(uint32_t addr) const;
+    void drop_accepting(TcpLink &l, const HandshakeMessage *tell, const std::string &what);
+    void pause_listening();
+    void resume_listening();
+    void refused(const std::string &what); // counted; logged at 1, 2, 4, 8, ... refusals
+    void flush_held();                     // writes the frames held back (see send)
     // Appends a frame to l's held bytes (l.tx_mutex held); false if the payload is unreadable.
     bool hold_frame(TcpLink &l, const FrameHeader &h, const Gather &payload);
     void enlist_held(TcpLink &l, bool ack);
@@ -97,14 +120,20 @@ private:
     int wake_fd_ = -1;  // eventfd: interrupt() and "a backlog needs pushing"
     int timer_fd_ = -1; // timerfd: handshake deadlines
 
-    std::mutex links_mutex_; // guards send_links_, owned_, pending_accepts_, peer_reads_
+    std::mutex links_mutex_; // guards send_links_, owned_, peer_reads_, known_ids_, known_addrs_
     std::unordered_map<uint64_t, std::shared_ptr<std::atomic<uint64_t>>> peer_reads_; // TcpLink::reads
     std::unordered_map<uint64_t, TcpLink *> send_links_;
-    std::vector<std::unique_ptr<TcpLink>> owned_;
+    std::vector<std::unique_ptr<TcpLink>> owned_; // links we opened, and accepted ones once authenticated
+    std::unordered_set<uint64_t> known_ids_;      // the job's peers (know_peers)
+    std::unordered_set<uint32_t> known_addrs_;    // and their addresses
     std::atomic<size_t> handshaking_{0};
     std::atomic<size_t> live_links_{0};
-    size_t pending_accepts_ = 0;
-    std::mutex poll_mutex_; // one poller at a time
+    // Accepted connections not authenticated yet, by accept id (their epoll tag); the poller's.
+    std::unordered_map<uint64_t, std::unique_ptr<TcpLink>> accepting_;
+    uint64_t next_accept_id_ = 1;
+    std::vector<std::unique_ptr<TcpLink>> graveyard_; // dropped during this batch (end_batch)
+    bool listen_paused_ = false;                      // out of descriptors (accept_all)
+    std::mutex poll_mutex_;                           // one poller at a time
     std::atomic<unsigned> idle_polls_{0};
     std::atomic<bool> warned_no_secret_{false};
     static constexpr size_t kDirectReadLinks = 4;
