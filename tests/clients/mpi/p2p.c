@@ -3,7 +3,14 @@
  * limit, the 2 KiB short-message and overflow-buffer sizes, and Open MPI's rendezvous), probes,
  * matched probes, synchronous sends, ordering of many small messages, wildcards, a derived
  * datatype, a cancelled receive, and every rank exchanging with every other at once. Data,
- * counts, sources and tags are checked. Prints "p2p: ok" on rank 0. */
+ * counts, sources and tags are checked. Prints "p2p: ok" on rank 0.
+ * Argument --btl-portals4: leave out what Open MPI 4.1.4's btl portals4 loses (its defects,
+ * docs/CLIENTS.md): a packed (non-contiguous) send over its 32 KiB eager limit, which it puts with
+ * match bits only its zero-length overflow entry matches, events off, so the data is dropped; and
+ * 2000 sends posted at once, whose SEND and ACK events (up to its 8192 pending operations, two
+ * events each) overflow its 4096-entry event queue: it reports "Flow control situation without
+ * recovery (EQ_DROPPED)" and the lost events' messages never complete. With it the datatype is
+ * sent at 16 KiB only and the ordering test posts 1000 sends. */
 #include "mpi_check.h"
 
 #include <string.h>
@@ -103,19 +110,18 @@ static void synchronous(unsigned char *sbuf, unsigned char *rbuf) {
     }
 }
 
-/* Messages between one pair do not overtake each other: 2000 sends of growing size received with
- * MPI_ANY_TAG arrive in the order sent, most of them unexpected. */
-static void ordering(void) {
-    enum { kMsgs = 2000 };
+/* Messages between one pair do not overtake each other: `msgs` (at most 2000) sends of growing size
+ * received with MPI_ANY_TAG arrive in the order sent, most of them unexpected. */
+static void ordering(int msgs) {
     const int to = (rank + 1) % size, from = (rank + size - 1) % size;
-    static int out[kMsgs][64], in[64];
-    MPI_Request reqs[kMsgs];
-    for (int m = 0; m < kMsgs; ++m) {
+    static int out[2000][64], in[64];
+    static MPI_Request reqs[2000];
+    for (int m = 0; m < msgs; ++m) {
         const int len = 1 + m % 64;
         for (int k = 0; k < len; ++k) out[m][k] = rank * 1000000 + m * 64 + k;
         CHECK_MPI(MPI_Isend(out[m], len, MPI_INT, to, m % 7, MPI_COMM_WORLD, &reqs[m]));
     }
-    for (int m = 0; m < kMsgs; ++m) {
+    for (int m = 0; m < msgs; ++m) {
         MPI_Status st;
         CHECK_MPI(MPI_Recv(in, 64, MPI_INT, from, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
         int count = -1;
@@ -124,20 +130,21 @@ static void ordering(void) {
         CHECK(st.MPI_TAG == m % 7);
         for (int k = 0; k < count; ++k) CHECK(in[k] == from * 1000000 + m * 64 + k);
     }
-    CHECK_MPI(MPI_Waitall(kMsgs, reqs, MPI_STATUSES_IGNORE));
+    CHECK_MPI(MPI_Waitall(msgs, reqs, MPI_STATUSES_IGNORE));
 }
 
-/* A strided vector of doubles, sent and received with MPI_Sendrecv_replace around the ring. */
-static void datatype(void) {
-    enum { kCount = 4096, kStride = 3 };
-    static double buf[kCount * kStride];
+/* A strided vector of `count` doubles (at most 4096), sent and received with MPI_Sendrecv_replace
+ * around the ring. */
+static void datatype(int count) {
+    enum { kStride = 3 };
+    static double buf[4096 * kStride];
     const int to = (rank + 1) % size, from = (rank + size - 1) % size;
-    for (int i = 0; i < kCount * kStride; ++i) buf[i] = (i % kStride == 0) ? rank * 1e6 + i : -1.0;
+    for (int i = 0; i < count * kStride; ++i) buf[i] = (i % kStride == 0) ? rank * 1e6 + i : -1.0;
     MPI_Datatype vec;
-    CHECK_MPI(MPI_Type_vector(kCount, 1, kStride, MPI_DOUBLE, &vec));
+    CHECK_MPI(MPI_Type_vector(count, 1, kStride, MPI_DOUBLE, &vec));
     CHECK_MPI(MPI_Type_commit(&vec));
     CHECK_MPI(MPI_Sendrecv_replace(buf, 1, vec, to, 400, from, 400, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-    for (int i = 0; i < kCount * kStride; ++i) CHECK(buf[i] == ((i % kStride == 0) ? from * 1e6 + i : -1.0));
+    for (int i = 0; i < count * kStride; ++i) CHECK(buf[i] == ((i % kStride == 0) ? from * 1e6 + i : -1.0));
     CHECK_MPI(MPI_Type_free(&vec));
 }
 
@@ -186,8 +193,10 @@ int main(int argc, char **argv) {
     ring(0, sbuf, rbuf);
     probes(sbuf);
     synchronous(sbuf, rbuf);
-    ordering();
-    datatype();
+    const int btl_portals4 = argc > 1 && strcmp(argv[1], "--btl-portals4") == 0;
+    ordering(btl_portals4 ? 1000 : 2000);
+    datatype(2048);                    /* 16 KiB packed */
+    if (!btl_portals4) datatype(4096); /* 32 KiB packed */
     cancel();
     all_pairs(sbuf, rbuf);
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
