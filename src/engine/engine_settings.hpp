@@ -95,11 +95,15 @@ inline constexpr Bytes kMaxVolatileSize{"PORTICO_MAX_VOLATILE_SIZE",
                                         UINT64_MAX,
                                         "NI limit max_volatile_size (PTL_MD_VOLATILE puts up to this are copied)"};
 
-inline constexpr const Setting *kEngineSettings[] = {&kWaitSpinUs,      &kWaitPauseUs,    &kProgressSpinUs,
-                                                     &kProgressParkUs,  &kMaxEntries,     &kMaxUnexpectedHeaders,
-                                                     &kMaxMds,          &kMaxCts,         &kMaxEqs,
-                                                     &kMaxPtIndex,      &kMaxIovecs,      &kMaxListSize,
-                                                     &kMaxTriggeredOps, &kMaxAtomicSize,  &kMaxFetchAtomicSize,
-                                                     &kMaxMsgSize,      &kMaxVolatileSize};
+inline constexpr Text kTrace{"PORTICO_TRACE", Layer::engine, nullptr,
+                             "path prefix: each process writes a trace of its counting events, triggered operations "
+                             "and matching to <prefix>.<pid> (engine/trace.hpp)"};
+
+inline constexpr const Setting *kEngineSettings[] = {&kWaitSpinUs,      &kWaitPauseUs,     &kProgressSpinUs,
+                                                     &kProgressParkUs,  &kMaxEntries,      &kMaxUnexpectedHeaders,
+                                                     &kMaxMds,          &kMaxCts,          &kMaxEqs,
+                                                     &kMaxPtIndex,      &kMaxIovecs,       &kMaxListSize,
+                                                     &kMaxTriggeredOps, &kMaxAtomicSize,   &kMaxFetchAtomicSize,
+                                                     &kMaxMsgSize,      &kMaxVolatileSize, &kTrace};
 
 } // namespace portico::settings
