@@ -11,16 +11,24 @@
 // noticed and the take is retried. Events are stored as atomic words so that such a racing copy
 // is well-defined.
 //
-// Flow control keeps `reserved` slots free for PT_DISABLED events; adding a reserved slot grows
-// the ring (grow): the producer copies the pending events into a larger storage and publishes it.
-// A consumer may still read the old storage, so it is kept until the ring is reset, which the
-// engine does only when no thread is inside (EQ users).
+// The queue holds `limit` events (PtlEQAlloc's count, plus the reserved slots below) but its
+// storage starts small and grows with the events actually pending (grow: the producer copies the
+// pending events into a storage twice as large, up to the limit, and publishes it), so that a
+// queue asked for a million events costs what its busiest moment needed: GASNet sizes its
+// active-message queues for every event its credits allow, which with many peers is hundreds of
+// megabytes that no run ever fills. A consumer may still read an old storage, so it is kept
+// until the ring is reset, which the engine does only when no thread is inside (EQ users); the
+// old ones add up to less than the current one.
+//
+// Flow control keeps `reserved` slots free for PT_DISABLED events; reserving one raises the limit.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include <portals4.h>
@@ -38,7 +46,8 @@ public:
     // Producer side (one thread at a time; the engine lock) ------------------------------------
     void reset(size_t capacity) {
         retired_.clear();
-        current_ = std::make_unique<Storage>(capacity);
+        limit_ = capacity;
+        current_ = std::make_unique<Storage>(std::min(capacity, kFirstStorage));
         storage_.store(current_.get(), std::memory_order_release);
         head_.store(0, std::memory_order_relaxed);
         tail_.store(0, std::memory_order_relaxed);
@@ -48,31 +57,42 @@ public:
         retired_.clear();
         storage_.store(nullptr, std::memory_order_relaxed);
         current_.reset();
+        limit_ = 0;
     }
-    size_t capacity() const { return current_ ? current_->capacity : 0; }
+    // The events the queue holds before it drops the oldest (reserved slots included).
+    size_t capacity() const { return limit_; }
     size_t reserved() const { return reserved_; }
+    // Slots allocated now: at most capacity(), grown with the events pending at once.
+    size_t storage_slots() const { return current_ ? current_->capacity : 0; }
     // An ordinary event fits without taking a reserved slot.
     bool has_room() const { return size() + reserved_ < capacity(); }
     // A flow-controlled PT keeps one slot for its PT_DISABLED event.
     void reserve_one() {
-        grow(capacity() + 1);
+        ++limit_;
         ++reserved_;
     }
     void unreserve_one() {
-        if (reserved_ > 0) --reserved_; // the storage keeps its size: ordinary room from now on
+        if (reserved_ > 0) --reserved_; // the limit stays: ordinary room from now on
     }
 
     // Adds an event; a full ring drops its oldest (reserved slots are for uses_reserve events).
     void push(const ptl_event_t &ev, bool uses_reserve) {
-        Storage &s = *current_;
         const uint64_t t = tail_.load(std::memory_order_relaxed);
-        const uint64_t limit = s.capacity - (uses_reserve ? 0 : reserved_);
-        for (uint64_t h = head_.load(std::memory_order_acquire); t - (h & ~kDropped) >= limit;) {
+        const uint64_t limit = limit_ - (uses_reserve ? 0 : reserved_);
+        uint64_t h = head_.load(std::memory_order_acquire);
+        while (t - (h & ~kDropped) >= limit) {
             // Full: the oldest goes, and whoever takes the next one is told. A failed exchange
             // (a consumer took it first) reloads h and looks again.
             head_.compare_exchange_weak(h, ((h & ~kDropped) + 1) | kDropped, std::memory_order_acq_rel);
         }
-        write_slot(s, t, ev);
+        // Fewer than limit_ events are pending now; the storage grows when they fill it (a
+        // consumer taking one meanwhile only makes the growth early). Should the memory for that
+        // be refused, the queue is full at the size it has.
+        if (t - (h & ~kDropped) >= current_->capacity && !grow(std::min(limit_, 2 * current_->capacity))) {
+            while (t - (h & ~kDropped) >= current_->capacity)
+                head_.compare_exchange_weak(h, ((h & ~kDropped) + 1) | kDropped, std::memory_order_acq_rel);
+        }
+        write_slot(*current_, t, ev);
         tail_.store(t + 1, std::memory_order_release);
     }
 
@@ -106,15 +126,16 @@ public:
 
 private:
     static constexpr uint64_t kDropped = uint64_t{1} << 63;
+    static constexpr size_t kFirstStorage = 256; // slots a new queue starts with (26 KiB)
     static constexpr size_t kWords = (sizeof(ptl_event_t) + 7) / 8;
     struct Slot {
         std::atomic<uint64_t> seq{0};
         std::atomic<uint64_t> words[kWords];
     };
     struct Storage {
-        explicit Storage(size_t n) : capacity(n), slots(new Slot[n]) {}
+        explicit Storage(size_t n) : capacity(n), slots(new (std::nothrow) Slot[n]) {}
         size_t capacity;
-        std::unique_ptr<Slot[]> slots;
+        std::unique_ptr<Slot[]> slots; // nullptr: the memory was refused
     };
 
     static void write_slot(Storage &s, uint64_t index, const ptl_event_t &ev) {
@@ -126,9 +147,11 @@ private:
         slot.seq.store(2 * index + 2, std::memory_order_release);
     }
 
-    // Producer: a larger storage with the pending events at their new places.
-    void grow(size_t capacity) {
-        auto bigger = std::make_unique<Storage>(capacity);
+    // Producer: a larger storage with the pending events at their new places; false if the
+    // memory is refused.
+    bool grow(size_t capacity) {
+        auto bigger = std::unique_ptr<Storage>(new (std::nothrow) Storage(capacity));
+        if (!bigger || !bigger->slots) return false;
         const uint64_t t = tail_.load(std::memory_order_relaxed);
         for (uint64_t i = head_.load(std::memory_order_acquire) & ~kDropped; i < t; ++i) {
             const Slot &from = current_->slots[i % current_->capacity];
@@ -140,6 +163,7 @@ private:
         storage_.store(bigger.get(), std::memory_order_release);
         retired_.push_back(std::move(current_));
         current_ = std::move(bigger);
+        return true;
     }
 
     std::atomic<const Storage *> storage_{nullptr}; // what consumers read
@@ -147,6 +171,7 @@ private:
     std::vector<std::unique_ptr<Storage>> retired_; // grown out of; consumers may still read them
     std::atomic<uint64_t> head_{0};
     std::atomic<uint64_t> tail_{0};
+    size_t limit_ = 0; // producer: events held before the oldest is dropped
     size_t reserved_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "bootstrap/local_hint.hpp"
 #include "common/guarded_copy.hpp"
 #include "common/netif.hpp"
 #include "common/log.hpp"
@@ -30,6 +31,9 @@ std::unique_ptr<transport::Transport> Engine::open_transport(ptl_pid_t pid) {
     req.pid = pid == PTL_PID_ANY ? UINT32_MAX : pid;
     req.job_secret = [this] { return job_secret(); };
     req.shared_secret = [this] { return shared_job_secret(); };
+    const bootstrap::LocalHint local = bootstrap::local_hint();
+    req.local_processes = local.processes;
+    req.local_rank = local.rank;
     return transport::open_endpoint(req);
 }
 

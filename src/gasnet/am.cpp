@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "internal.hpp"
+#include "sizing.hpp"
 
 namespace gasnetp {
 
@@ -38,10 +39,10 @@ void link_buffer(Zone &z, Buffer *b) {
     b->done.store(0, std::memory_order_relaxed);
     ptl_me_t me = ck::me_desc(
         b->mem, b->len, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE);
-    me.min_free = kMaxFoot;
+    me.min_free = g->eager_max;
     append_me(z.pt, me, "PtlMEAppend (AM buffer)", b);
     b->linked = true;
-    z.slack += int64_t(b->len) - int64_t(kMaxFoot);
+    z.slack += int64_t(b->len) - int64_t(g->eager_max);
 }
 
 // Makes slack >= need: re-posts buffers whose messages have all been handled, then allocates.
@@ -149,15 +150,36 @@ const char *cat_name(unsigned cat) {
     }
 }
 
+// A part of a Medium too large for one message (PartHeader): copied into the payload being put
+// together; the payload once it is whole (*whole), else false.
+bool take_part(gasnet_node_t src, const char *part, size_t nbytes, std::vector<char> *whole) {
+    PartHeader ph;
+    std::memcpy(&ph, part, sizeof ph);
+    if (ph.total > kMaxMedium || ph.offset > ph.total || nbytes > ph.total - ph.offset)
+        fatal("malformed part of an active message from node %u", src);
+    std::lock_guard lk(g->parts_mu);
+    const auto key = std::make_pair(src, ph.id);
+    State::PartialMedium &pm = g->parts[key];
+    if (pm.payload.empty()) pm.payload.resize(ph.total);
+    if (pm.payload.size() != ph.total) fatal("malformed part of an active message from node %u", src);
+    std::memcpy(pm.payload.data() + ph.offset, part + sizeof ph, nbytes);
+    pm.arrived += uint32_t(nbytes);
+    if (pm.arrived < ph.total) return false;
+    *whole = std::move(pm.payload);
+    g->parts.erase(key);
+    return true;
+}
+
 void dispatch(int cls, const ptl_event_t &ev) {
     const uint64_t hd = ev.hdr_data;
     const unsigned h = hdr_handler(hd), nargs = hdr_nargs(hd), cat = hdr_cat(hd);
     const uint64_t nbytes = hdr_nbytes(hd);
+    const bool part = hdr_part(hd);
     const gasnet_node_t src = ev.initiator.rank;
     char *m = static_cast<char *>(ev.start);
     const size_t prefix = am_prefix(cat, nargs);
-    const size_t body = cat == kMedium || cat == kLongPacked ? nbytes : 0;
-    if (nargs > kMaxArgs || ev.mlength < prefix + body || src >= g->nodes)
+    const size_t body = (cat == kMedium || cat == kLongPacked ? nbytes : 0) + (part ? sizeof(PartHeader) : 0);
+    if (nargs > kMaxArgs || ev.mlength < prefix + body || src >= g->nodes || (part && cat != kMedium))
         fatal("malformed active message (%llu bytes) from node %u", (unsigned long long)ev.mlength, src);
     const gasnet_handler_fn_t fn = g->handlers[h];
     if (!fn)
@@ -168,8 +190,19 @@ void dispatch(int cls, const ptl_event_t &ev) {
     Arg a[kMaxArgs];
     std::memcpy(a, m + (cat == kLong || cat == kLongPacked ? 8 : 0), sizeof(Arg) * nargs);
     void *buf = nullptr;
+    size_t len = nbytes;
+    std::vector<char> whole; // a Medium that came in parts
     switch (cat) {
-    case kMedium: buf = m + prefix; break;
+    case kMedium:
+        if (!part) {
+            buf = m + prefix;
+        } else if (take_part(src, m + prefix, nbytes, &whole)) {
+            buf = whole.data();
+            len = whole.size();
+        } else {
+            return; // the handler runs when the last part is here
+        }
+        break;
     case kLongPacked:
         if (nbytes) std::memcpy(dest, m + prefix, nbytes); // in place before the handler runs
         buf = dest;
@@ -191,7 +224,7 @@ void dispatch(int cls, const ptl_event_t &ev) {
     if (cat == kShort)
         kShortCalls[nargs](fn, &tok, a);
     else
-        kMedLongCalls[nargs](fn, &tok, buf, size_t(nbytes), a);
+        kMedLongCalls[nargs](fn, &tok, buf, len, a);
     if (t.hsl_held != hsl0) fatal("AM handler %u returned while holding a handler-safe lock", h);
     t.in_handler = saved_in;
     t.token = saved_tok;
@@ -201,17 +234,23 @@ void dispatch(int cls, const ptl_event_t &ev) {
 
 // How a message of category cat travels to dest: a Long payload goes ahead of its message (kLong),
 // by memcpy into the destination's segment when it is mapped here (PSHM) or through Portals when
-// it is large, and inside the message (kLongPacked) otherwise.
-unsigned wire_category(unsigned cat, size_t nbytes, gasnet_node_t dest) {
+// it is large, and inside the message (kLongPacked) when the message stays small.
+unsigned wire_category(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t dest) {
     if (cat != kLong) return cat;
-    return nbytes > kLongPackedMax || dest == g->mynode || local_segment(dest) ? unsigned(kLong)
-                                                                               : unsigned(kLongPacked);
+    const bool packs = nbytes <= kLongPackedMax && round16(am_prefix(kLongPacked, nargs) + nbytes) <= g->eager_max;
+    return !packs || dest == g->mynode || local_segment(dest) ? unsigned(kLong) : unsigned(kLongPacked);
+}
+
+// A Medium whose message would be larger than one put may carry (g->eager_max: small credits,
+// many nodes) goes in parts.
+bool medium_in_parts(unsigned cat, size_t nbytes, unsigned nargs) {
+    return cat == kMedium && round16(am_prefix(kMedium, nargs) + nbytes) > g->eager_max;
 }
 
 // Sends one message of class cls (credits already taken for charge).
 void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat, const void *src, size_t nbytes,
                   void *dest_addr, unsigned nargs, const Arg *args, bool async) {
-    const unsigned wire = wire_category(cat, nbytes, dest);
+    const unsigned wire = wire_category(cat, nbytes, nargs, dest);
     if (wire == kLong && nbytes) {
         const uint64_t roff =
             g->seg_mode == 2 ? reinterpret_cast<uint64_t>(dest_addr)
@@ -254,8 +293,34 @@ void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat,
     put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr, am_hdr(h, nargs, wire, nbytes));
 }
 
+// Sends a Medium as parts of at most g->eager_max bytes each, taking credit for each part (the
+// target runs the handler once the last one is in). Parts are built after their credit is taken:
+// a handler run while waiting for it may send with the staging buffer.
+void send_medium_parts(int cls, gasnet_node_t dest, gasnet_handler_t h, const void *src, size_t nbytes, unsigned nargs,
+                       const Arg *args) {
+    const size_t prefix = am_prefix(kMedium, nargs);
+    const size_t most = g->eager_max - prefix - sizeof(PartHeader);
+    const uint64_t id = g->next_part_id.fetch_add(1, std::memory_order_relaxed);
+    for (size_t off = 0; off < nbytes; off += most) {
+        const size_t n = std::min(most, nbytes - off);
+        const size_t len = round16(prefix + sizeof(PartHeader) + n);
+        acquire_credit(cls, dest, uint32_t(std::max<size_t>(len, kMinCharge)));
+        ThreadState &t = ts();
+        if (t.staging.size() < kMaxFoot) t.staging.resize(kMaxFoot);
+        char *m = t.staging.data();
+        if (nargs) std::memcpy(m, args, sizeof(Arg) * nargs);
+        std::memset(m + sizeof(Arg) * nargs, 0, prefix - sizeof(Arg) * nargs);
+        const PartHeader ph{uint32_t(nbytes), uint32_t(off), id};
+        std::memcpy(m + prefix, &ph, sizeof ph);
+        std::memcpy(m + prefix + sizeof ph, static_cast<const char *>(src) + off, n);
+        std::memset(m + prefix + sizeof ph + n, 0, len - prefix - sizeof ph - n);
+        put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr,
+                 am_hdr(h, nargs, kMedium, n) | kHdrPart);
+    }
+}
+
 uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t dest) {
-    const unsigned wire = wire_category(cat, nbytes, dest);
+    const unsigned wire = wire_category(cat, nbytes, nargs, dest);
     size_t len = am_prefix(wire, nargs);
     if (wire == kMedium || wire == kLongPacked) len = round16(len + nbytes);
     return uint32_t(len < kMinCharge ? kMinCharge : len);
@@ -300,8 +365,7 @@ void credits_setup_ctrl() {
 }
 
 void am_setup() {
-    const uint64_t want = env_u64("GASNET_AM_BUFFER_BYTES", uint64_t(g->nodes) * g->credit_bytes / 4);
-    const uint64_t len = (std::min<uint64_t>(std::max<uint64_t>(want, 4 * kMaxFoot), 64u << 20) + 63) & ~uint64_t(63);
+    const uint64_t len = sizing::buffer_bytes(g->nodes, g->credit_bytes, env_u64("GASNET_AM_BUFFER_BYTES", 0));
     for (Zone &z : g->zones) {
         z.buf_len = len;
         std::lock_guard lk(z.mu);
@@ -331,12 +395,12 @@ void handle_am_event(int cls, const ptl_event_t &ev) {
             z.slack += charge;
         } else {
             z.slack += int64_t(charge) - int64_t(len);
-            if (off + len > b->len - kMaxFoot) {
+            if (off + len > b->len - g->eager_max) {
                 // This message unlinked the buffer: it leaves the capacity sum E.
                 b->spent = true;
                 b->linked = false;
                 b->spent_end = off + len;
-                z.slack -= int64_t(b->len - b->used_known) - int64_t(kMaxFoot);
+                z.slack -= int64_t(b->len - b->used_known) - int64_t(g->eager_max);
             }
         }
     }
@@ -361,6 +425,10 @@ int am_request(unsigned cat, gasnet_node_t dest, gasnet_handler_t handler, void 
     if (rc != GASNET_OK) return rc;
     // Like GASNet, serve the network on sends too (every 16th: a drain is three queue reads).
     if ((++t.sends & 15) == 0 && ctx_of(t) == Ctx::Normal) poll(Ctx::Normal);
+    if (medium_in_parts(cat, nbytes, nargs)) {
+        send_medium_parts(kReq, dest, handler, src, nbytes, nargs, args);
+        return GASNET_OK;
+    }
     acquire_credit(kReq, dest, charge_of(cat, nbytes, nargs, dest));
     send_message(kReq, dest, handler, cat, src, nbytes, dest_addr, nargs, args, async);
     return GASNET_OK;
@@ -391,8 +459,12 @@ int am_reply(unsigned cat, gasnet_token_t token, gasnet_handler_t handler, void 
     if (rc != GASNET_OK) return rc;
     tok->replied = true;
     t.replying = true; // waiting for reply credit may run reply handlers, nothing else
-    acquire_credit(kRep, tok->src, charge_of(cat, nbytes, nargs, tok->src));
-    send_message(kRep, tok->src, handler, cat, src, nbytes, dest_addr, nargs, args, false);
+    if (medium_in_parts(cat, nbytes, nargs)) {
+        send_medium_parts(kRep, tok->src, handler, src, nbytes, nargs, args);
+    } else {
+        acquire_credit(kRep, tok->src, charge_of(cat, nbytes, nargs, tok->src));
+        send_message(kRep, tok->src, handler, cat, src, nbytes, dest_addr, nargs, args, false);
+    }
     t.replying = false;
     return GASNET_OK;
 }

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "internal.hpp"
+#include "sizing.hpp"
 
 namespace gasnetp {
 
@@ -401,8 +402,14 @@ void alloc_queues_and_entries() {
     g->eq_ops_size = std::clamp<uint64_t>(env_u64("GASNET_OPS_EQ_SIZE", 16384), 64, 1u << 24);
     check_ptl(PtlEQAlloc(g->ni, g->eq_ops_size, &g->eq_ops), "PtlEQAlloc");
     check_ptl(PtlEQAlloc(g->ni, uint64_t(g->nodes) + 16, &g->eq_exit), "PtlEQAlloc");
-    g->credit_bytes =
-        uint32_t(std::clamp<uint64_t>(env_u64("GASNET_AM_CREDIT_BYTES", 256 * 1024), 2 * kMaxFoot, uint64_t(1) << 30));
+    // Credit per peer: the zone a class keeps (every message all senders may still send) stays
+    // at GASNET_AM_ZONE_BYTES whatever the number of nodes, unless GASNET_AM_CREDIT_BYTES says
+    // otherwise (sizing.hpp).
+    g->credit_bytes = uint32_t(sizing::credit_bytes(
+        g->nodes, env_u64("GASNET_AM_ZONE_BYTES", sizing::kDefaultZoneBytes), env_u64("GASNET_AM_CREDIT_BYTES", 0)));
+    g->eager_max = uint32_t(sizing::eager_bytes(g->credit_bytes));
+    // The queues are sized for every event the credits allow; the engine allocates only what is
+    // pending at once.
     const uint64_t am_events = uint64_t(g->nodes) * (g->credit_bytes / kMinCharge) + 4096;
     for (int c = 0; c < 2; ++c) {
         check_ptl(PtlEQAlloc(g->ni, std::min<uint64_t>(am_events + (c == kRep ? 4 * g->nodes : 0), 1u << 26),
@@ -665,6 +672,22 @@ void attach_local_segments(const std::vector<portico_segment_t> &ids, const std:
     }
 }
 
+// The landing zones of every node of this machine must fit in its memory with room to spare; the
+// first node of the machine says so when they may not (an explicit GASNET_AM_CREDIT_BYTES with
+// many nodes), naming what to set, before the buffers grow.
+void warn_if_am_buffers_do_not_fit() {
+    if (g->hosts.empty() || g->hosts[g->mynode] != g->mynode) return;
+    const uint64_t buffer = sizing::buffer_bytes(g->nodes, g->credit_bytes, env_u64("GASNET_AM_BUFFER_BYTES", 0));
+    const uint64_t each = sizing::zones_bytes(g->nodes, g->credit_bytes, buffer);
+    const uint64_t procs = local_processes(), phys = gasnett_getPhysMemSz(0);
+    if (!phys || each * procs <= phys / 2) return;
+    report("the active-message buffers of the %llu processes on this machine may take %llu MiB (%llu MiB each: %u "
+           "nodes x %u bytes of credit per class), more than half of its %llu MiB; lower GASNET_AM_CREDIT_BYTES, or "
+           "unset it and GASNET_AM_ZONE_BYTES: by default the credit shrinks with the number of nodes",
+           (unsigned long long)procs, (unsigned long long)(each * procs >> 20), (unsigned long long)(each >> 20),
+           g->nodes, g->credit_bytes, (unsigned long long)(phys >> 20));
+}
+
 int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, uintptr_t minheapoffset) {
     if (!g || !g->inited) return GASNET_ERR_NOT_INIT;
     if (g->attach_done) {
@@ -688,6 +711,7 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
 
     int status = map_segment(segsize, minheapoffset);
     if (g->seg_mode == 2 || g->seg_size > 0) post_segment_entry();
+    warn_if_am_buffers_do_not_fit();
     am_setup();
 
     // The attach exchange: segments, minheapoffset and status; also the attach barrier (every

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -31,9 +32,18 @@ constexpr size_t kMaxArgs = GASNETP_AM_MAX_ARGS;
 constexpr size_t kMaxMedium = GASNETP_AM_MAX_MEDIUM;
 constexpr size_t kMaxLong = GASNETP_AM_MAX_LONG;
 // The largest AM put (one message in a landing buffer): Long destination, 16 arguments and a
-// maximal Medium payload, rounded to 16. It is also the landing entries' min_free.
+// maximal Medium payload, rounded to 16. With many nodes the credit is small and messages are
+// smaller still (State::eager_max; a larger Medium travels in parts).
 constexpr uint64_t kMaxFoot = 65536;
 static_assert(8 + 4 * kMaxArgs + kMaxMedium <= kMaxFoot);
+// A part of a Medium larger than State::eager_max: after the arguments, this, then the part's
+// bytes; hdr_nbytes is the part's length.
+struct PartHeader {
+    uint32_t total;  // the whole payload
+    uint32_t offset; // of this part in it
+    uint64_t id;     // the message's, unique per sender
+};
+static_assert(sizeof(PartHeader) == 16);
 // Credits charge at least this much per message, which bounds the events a zone can produce.
 constexpr uint32_t kMinCharge = 128;
 // Long payloads up to this size travel inside the AM message and are copied into place by the
@@ -43,14 +53,17 @@ constexpr size_t kLongPackedMax = 4096;
 enum Class : int { kReq = 0, kRep = 1 };
 enum Cat : unsigned { kShort = 0, kMedium = 1, kLong = 2, kLongPacked = 3 };
 
-// hdr_data of an AM put: handler (8 bits) | nargs (5) | category (2) | payload bytes (32, at bit 16).
+// hdr_data of an AM put: handler (8 bits) | nargs (5) | category (2) | payload bytes (32, at bit 16)
+// | a part of a larger Medium (bit 48).
+constexpr uint64_t kHdrPart = uint64_t{1} << 48;
 inline uint64_t am_hdr(unsigned handler, unsigned nargs, unsigned cat, uint64_t nbytes) {
     return uint64_t(handler) | (uint64_t(nargs) << 8) | (uint64_t(cat) << 13) | (nbytes << 16);
 }
 inline unsigned hdr_handler(uint64_t h) { return unsigned(h & 0xff); }
 inline unsigned hdr_nargs(uint64_t h) { return unsigned((h >> 8) & 0x1f); }
 inline unsigned hdr_cat(uint64_t h) { return unsigned((h >> 13) & 3); }
-inline uint64_t hdr_nbytes(uint64_t h) { return h >> 16; }
+inline uint64_t hdr_nbytes(uint64_t h) { return (h >> 16) & 0xffffffffu; }
+inline bool hdr_part(uint64_t h) { return (h & kHdrPart) != 0; }
 inline size_t round16(size_t n) { return (n + 15) & ~size_t{15}; }
 // Bytes before the payload: the Long destination (8) and the arguments, rounded to 16.
 inline size_t am_prefix(unsigned cat, unsigned nargs) {
@@ -139,7 +152,7 @@ struct Buffer {
     char *mem = nullptr;
     uint64_t len = 0;
     bool linked = false; // appended and not known to be spent
-    bool spent = false;  // the message that unlinked it (end > len - kMaxFoot) was seen
+    bool spent = false;  // the message that unlinked it (end > len - eager_max) was seen
     uint64_t spent_end = 0;
     uint64_t used_known = 0; // bytes of the messages seen
     uint64_t seen = 0;
@@ -215,8 +228,18 @@ struct State {
     // Active messages.
     gasnet_handler_fn_t handlers[256] = {};
     Zone zones[2];
-    uint32_t credit_bytes = 0; // per peer and class
+    uint32_t credit_bytes = 0; // per peer and class (sizing.hpp)
+    uint32_t eager_max = 0;    // the largest message one put carries; the landing entries' min_free
     Peer *peers = nullptr;
+    // Mediums above eager_max arrive in parts (PartHeader): the payloads being put together, by
+    // sender and message id.
+    struct PartialMedium {
+        std::vector<char> payload;
+        uint32_t arrived = 0; // bytes
+    };
+    std::mutex parts_mu;
+    std::map<std::pair<gasnet_node_t, uint64_t>, PartialMedium> parts;
+    std::atomic<uint64_t> next_part_id{0};
     uint64_t *credit_slots = nullptr; // [class][peer]: handled charges the peer reported
     // Control entries.
     BarrierSlot *barrier_slots = nullptr; // [parity][round]

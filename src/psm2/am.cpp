@@ -255,6 +255,7 @@ bool take_active_messages(Ep &ep) {
         any = true;
         deliver(ep, ev);
     }
+    if (any) overflow_header_taken(ep.am_overflow);
     return any;
 }
 

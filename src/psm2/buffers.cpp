@@ -18,6 +18,10 @@ namespace {
 constexpr size_t kRingBytes = size_t{16} << 20;
 constexpr size_t kRingSlots = 8192;
 constexpr size_t kRingAlign = 64;
+// Allocation goes back to the start of the ring once this much before the oldest live slot is
+// free, rather than on to the end: a busy endpoint then touches about this plus what is in flight,
+// not all 16 MiB (a stream that never lets the ring empty walked through every page of it).
+constexpr uint64_t kRingRewind = uint64_t{1} << 20;
 
 ptl_me_t overflow_desc(const Overflow &o, void *start, ptl_size_t length, unsigned options) {
     ptl_me_t me = ck::me_desc(start, length,
@@ -30,19 +34,14 @@ ptl_me_t overflow_desc(const Overflow &o, void *start, ptl_size_t length, unsign
 }
 
 // Appends a catch-all behind everything on the overflow list, then unlinks the older ones no
-// header points into any more (one that still holds headers keeps catching until it is empty: a
-// message must not pass headers that arrived before it).
+// header points into any more (overflow_trim_catch_alls).
 bool link_catch_all(Overflow &o) {
     const ptl_me_t me = overflow_desc(o, nullptr, 0, PTL_ME_EVENT_UNLINK_DISABLE);
     const portico_match_hi_t hi{0, ~uint64_t{0}};
     ptl_handle_me_t h = PTL_INVALID_HANDLE;
     if (portico_me_append_wide(lib().ni, o.pt, &me, &hi, PTL_OVERFLOW_LIST, nullptr, &h) != PTL_OK) return false;
     o.catch_alls.push_back(h);
-    for (size_t i = 0; i + 1 < o.catch_alls.size();)
-        if (PtlMEUnlink(o.catch_alls[i]) == PTL_OK)
-            o.catch_alls.erase(o.catch_alls.begin() + static_cast<std::ptrdiff_t>(i));
-        else
-            ++i;
+    overflow_trim_catch_alls(o);
     return true;
 }
 
@@ -68,6 +67,17 @@ bool link_slab(Overflow &o) {
 }
 
 } // namespace
+
+void overflow_trim_catch_alls(Overflow &o) {
+    // One that still holds headers keeps catching until it is empty (a message must not pass
+    // headers that arrived before it); empty, it must go at once: it sits in front of the slabs
+    // linked after it, and every message would leave only its header there.
+    for (size_t i = 0; i + 1 < o.catch_alls.size();)
+        if (PtlMEUnlink(o.catch_alls[i]) == PTL_OK)
+            o.catch_alls.erase(o.catch_alls.begin() + static_cast<std::ptrdiff_t>(i));
+        else
+            ++i;
+}
 
 psm2_error_t overflow_start(Overflow &o) {
     if (PtlCTAlloc(lib().ni, &o.arrivals) != PTL_OK) return PSM2_NO_MEMORY;
@@ -156,10 +166,13 @@ Retained *ring_take(RetainRing &g, uint32_t len) {
     if (!g.slots.empty()) {
         const uint64_t tail = g.slots.front().offset;
         if (g.head > tail) { // not wrapped: after head, else from the start up to tail
-            if (g.head + need <= g.size)
-                at = g.head;
-            else if (need < tail)
+            // From the start when its pages are free again (and already touched), or when the
+            // end has no room; else after head.
+            const bool from_start = need < tail && (tail >= kRingRewind || g.head + need > g.size);
+            if (from_start)
                 at = 0;
+            else if (g.head + need <= g.size)
+                at = g.head;
             else
                 return nullptr;
         } else if (g.head + need < tail) {

@@ -707,8 +707,8 @@ PSM2_API psm2_error_t psm2_info_query(psm2_info_query_t q, void *out, size_t nar
     // The path to a connection's peer, as the PSM2_INFO_QUERY_CONFIG bits name it: SELF, AMSH (a
     // peer on this machine), or IPS with PIO and DMA (the network); 0 for a bad connection.
     auto path_of = [&]() -> uint32_t {
-        const psm2_mq_t mq = args[0].mq;
-        const psm2_epaddr_t peer = args[1].epaddr;
+        psm2_mq_t mq = args[0].mq;
+        psm2_epaddr_t peer = args[1].epaddr;
         if (!mq || !mq->ep || !peer || peer->ep != mq->ep) return 0;
         if (peer->epid == mq->ep->epid) return PSM2_INFO_QUERY_CONFIG_SELF;
         if (same_node(*peer)) return PSM2_INFO_QUERY_CONFIG_AMSH;

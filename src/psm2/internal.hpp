@@ -379,6 +379,12 @@ void overflow_free_ct(Overflow &o);
 // A slab's AUTO_UNLINK (full: a replacement is linked) or AUTO_FREE (no header points into it).
 void overflow_slab_event(Overflow &o, const ptl_event_t &ev, bool closing);
 Slab *overflow_slab_holding(Overflow &o, const void *p);
+// Unlinks the catch-alls that a newer one replaced and that no header points into now.
+void overflow_trim_catch_alls(Overflow &o);
+// A header was taken from the unexpected list: replaced catch-alls it emptied must go.
+inline void overflow_header_taken(Overflow &o) {
+    if (o.catch_alls.size() > 1) overflow_trim_catch_alls(o);
+}
 // Whether messages arrived since the last call.
 bool overflow_new_arrivals(Overflow &o);
 

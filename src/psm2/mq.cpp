@@ -16,11 +16,16 @@ using namespace portico::psm2;
 namespace portico::psm2 {
 namespace {
 
-constexpr size_t kSlabBytes = size_t{8} << 20;
-static_assert(kMaxEagerBytes <= kSlabBytes / 4, "a slab holds several of the largest eager messages");
-// Unexpected eager data absorbed before a PSM2 call replaces a full slab: 48 MiB usable. Slabs are
-// not zeroed, so memory is only taken as messages land.
+// Unexpected eager data absorbed before a PSM2 call replaces a full slab: 7.5 MiB. Slabs are not
+// zeroed, so memory is only taken as messages land, but a busy endpoint cycles through all of them
+// (eight of 8 MiB were 64 MiB per process). A slab unlinks once less than kSlabRoom is left, room
+// for the default eager sizes (16000 bytes on shared memory, 64000 over the network); a larger
+// eager message (thresholds go up to kMaxEagerBytes) that fits no slab leaves only its header in
+// the catch-all, and the receiver gets the data from the sender's retain ring.
+constexpr size_t kSlabBytes = size_t{1} << 20;
 constexpr int kSlabsLinked = 8;
+constexpr size_t kSlabRoom = size_t{64} << 10;
+static_assert(kSlabRoom <= kSlabBytes / 4, "a slab holds several eager messages of the default sizes");
 struct Tag96 {
     uint32_t w[3];
 };
@@ -156,6 +161,7 @@ void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
     if (from_overflow) {
         ep.stats.rx_sys_num++;
         ep.stats.rx_sys_bytes += a.length;
+        overflow_header_taken(ep.mq_overflow);
     }
     if (!(a.flags & kMsgRendezvous)) {
         if (from_overflow) {
@@ -570,6 +576,7 @@ psm2_error_t imrecv_impl(psm2_mq_t mq, void *buf, uint32_t len, void *context, p
     const uint32_t wanted = std::min(r->msg_len, len);
     ep.stats.rx_sys_num++;
     ep.stats.rx_sys_bytes += r->msg_len;
+    overflow_header_taken(ep.mq_overflow);
     if (!(r->msg_flags & kMsgRendezvous) && !r->at_sender) {
         if (wanted) std::memcpy(buf, r->stash, wanted); // a 0-byte receive may have no buffer
         unprobe(ep, r);
@@ -623,9 +630,9 @@ psm2_error_t mq_start(Ep &ep) {
     o.pt = recv_pt(ep.ctx);
     o.slab_bytes = kSlabBytes;
     o.slabs_linked = kSlabsLinked;
-    // Room for the largest eager message any sender may send, not just under this endpoint's own
-    // thresholds: a slab unlinks before one could be cut short.
-    o.min_free = kMaxEagerBytes;
+    // A message never lands cut short (the slabs are PTL_ME_NO_TRUNCATE): one larger than a slab's
+    // room goes on to the next slab, or the catch-all.
+    o.min_free = kSlabRoom;
     o.match_bits = 0;
     o.ignore_bits = ~ptl_match_bits_t{0};
     o.slab_hi = {0, ~kHiRendezvous}; // rendezvous messages leave their data at the sender

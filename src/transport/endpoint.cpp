@@ -134,6 +134,8 @@ std::unique_ptr<Transport> try_pid(const EndpointRequest &req, std::vector<const
                                    uint32_t pid, const TransportInfo **taken_on) {
     std::vector<Member> members;
     OpenRequest open{req.nid, pid, req.job_secret, req.shared_secret};
+    open.local_processes = req.local_processes;
+    open.local_rank = req.local_rank;
     for (auto it = selected.begin(); it != selected.end();) {
         try {
             members.push_back({*it, (*it)->open(open)});

@@ -18,6 +18,8 @@ struct EndpointRequest {
     std::string selection;
     std::function<std::string()> job_secret;    // see OpenRequest
     std::function<std::string()> shared_secret; // see OpenRequest
+    uint32_t local_processes = 0;               // see OpenRequest
+    int32_t local_rank = -1;
 };
 
 // Opens the endpoint (nid, pid) on the selected transports. The pid is reserved on each of them (the

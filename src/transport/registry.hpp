@@ -35,6 +35,10 @@ struct OpenRequest {
     // (needs_job_secret) open_endpoint asks for it first, so that every transport of an endpoint
     // sees the same one.
     std::function<std::string()> shared_secret;
+    // How many processes of the job share this machine, and which of them this is, as far as the
+    // launcher said (0 and -1: not known). Transports size their per-peer memory by it.
+    uint32_t local_processes = 0;
+    int32_t local_rank = -1;
 };
 
 struct TransportInfo {

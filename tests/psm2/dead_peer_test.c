@@ -6,7 +6,7 @@
  *   - an eager send completes (its data was taken) and the loss is reported, not waited for;
  *   - an active-message request with a completion callback has its callback run;
  *   - a receive posted for it is still cancellable, and the endpoint closes gracefully, although
- *     the peer died holding only the headers of 60 MiB of eager messages sent to it while it made
+ *     the peer died holding only the headers of 20 MiB of eager messages sent to it while it made
  *     no PSM2 call (their data waited in this side's retain ring for a fetch that never comes).
  * Usage: psm2_dead_peer_test (no launcher; ctest runs it on shared memory and over TCP).
  */
@@ -43,14 +43,15 @@ int main(void) {
     psm2_epid_t other = 0;
     CHECK(read(to_parent[0], &other, sizeof other) == (ssize_t)sizeof other);
     psm2_epaddr_t peer = t_connect(ep, other);
-    /* More eager data than the child's slabs hold, while it waits in read(): the rest lands as
-     * headers, the data stays here. Connecting again reads the child's identity, an answer that
+    /* More eager data than the child's slabs hold (7.5 MiB), and less than they and this side's
+     * retain ring (16 MiB) hold together, while it waits in read(): the rest lands as headers, the
+     * data stays here. Connecting again reads the child's identity, an answer that
      * comes after every ack of those messages on the same link. */
     int shm = 0;
     CHECK_OK(psm2_ep_epid_share_memory(ep, other, &shm));
     uint32_t eager = 0;
     CHECK_OK(psm2_mq_getopt(mq, shm ? PSM2_MQ_RNDV_SHM_SZ : PSM2_MQ_RNDV_HFI_SZ, &eager));
-    const uint32_t n = (60u << 20) / eager;
+    const uint32_t n = (20u << 20) / eager;
     uint8_t *flood = t_malloc(eager);
     for (uint32_t i = 0; i < n; ++i) {
         psm2_mq_req_t fr = NULL;

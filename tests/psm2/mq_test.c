@@ -403,7 +403,9 @@ static void sizes(void) {
                 psm2_mq_get_stats(g_mq, &s1);
                 CHECK(s1.rx_user_num == s0.rx_user_num + 1 && s1.rx_user_bytes == s0.rx_user_bytes + len);
                 if (unexpected && len <= g_thr) /* eager: it waited in a system buffer */
-                    CHECK(s1.rx_sys_num == s0.rx_sys_num + 1 && s1.rx_sysbuf_num == s0.rx_sysbuf_num + 1);
+                    CHECKF(s1.rx_sys_num == s0.rx_sys_num + 1 && s1.rx_sysbuf_num == s0.rx_sysbuf_num + 1,
+                           "unexpected eager %u bytes: rx_sys_num +%" PRIu64 ", rx_sysbuf_num +%" PRIu64, len,
+                           s1.rx_sys_num - s0.rx_sys_num, s1.rx_sysbuf_num - s0.rx_sysbuf_num);
             } else {
                 t_fill(buf, len, seed);
                 psm2_mq_stats_t s0, s1;

@@ -72,11 +72,55 @@ TEST(EventRing, GrowingKeepsThePendingEvents) {
     }
 }
 
-TEST(EventRing, ConsumersRacingAProducerThatDropsLoseNothingElse) {
+TEST(EventRing, AQueueHoldsWhatIsPendingNotWhatItWasAskedFor) {
+    // GASNet asks for a queue of every event its credits allow (millions with many peers); the
+    // storage follows the events pending at once, and the count still holds.
+    EventRing r;
+    r.reset(size_t{1} << 20);
+    EXPECT_EQ(size_t{1} << 20, r.capacity());
+    const size_t first = r.storage_slots();
+    EXPECT_LE(first, 256u);
+    ptl_event_t ev{};
+    for (uint64_t i = 1; i <= 10000; ++i) { // one at a time: never more than one pending
+        r.push(event(i), false);
+        ASSERT_EQ(EventRing::Take::Ok, r.take(&ev));
+        ASSERT_EQ(i, ev.hdr_data);
+    }
+    EXPECT_EQ(first, r.storage_slots());
+    for (uint64_t i = 1; i <= 3000; ++i) r.push(event(i), false); // 3000 pending: it grows, drops nothing
+    EXPECT_GE(r.storage_slots(), 3000u);
+    EXPECT_LE(r.storage_slots(), 2 * 3000u);
+    for (uint64_t i = 1; i <= 3000; ++i) {
+        ASSERT_EQ(EventRing::Take::Ok, r.take(&ev));
+        ASSERT_EQ(i, ev.hdr_data);
+        ASSERT_EQ(3 * i, ev.mlength);
+    }
+    EXPECT_EQ(EventRing::Take::Empty, r.take(&ev));
+}
+
+TEST(EventRing, GrowsUpToItsCountThenDropsTheOldest) {
+    EventRing r;
+    r.reset(600);
+    for (uint64_t i = 1; i <= 700; ++i) r.push(event(i), false); // 1..100 are overwritten
+    EXPECT_EQ(600u, r.storage_slots());
+    EXPECT_EQ(600u, r.size());
+    ptl_event_t ev{};
+    ASSERT_EQ(EventRing::Take::Dropped, r.take(&ev));
+    EXPECT_EQ(101u, ev.hdr_data);
+    for (uint64_t i = 102; i <= 700; ++i) {
+        ASSERT_EQ(EventRing::Take::Ok, r.take(&ev));
+        ASSERT_EQ(i, ev.hdr_data);
+    }
+    EXPECT_EQ(EventRing::Take::Empty, r.take(&ev));
+}
+
+// A producer pushing kEvents while three consumers take: the invariants of the header, for a ring
+// of `count` events, the producer yielding every `burst` events.
+void race_consumers_against_the_producer(size_t count, uint64_t burst) {
     constexpr uint64_t kEvents = 200000;
     constexpr int kConsumers = 3;
     EventRing r;
-    r.reset(16); // small: the producer overruns the consumers and drops
+    r.reset(count);
     std::atomic<bool> done{false};
     std::vector<std::vector<uint64_t>> seen(kConsumers);
     std::atomic<uint64_t> drops_reported{0};
@@ -99,7 +143,7 @@ TEST(EventRing, ConsumersRacingAProducerThatDropsLoseNothingElse) {
     }
     for (uint64_t i = 1; i <= kEvents; ++i) {
         r.push(event(i), false);
-        if ((i & 63) == 0) std::this_thread::yield();
+        if (i % burst == 0) std::this_thread::yield();
     }
     done.store(true, std::memory_order_release);
     for (auto &t : consumers) t.join();
@@ -123,6 +167,15 @@ TEST(EventRing, ConsumersRacingAProducerThatDropsLoseNothingElse) {
         EXPECT_GT(drops_reported.load(), 0u);
     }
     EXPECT_LE(drops_reported.load(), kEvents - total);
+}
+
+TEST(EventRing, ConsumersRacingAProducerThatDropsLoseNothingElse) {
+    race_consumers_against_the_producer(16, 64); // small: the producer overruns the consumers and drops
+}
+
+TEST(EventRing, ConsumersRacingAProducerWhoseRingGrowsLoseNothing) {
+    // Bursts of 4096 fill the first storage, so the ring grows while consumers read the old one.
+    race_consumers_against_the_producer(size_t{1} << 16, 4096);
 }
 
 } // namespace

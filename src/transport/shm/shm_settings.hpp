@@ -8,11 +8,23 @@ namespace portico::settings {
 inline constexpr Bytes kShmRingBytes{"PORTICO_SHM_RING_BYTES",
                                      Layer::transport_shm,
                                      256 * 1024,
-                                     16 * 1024,
+                                     4 * 1024,
                                      UINT64_MAX,
                                      "bytes of each of the two rings of a link (one per direction); also bounds "
-                                     "the frame size (min(64 KiB, ring/4) minus header)",
+                                     "the frame size (min(64 KiB, ring/4) minus header). Unset: 256 KiB, or less "
+                                     "when many processes of the job share this machine, so that one process's "
+                                     "links hold PORTICO_SHM_LINK_MEMORY (4 KiB at the least); the processes that "
+                                     "talk must use the same value",
                                      true};
+inline constexpr Bytes kShmLinkMemory{"PORTICO_SHM_LINK_MEMORY",
+                                      Layer::transport_shm,
+                                      8 * 1024 * 1024,
+                                      64 * 1024,
+                                      UINT64_MAX,
+                                      "what the rings of one process's links hold together when "
+                                      "PORTICO_SHM_RING_BYTES is unset (a link's two rings count half to each of "
+                                      "its processes): each ring is this divided by the other processes of the job "
+                                      "on this machine, and all of them together at most an eighth of its memory"};
 inline constexpr Number kShmMaxLinks{"PORTICO_SHM_MAX_LINKS",
                                      Layer::transport_shm,
                                      4096,
@@ -33,7 +45,7 @@ inline constexpr Text kShmDir{"PORTICO_SHM_DIR", Layer::transport_shm, nullptr,
                               "same in every process of the user on this machine; unset: "
                               "/dev/shm/portico-<uid> (/tmp/portico-<uid> without /dev/shm)"};
 
-inline constexpr const Setting *kShmSettings[] = {&kShmRingBytes, &kShmMaxLinks, &kShmSingleCopy, &kShmSingleCopyBytes,
-                                                  &kShmDir};
+inline constexpr const Setting *kShmSettings[] = {&kShmRingBytes,  &kShmLinkMemory,      &kShmMaxLinks,
+                                                  &kShmSingleCopy, &kShmSingleCopyBytes, &kShmDir};
 
 } // namespace portico::settings

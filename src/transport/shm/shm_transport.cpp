@@ -20,6 +20,7 @@
 #include "common/futex.hpp"
 #include "common/log.hpp"
 #include "transport/shm/hello.hpp"
+#include "transport/shm/sizing.hpp"
 
 namespace portico::transport::shm {
 
@@ -105,6 +106,7 @@ public:
     bool dead = false;                 // guarded by tx_mutex
     std::atomic<bool> reported{false}; // on_link_failed delivered (set under the poll lock, read anywhere)
     int side = 0;                      // 0: we connected, 1: we accepted
+    size_t frame_max = 0;              // the largest frame payload its rings take
     bool probed = false;
     // The consumer's head when a queued message last found no room (see has_pending).
     std::atomic<uint64_t> head_seen{0};
@@ -126,10 +128,9 @@ public:
 };
 
 ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : cfg_(cfg) {
-    if (cfg_.ring_bytes < 16 * 1024 || (cfg_.ring_bytes & (cfg_.ring_bytes - 1)) != 0)
-        throw std::invalid_argument("PORTICO_SHM_RING_BYTES must be a power of two >= 16 KiB");
-    // Several frames must fit in a ring at once, or a large message would stall on every frame.
-    max_frame_payload_ = std::min<size_t>(64 * 1024, cfg_.ring_bytes / 4) - kMaxWireHeaderBytes - kCacheLine;
+    if (cfg_.ring_bytes < sizing::kMinRingBytes || (cfg_.ring_bytes & (cfg_.ring_bytes - 1)) != 0)
+        throw std::invalid_argument("PORTICO_SHM_RING_BYTES must be a power of two >= 4 KiB");
+    max_frame_payload_ = sizing::frame_payload(cfg_.ring_bytes, kMaxWireHeaderBytes, kCacheLine);
     links_.reset(new ShmLink *[cfg_.max_links]);
     if (cfg_.single_copy) {
         // Under Yama ptrace_scope=1 only ancestors may use process_vm_readv on us; let peers of the
@@ -270,6 +271,7 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
     l->os_pid = os_pid;
     l->tx = ring_at(seg, cfg_.ring_bytes, 0);
     l->rx = ring_at(seg, cfg_.ring_bytes, 1);
+    l->frame_max = max_frame_payload_;
     l->side = 0;
     ShmLink *raw = l.get();
     add_link(std::move(l), true);
@@ -365,7 +367,7 @@ bool ShmTransport::try_hello(int s, pid_t os_pid) {
     int mfd = -1;
     const ssize_t n = receive_hello(s, &hello, &mfd);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-    const bool ring_ok = hello.ring_bytes >= 16 * 1024 && hello.ring_bytes <= (1ull << 30) &&
+    const bool ring_ok = hello.ring_bytes >= sizing::kMinRingBytes && hello.ring_bytes <= (1ull << 30) &&
                          (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
     const bool well_formed = n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic &&
                              hello.version == kHelloVersion && ring_ok && mfd >= 0;
@@ -417,6 +419,9 @@ bool ShmTransport::try_hello(int s, pid_t os_pid) {
     l->os_pid = os_pid;
     l->tx = ring_at(seg, hello.ring_bytes, 1);
     l->rx = ring_at(seg, hello.ring_bytes, 0);
+    // The connector chose the rings; frames must fit them, should its be smaller than ours.
+    l->frame_max =
+        std::min(max_frame_payload_, sizing::frame_payload(size_t(hello.ring_bytes), kMaxWireHeaderBytes, kCacheLine));
     l->side = 1;
     if (cfg_.single_copy) {
         l->header()->probe_addr[1].store(reinterpret_cast<uint64_t>(&g_probe_word));
@@ -448,7 +453,7 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
     Cursor &c = m.cur;
     bool pushed = false, complete = true;
     while (!c.header_sent || c.sent < c.total) {
-        const size_t chunk = std::min(max_frame_payload_, c.total - c.sent);
+        const size_t chunk = std::min(l.frame_max, c.total - c.sent);
         FrameHeader h = frame_header(m.h, c.total, c.header_sent ? 1 : 0, static_cast<uint32_t>(chunk));
         const size_t header_bytes = wire_header_bytes(h);
         std::byte *p = l.tx.reserve(header_bytes + chunk);
