@@ -77,6 +77,11 @@ enum {
     PTL_ABORTED,
     PTL_STATUS_LAST /* Portico: one past the last code */
 };
+/* Compatibility name (Portals 4.0-4.2): 4.3 deprecated PTL_INTERRUPTED as a return code and dropped
+ * it from Table 3-7 (a wait ended by PtlAbort returns PTL_ABORTED). Defined so that 4.0/4.1-era
+ * clients (Open MPI 4.1, GASNet's portals4-conduit) compile; its value differs from every other
+ * code, so it can share a switch with them, and Portico never returns it. */
+enum { PTL_INTERRUPTED = 64 };
 
 /* ---- status registers (§3.3.7) ------------------------------------------------------------ */
 typedef enum {
@@ -214,6 +219,12 @@ typedef struct {
 #define PTL_ME_NO_TRUNCATE (1u << 16)
 #define PTL_ME_MAY_ALIGN (1u << 17)
 #define PTL_ME_LOCAL_INC_UH_RLENGTH (1u << 18)
+
+/* Compatibility names (Portals 4.0-4.2): 4.3 deprecated target-side disabling of acknowledgements
+ * (the initiator alone decides, §3.13.3) and dropped these options from Table 3-8. They are 0, so
+ * that an entry appended with them behaves exactly as one without. */
+#define PTL_LE_ACK_DISABLE 0u
+#define PTL_ME_ACK_DISABLE PTL_LE_ACK_DISABLE
 
 typedef enum { PTL_PRIORITY_LIST = 0, PTL_OVERFLOW_LIST = 1 } ptl_list_t;
 typedef enum { PTL_SEARCH_ONLY = 0, PTL_SEARCH_DELETE = 1 } ptl_search_op_t;

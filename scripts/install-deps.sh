@@ -19,7 +19,10 @@ packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           # libfabric-dev: the RMA test program for libfabric's psm2 provider (RMA over PSM2 AM)
           libpsm2-dev libfabric-bin libfabric-dev
           # libopenmpi-dev: mpicc.openmpi builds the MPI program the mtl psm2 tests run
-          libopenmpi-dev)
+          libopenmpi-dev
+          # tests/clients (opt-in): Open MPI 4.1 built from Debian's sources against Portico uses
+          # Debian's hwloc, libevent and PMIx (libpmix-dev above); xz unpacks the sources
+          libhwloc-dev libevent-dev xz-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,5 @@
 // Counting events (spec §3.14). Counts are atomics: reading them never takes the engine lock.
+#include "engine/trace.hpp"
 #include "engine/wait.hpp"
 
 namespace portico::engine {
@@ -33,6 +34,7 @@ int Engine::ct_alloc(ptl_handle_ni_t h, ptl_handle_ct_t *out) {
     }
     ++ni->n_cts;
     *out = ct->handle;
+    if (trace::enabled()) trace::line("ct alloc %#lx", static_cast<unsigned long>(ct->handle));
     return PTL_OK;
 }
 
@@ -40,6 +42,10 @@ int Engine::ct_free(ptl_handle_ct_t h) {
     std::lock_guard g(mutex_);
     CT *ct = ct_of(h);
     if (!ct) return PTL_ARG_INVALID;
+    if (trace::enabled())
+        trace::line("ct free %#lx at (%lu,%lu) dropping %zu triggers", static_cast<unsigned long>(h),
+                    static_cast<unsigned long>(ct->success.load()), static_cast<unsigned long>(ct->failure.load()),
+                    ct->triggers.size());
     // Its pending triggered operations go (§3.14.3), and so do those elsewhere that would change it.
     drop_triggers(ct);
     cts_.for_each([&](CT *other) {
@@ -71,6 +77,10 @@ void Engine::ct_add(CT *ct, uint64_t success, uint64_t failure) {
     if (!ct) return;
     if (success) ct->success.fetch_add(success, std::memory_order_acq_rel);
     if (failure) ct->failure.fetch_add(failure, std::memory_order_acq_rel);
+    if (trace::enabled())
+        trace::line("ct %#lx +(%lu,%lu) = (%lu,%lu)", static_cast<unsigned long>(ct->handle),
+                    static_cast<unsigned long>(success), static_cast<unsigned long>(failure),
+                    static_cast<unsigned long>(ct->success.load()), static_cast<unsigned long>(ct->failure.load()));
     notify_waiters(ct);
     if (success && !ct->triggers.empty()) fire_triggers(ct); // only successes trigger (§3.16)
 }
@@ -117,7 +127,17 @@ int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned
             sum += cts[i]->success.load(std::memory_order_relaxed) + cts[i]->failure.load(std::memory_order_relaxed);
         return sum;
     };
-    return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity, cts.addresses(), cts.size());
+    if (!trace::enabled())
+        return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity, cts.addresses(), cts.size());
+    trace::line("wait ct=%#lx test=%lu of %u, timeout %lld ms", static_cast<unsigned long>(hs[0]),
+                static_cast<unsigned long>(tests[0]), n, static_cast<long long>(timeout));
+    const int rc = wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity, cts.addresses(), cts.size());
+    if (rc == PTL_OK)
+        trace::line("waited ct=%#lx (%lu,%lu)", static_cast<unsigned long>(hs[which ? *which : 0]),
+                    static_cast<unsigned long>(ev->success), static_cast<unsigned long>(ev->failure));
+    else
+        trace::line("waited ct=%#lx rc=%d", static_cast<unsigned long>(hs[0]), rc);
+    return rc;
 }
 
 int Engine::ct_set(ptl_handle_ct_t h, ptl_ct_event_t v) {
@@ -126,6 +146,9 @@ int Engine::ct_set(ptl_handle_ct_t h, ptl_ct_event_t v) {
     if (!ct) return PTL_ARG_INVALID;
     ct->success.store(v.success, std::memory_order_release);
     ct->failure.store(v.failure, std::memory_order_release);
+    if (trace::enabled())
+        trace::line("ct %#lx set (%lu,%lu)", static_cast<unsigned long>(h), static_cast<unsigned long>(v.success),
+                    static_cast<unsigned long>(v.failure));
     notify_waiters(ct);
     fire_triggers(ct);
     return PTL_OK;

@@ -6,6 +6,7 @@
 #include "common/log.hpp"
 #include "common/shared_segment.hpp"
 #include "engine/engine.hpp"
+#include "engine/trace.hpp"
 #include "engine/region.hpp"
 
 namespace portico::engine {
@@ -557,6 +558,7 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
 void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &a) {
     Landing at;
     const ptl_ni_fail_t fail = match_request(ep, a.h, &at);
+    if (trace::enabled()) trace_request(a.h, at, fail);
     if (fail != PTL_NI_OK) {
         reject_request(ep, link, a, fail);
         return;
@@ -568,6 +570,24 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &
     case wire::Kind::Put: start_put(ep, link, a, at); break;
     default: answer_get(ep, link, a, at); break;
     }
+}
+
+void Engine::trace_request(const wire::Header &h, const Landing &at, ptl_ni_fail_t fail) const {
+    const char *name = h.kind == wire::Kind::Put      ? "put"
+                       : h.kind == wire::Kind::Get    ? "get"
+                       : h.kind == wire::Kind::Atomic ? "atomic"
+                                                      : "fetch-atomic";
+    const ptl_process_t from = at.ni ? initiator_of(*at.ni, h) : ptl_process_t{};
+    if (fail != PTL_NI_OK || !at.e) {
+        trace::line("rx %s pt=%u bits=%#lx len=%lu from=%x/%u dropped fail=%d", name, h.pt_index,
+                    static_cast<unsigned long>(h.match_bits), static_cast<unsigned long>(h.length), from.phys.nid,
+                    from.phys.pid, fail);
+        return;
+    }
+    trace::line("rx %s pt=%u bits=%#lx len=%lu from=%x/%u -> %s %#lx ct=%#lx", name, h.pt_index,
+                static_cast<unsigned long>(h.match_bits), static_cast<unsigned long>(h.length), from.phys.nid,
+                from.phys.pid, at.e->list == PTL_PRIORITY_LIST ? "priority" : "overflow",
+                static_cast<unsigned long>(at.e->handle), static_cast<unsigned long>(at.e->ct ? at.e->ct->handle : 0));
 }
 
 ptl_ni_fail_t Engine::match_request(Endpoint &ep, const wire::Header &h, Landing *at) {

@@ -66,13 +66,14 @@ ptl_ni_limits_t default_limits() {
     l.max_iovecs = limit(settings::kMaxIovecs);
     l.max_list_size = limit(settings::kMaxListSize);
     l.max_triggered_ops = limit(settings::kMaxTriggeredOps);
-    l.max_msg_size = PTL_SIZE_MAX;
+    l.max_msg_size = settings::kMaxMsgSize.get();
     // An atomic travels in one frame; ni_init lowers these to what the transport's frames hold.
     l.max_atomic_size = settings::kMaxAtomicSize.get();
     l.max_fetch_atomic_size = settings::kMaxFetchAtomicSize.get();
-    // Messages are applied whole and in order per link, so any size keeps write-after-write order.
-    l.max_waw_ordered_size = PTL_SIZE_MAX;
-    l.max_war_ordered_size = PTL_SIZE_MAX;
+    // Messages are applied whole and in order per link, so every message keeps write-after-write
+    // order; stated as the largest message there can be, which leaves clients the same headroom.
+    l.max_waw_ordered_size = settings::kMsgSizeCeiling;
+    l.max_war_ordered_size = settings::kMsgSizeCeiling;
     l.max_volatile_size = settings::kMaxVolatileSize.get();
     l.features = PTL_TARGET_BIND_INACCESSIBLE | PTL_TOTAL_DATA_ORDERING;
     return l;

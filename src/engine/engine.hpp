@@ -571,6 +571,7 @@ private:
     // A request at the target: matched (or refused, and consumed), its entry claimed, then applied.
     void target_request(Endpoint &ep, transport::Link &link, const Arrival &a);
     ptl_ni_fail_t match_request(Endpoint &ep, const wire::Header &h, Landing *at);
+    void trace_request(const wire::Header &h, const Landing &at, ptl_ni_fail_t fail) const; // PORTICO_TRACE
     void reject_request(Endpoint &ep, transport::Link &link, const Arrival &a, ptl_ni_fail_t fail);
     void claim_entry(const wire::Header &h, Landing *at);
     void start_put(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at);

@@ -81,6 +81,13 @@ inline constexpr Bytes kMaxFetchAtomicSize{"PORTICO_MAX_FETCH_ATOMIC_SIZE",
                                            0,
                                            UINT64_MAX,
                                            "NI limit max_fetch_atomic_size (lowered to what one frame holds)"};
+// 2^62: larger than any address space, yet a client's rounding-up arithmetic on it (the fragment
+// count (len + max - 1) / max, len + max) cannot wrap a 64-bit size for any len up to it, as it
+// did with PTL_SIZE_MAX (Open MPI's mtl computed 0 fragments; README, Limits).
+inline constexpr uint64_t kMsgSizeCeiling = uint64_t{1} << 62;
+inline constexpr Bytes kMaxMsgSize{"PORTICO_MAX_MSG_SIZE", Layer::engine,
+                                   kMsgSizeCeiling,        1,
+                                   kMsgSizeCeiling,        "NI limit max_msg_size (longest put, get or reply)"};
 inline constexpr Bytes kMaxVolatileSize{"PORTICO_MAX_VOLATILE_SIZE",
                                         Layer::engine,
                                         64 * 1024,
@@ -88,11 +95,15 @@ inline constexpr Bytes kMaxVolatileSize{"PORTICO_MAX_VOLATILE_SIZE",
                                         UINT64_MAX,
                                         "NI limit max_volatile_size (PTL_MD_VOLATILE puts up to this are copied)"};
 
-inline constexpr const Setting *kEngineSettings[] = {&kWaitSpinUs,      &kWaitPauseUs,   &kProgressSpinUs,
-                                                     &kProgressParkUs,  &kMaxEntries,    &kMaxUnexpectedHeaders,
-                                                     &kMaxMds,          &kMaxCts,        &kMaxEqs,
-                                                     &kMaxPtIndex,      &kMaxIovecs,     &kMaxListSize,
-                                                     &kMaxTriggeredOps, &kMaxAtomicSize, &kMaxFetchAtomicSize,
-                                                     &kMaxVolatileSize};
+inline constexpr Text kTrace{"PORTICO_TRACE", Layer::engine, nullptr,
+                             "path prefix: each process writes a trace of its counting events, triggered operations "
+                             "and matching to <prefix>.<pid> (engine/trace.hpp)"};
+
+inline constexpr const Setting *kEngineSettings[] = {&kWaitSpinUs,      &kWaitPauseUs,     &kProgressSpinUs,
+                                                     &kProgressParkUs,  &kMaxEntries,      &kMaxUnexpectedHeaders,
+                                                     &kMaxMds,          &kMaxCts,          &kMaxEqs,
+                                                     &kMaxPtIndex,      &kMaxIovecs,       &kMaxListSize,
+                                                     &kMaxTriggeredOps, &kMaxAtomicSize,   &kMaxFetchAtomicSize,
+                                                     &kMaxMsgSize,      &kMaxVolatileSize, &kTrace};
 
 } // namespace portico::settings

@@ -1,4 +1,5 @@
 // Event queues (spec §3.13).
+#include "engine/trace.hpp"
 #include "engine/wait.hpp"
 
 namespace portico::engine {
@@ -52,18 +53,22 @@ int Engine::eq_free(ptl_handle_eq_t h) {
 }
 
 void Engine::push_event(EQ *eq, const ptl_event_t &ev) {
+    if (trace::enabled())
+        trace::line("event eq=%#lx type=%d user_ptr=%p bits=%#lx mlength=%lu fail=%d",
+                    static_cast<unsigned long>(eq->handle), ev.type, ev.user_ptr,
+                    static_cast<unsigned long>(ev.match_bits), static_cast<unsigned long>(ev.mlength), ev.ni_fail_type);
     eq->events.push(ev, ev.type == PTL_EVENT_PT_DISABLED);
     notify_waiters(eq);
 }
 
 namespace {
 int take_event(EQ *eq, ptl_event_t *ev) {
-    switch (eq->events.take(ev)) {
-    case EventRing::Take::Empty: return PTL_EQ_EMPTY;
-    case EventRing::Take::Dropped: return PTL_EQ_DROPPED;
-    case EventRing::Take::Ok: break;
-    }
-    return PTL_OK;
+    const EventRing::Take took = eq->events.take(ev);
+    if (took == EventRing::Take::Empty) return PTL_EQ_EMPTY;
+    if (trace::enabled())
+        trace::line("take eq=%#lx type=%d user_ptr=%p%s", static_cast<unsigned long>(eq->handle), ev->type,
+                    ev->user_ptr, took == EventRing::Take::Dropped ? " after dropped events" : "");
+    return took == EventRing::Take::Dropped ? PTL_EQ_DROPPED : PTL_OK;
 }
 } // namespace
 

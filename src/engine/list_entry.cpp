@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "engine/engine.hpp"
+#include "engine/trace.hpp"
 
 namespace portico::engine {
 
@@ -214,6 +215,12 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
     e->handle = entries_.insert(is_me ? ObjType::ME : ObjType::LE, e);
     ++ni->n_entries;
     *out = e->handle;
+    if (trace::enabled())
+        trace::line("append %#lx pt=%u %s bits=%#lx ignore=%#lx options=%#x length=%lu ct=%#lx",
+                    static_cast<unsigned long>(e->handle), pt_index,
+                    list == PTL_PRIORITY_LIST ? "priority" : "overflow", static_cast<unsigned long>(me.match_bits),
+                    static_cast<unsigned long>(me.ignore_bits), me.options, static_cast<unsigned long>(e->length),
+                    static_cast<unsigned long>(ct ? ct->handle : 0));
 
     bool link = true;
     if (list == PTL_PRIORITY_LIST) {
@@ -229,6 +236,10 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
                 continue;
             }
             const ptl_event_t base = event_from_header(u);
+            if (trace::enabled())
+                trace::line("append %#lx takes unexpected bits=%#lx len=%lu from=%x/%u",
+                            static_cast<unsigned long>(e->handle), static_cast<unsigned long>(u.match_bits),
+                            static_cast<unsigned long>(u.rlength), u.initiator.phys.nid, u.initiator.phys.pid);
             {
                 const CompletionWindow window(*this);
                 entry_event(e, overflow_kind(u.kind), base);
@@ -268,6 +279,7 @@ int Engine::unlink(ptl_handle_any_t h, bool is_me) {
     // In use: a message streams into it, unexpected headers point into it, or it unlinked itself
     // and still owes its AUTO_FREE (its handle goes stale with that event).
     if (e->auto_unlinked || e->busy > 0 || e->uh_refs > 0) return PTL_IN_USE;
+    if (trace::enabled()) trace::line("unlink %#lx", static_cast<unsigned long>(h));
     if (e->linked) e->ni->pts[e->pt_index].lists[e->list].erase(e->pos);
     destroy_entry(e); // an explicit unlink raises no event
     return PTL_OK;

@@ -9,6 +9,7 @@
 #include "common/log.hpp"
 #include "engine/atomics.hpp"
 #include "engine/engine.hpp"
+#include "engine/trace.hpp"
 
 namespace portico::engine {
 
@@ -27,6 +28,26 @@ bool offsets_ok(const MD *md, ptl_size_t off, ptl_size_t len) {
     return off <= md->length && len <= md->length - off && len <= md->ni->limits.max_msg_size;
 }
 bool valid_ack(ptl_ack_req_t ack) { return ack >= PTL_ACK_REQ && ack <= PTL_OC_ACK_REQ; }
+
+// One trace line about a trigger on counter ct: "post" or "fire".
+void trace_trigger(const char *step, const CT *ct, uint64_t threshold, const Trigger &t) {
+    static constexpr const char *kKinds[] = {"put", "get", "atomic", "fetch-atomic", "ct-inc", "ct-set"};
+    const char *kind = kKinds[static_cast<int>(t.kind)];
+    const auto count = [](const CT *c) {
+        return std::pair{static_cast<unsigned long>(c->success.load()), static_cast<unsigned long>(c->failure.load())};
+    };
+    const auto [s, f] = count(ct);
+    if (t.kind == Trigger::Kind::CTInc || t.kind == Trigger::Kind::CTSet)
+        trace::line("%s ct=%#lx thr=%lu at (%lu,%lu) %s ct=%#lx (%lu,%lu)", step,
+                    static_cast<unsigned long>(ct->handle), static_cast<unsigned long>(threshold), s, f, kind,
+                    static_cast<unsigned long>(t.ct->handle), static_cast<unsigned long>(t.value.success),
+                    static_cast<unsigned long>(t.value.failure));
+    else
+        trace::line("%s ct=%#lx thr=%lu at (%lu,%lu) %s to=%x/%u pt=%u bits=%#lx len=%lu off=%lu", step,
+                    static_cast<unsigned long>(ct->handle), static_cast<unsigned long>(threshold), s, f, kind,
+                    t.target.phys.nid, t.target.phys.pid, t.pt_index, static_cast<unsigned long>(t.match_bits),
+                    static_cast<unsigned long>(t.length), static_cast<unsigned long>(t.remote_offset));
+}
 
 // The fields every data-movement trigger has: where from, where to, and what the events carry.
 Trigger data_trigger(Trigger::Kind kind, MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_process_t target,
@@ -145,7 +166,8 @@ int Engine::post_trigger(CT *ct, const Trigger &t, ptl_size_t threshold) {
     hold(t);
     ++ni->n_triggered;
     ct->triggers.emplace(threshold, t); // after any equal thresholds: posting order
-    fire_triggers(ct);                  // at once if the count is already there
+    if (trace::enabled()) trace_trigger("post", ct, threshold, t);
+    fire_triggers(ct); // at once if the count is already there
     return PTL_OK;
 }
 
@@ -160,6 +182,7 @@ void Engine::fire_triggers(CT *ct) { // NOLINT(misc-no-recursion)
         auto it = ct->triggers.begin();
         if (it->first > ct->success.load(std::memory_order_acquire)) break;
         Trigger t = it->second;
+        if (trace::enabled()) trace_trigger("fire", ct, it->first, t);
         ct->triggers.erase(it);
         --ct->ni->n_triggered;
         unhold(t);

@@ -19,7 +19,10 @@
 #include <array>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 #include "completion_helpers.hpp"
@@ -800,6 +803,62 @@ TEST_F(Triggered, ReductionTriggeredByGoMessages) {
         EXPECT_EQ((Ct{1, 0}), ct_wait(acks, 1));
         EXPECT_EQ((Ct{1, 0}), ct_get(gct));
     }
+}
+
+// PORTICO_TRACE (engine/trace.hpp), run as completion.trace with the setting pointing at a
+// temporary prefix: rank 1 posts a triggered put to rank 0 and fires it with a PtlCTInc; each
+// process's own trace file must show its side of it: the post and the fire with their counter and
+// threshold, the counter's increment (rank 1), and the put matched on rank 0's entry, counted on
+// its counter. Skipped when the setting is not given (the other triggered tests).
+std::string read_trace_file() {
+    const char *prefix = std::getenv("PORTICO_TRACE");
+    std::ifstream in(std::string(prefix) + "." + std::to_string(getpid()));
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+std::string hex(uint64_t v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%#lx", static_cast<unsigned long>(v));
+    return text;
+}
+
+TEST_F(Triggered, TraceShowsPostFireCountsAndMatching) {
+    REQUIRE_RANKS(2);
+    if (!std::getenv("PORTICO_TRACE")) GTEST_SKIP() << "PORTICO_TRACE is not set (ctest completion.trace sets it)";
+    Ni ni = open_ni(kMatchingPhysical);
+    constexpr ptl_match_bits_t kBits = 0x5a5a;
+    Buf buf(8);
+    make_pt(ni, PTL_EQ_NONE, 0, kPt);
+    const ptl_handle_ct_t ct = make_ct(ni);
+    ptl_handle_me_t me = PTL_INVALID_HANDLE;
+    if (rank() == 0)
+        me = append_me(ni, kPt, me_desc(buf.data(), 8, PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM, kBits, 0, ct),
+                       PTL_PRIORITY_LIST, tag(1), PTL_EQ_NONE);
+    barrier();
+    if (rank() == 1) {
+        const ptl_handle_md_t md = bind_md(ni, buf.data(), 8, PTL_EQ_NONE, ct, PTL_MD_EVENT_CT_SEND);
+        ASSERT_PTL(PtlTriggeredPut(md, 0, 8, PTL_NO_ACK_REQ, ni.id_of(0), kPt, kBits, 0, nullptr, 0, ct, 1));
+        ASSERT_PTL(PtlCTInc(ct, ctv(1)));
+        EXPECT_EQ((Ct{2, 0}), ct_wait(ct, 2)) << "the increment and the put's SEND";
+        const std::string trace = read_trace_file();
+        const std::string post = "post ct=" + hex(ct) + " thr=1 at (0,0) put to=";
+        const std::string fire = "fire ct=" + hex(ct) + " thr=1 at (1,0) put to=";
+        EXPECT_NE(std::string::npos, trace.find(post)) << "no '" << post << "' in:\n" << trace;
+        EXPECT_NE(std::string::npos, trace.find(fire)) << "no '" << fire << "' in:\n" << trace;
+        EXPECT_LT(trace.find(post), trace.find(fire));
+        EXPECT_NE(std::string::npos, trace.find("ct " + hex(ct) + " +(1,0) = (1,0)")) << trace;
+        EXPECT_NE(std::string::npos, trace.find("bits=" + hex(kBits) + " len=8")) << trace;
+        ASSERT_PTL(PtlMDRelease(md));
+    } else if (rank() == 0) {
+        EXPECT_EQ((Ct{1, 0}), ct_wait(ct, 1));
+        const std::string trace = read_trace_file();
+        const std::string rx = "rx put pt=" + std::to_string(kPt) + " bits=" + hex(kBits) + " len=8";
+        const std::string to = "-> priority " + hex(me) + " ct=" + hex(ct);
+        const size_t at = trace.find(rx);
+        ASSERT_NE(std::string::npos, at) << "no '" << rx << "' in:\n" << trace;
+        EXPECT_NE(std::string::npos, trace.find(to, at)) << trace;
+        EXPECT_NE(std::string::npos, trace.find("ct " + hex(ct) + " +(1,0) = (1,0)", at)) << trace;
+    }
+    barrier();
 }
 
 } // namespace

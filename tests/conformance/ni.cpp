@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "ptl_helpers.hpp"
@@ -289,6 +290,73 @@ TEST_F(NiTest, DesiredLimitsAreHonouredAndEnforced) {
         << "room again after the cancel";
     ASSERT_PTL(PtlCTCancelTriggered(ct));
     EXPECT_PTL(PtlNIFini(ni));
+}
+
+// Issue 29 item 2 (§3.6.1, README "Limits"): max_msg_size is 2^62, or PORTICO_MAX_MSG_SIZE when
+// set: larger than any address space, yet a client's rounding up on it ((len + max - 1) / max, the
+// fragment count of Open MPI's mtl and coll) cannot wrap for any len up to it, as it did when
+// Portico reported PTL_SIZE_MAX (0 fragments: no get was issued and the receive hung). A desired
+// limit above it is capped. A put or get one byte longer is refused with PTL_ARG_INVALID (the
+// triggered forms when posted) and produces nothing; one of exactly the limit is delivered whole
+// (sent where the limit is small enough to send, as under PORTICO_MAX_MSG_SIZE=1048576).
+TEST_F(NiTest, MaxMsgSizeLeavesClientsHeadroomAndIsEnforced) {
+    REQUIRE_RANKS(2);
+    const char *set = std::getenv("PORTICO_MAX_MSG_SIZE");
+    const ptl_size_t expected = set ? std::strtoull(set, nullptr, 10) : ptl_size_t{1} << 62;
+    ptl_ni_limits_t want{};
+    want.max_msg_size = PTL_SIZE_MAX; // a client asking for everything
+    Ni ni = open_ni(kMatchingPhysical, &want);
+    const ptl_size_t max = ni.limits.max_msg_size;
+    EXPECT_EQ(expected, max);
+    if (!set) {
+        EXPECT_GE(max, ptl_size_t{1} << 57) << "larger than any address space (57-bit with 5-level paging)";
+    }
+    for (ptl_size_t limit : {max, ni.limits.max_waw_ordered_size, ni.limits.max_war_ordered_size}) {
+        for (ptl_size_t len : {ptl_size_t{1}, limit / 2 + 1, limit - 1, limit}) {
+            if (len == 0 || len > limit) continue;
+            EXPECT_GE(len + limit - 1, len) << "len " << len << " + limit " << limit << " - 1 wraps";
+            EXPECT_EQ(1u, (len + limit - 1) / limit) << "fragments of " << len << " bytes, limit " << limit;
+        }
+        EXPECT_GE(limit + limit, limit) << "len + limit wraps at len = limit " << limit;
+    }
+
+    ptl_handle_eq_t eq = make_eq(ni);
+    ptl_handle_ct_t ct = make_ct(ni);
+    ptl_handle_md_t all = bind_md(ni, nullptr, PTL_SIZE_MAX, eq); // any length fits the MD
+    const ptl_process_t target = ni.id_of(peer());
+    EXPECT_RC(PTL_ARG_INVALID, PtlPut(all, 0, max + 1, PTL_ACK_REQ, target, 0, 0, 0, tag(1), 0));
+    EXPECT_RC(PTL_ARG_INVALID, PtlGet(all, 0, max + 1, target, 0, 0, 0, tag(2)));
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredPut(all, 0, max + 1, PTL_ACK_REQ, target, 0, 0, 0, tag(3), 0, ct, 1));
+    EXPECT_RC(PTL_ARG_INVALID, PtlTriggeredGet(all, 0, max + 1, target, 0, 0, 0, tag(4), ct, 1));
+    ASSERT_PTL(PtlCTInc(ct, ptl_ct_event_t{1, 0})); // would fire anything that had been posted
+    expect_eq_empty(eq, "refused operations produce no events");
+
+    if (max > (ptl_size_t{16} << 20)) return;
+    // Exactly the limit: rank 0 puts max bytes into rank 1's entry and gets them back.
+    const size_t n = static_cast<size_t>(max);
+    std::vector<uint8_t> buf(n);
+    ptl_handle_eq_t teq = make_eq(ni);
+    const ptl_pt_index_t pt = make_pt(ni, teq);
+    if (rank() == 1) {
+        fill_pattern(buf.data(), n, 29);
+        append_me(ni, pt, me_desc(buf.data(), n, PTL_ME_OP_PUT | PTL_ME_OP_GET, 1), PTL_PRIORITY_LIST, tag(5), teq);
+    }
+    barrier();
+    if (rank() == 0) {
+        ptl_handle_md_t md = bind_md(ni, buf.data(), n, eq);
+        ASSERT_PTL(PtlGet(md, 0, n, target, pt, 1, 0, tag(6)));
+        ptl_event_t reply = expect_event(eq, PTL_EVENT_REPLY);
+        EXPECT_EQ(n, reply.mlength);
+        EXPECT_EQ(-1, check_pattern(buf.data(), n, 29));
+        fill_pattern(buf.data(), n, 30);
+        ASSERT_PTL(PtlPut(md, 0, n, PTL_ACK_REQ, target, pt, 1, 0, tag(7), 0));
+        expect_send_and_ack(eq, tag(7), n, n, 0);
+    } else {
+        EXPECT_EQ(n, expect_event(teq, PTL_EVENT_GET).mlength);
+        EXPECT_EQ(n, expect_event(teq, PTL_EVENT_PUT).mlength);
+        EXPECT_EQ(-1, check_pattern(buf.data(), n, 30));
+    }
+    barrier();
 }
 
 // Item 5 (§3.6.5, §3.18.1): PtlNIHandle on every object kind; PtlHandleIsEqual.
