@@ -244,13 +244,17 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
         log_error("shm: link table full (%zu links); raise PORTICO_SHM_MAX_LINKS", cfg_.max_links);
         return nullptr;
     }
-    pid_t os_pid = 0;
-    const int s = connect_same_user(dir_, to, &os_pid);
-    if (s < 0) return nullptr;
+    // The segment is made before connecting, so that the hello follows connect() at once: the
+    // acceptor gives a connection a bounded time to send it, and a loaded machine may deschedule
+    // us for long in memfd_create/ftruncate/mmap.
     int mfd = -1;
     void *seg = create_segment(cfg_.ring_bytes, cfg_.single_copy, &mfd);
-    if (!seg) {
-        ::close(s);
+    if (!seg) return nullptr;
+    pid_t os_pid = 0;
+    const int s = connect_same_user(dir_, to, &os_pid);
+    if (s < 0) {
+        ::close(mfd);
+        munmap(seg, segment_bytes(cfg_.ring_bytes));
         return nullptr;
     }
     const Hello hello = make_hello(self_, to, cfg_.ring_bytes, cfg_.secret, LinkEnds{::getpid(), os_pid, geteuid()});

@@ -34,9 +34,12 @@ struct ShmConfig {
     // The job's secret, proven in every link's hello (hello.hpp) when not empty: links of processes
     // that cannot prove it are refused, and so are proven links when it is empty.
     std::string secret;
-    // How long an accepted connection may take to send its hello (a connector sends it right
-    // after connect(): only a silent or hostile process needs more than a moment).
-    uint64_t hello_timeout_ns = 2'000'000'000;
+    // How long an accepted connection may take to send its hello. A connector sends it right
+    // after connect(), but on a saturated machine (hundreds of runnable processes on 2 cores) it
+    // can be descheduled for seconds in between: 2 s refused a 64-rank job's own links. Only a
+    // process of our own user can connect (the directory is 0700, SO_PEERCRED is checked), and
+    // the pending table evicts its oldest when full, so a generous bound costs nothing.
+    uint64_t hello_timeout_ns = 30'000'000'000;
 };
 
 class ShmLink;
