@@ -46,10 +46,10 @@ int main(void) {
     psm2_mq_t mq;
     check(psm2_mq_init(ep, PSM2_MQ_ORDERMASK_ALL, NULL, 0, &mq) == PSM2_OK, "psm2_mq_init");
     psm2_epid_t *epids = calloc((size_t)size, sizeof *epids);
-    psm2_epaddr_t *addrs = calloc((size_t)size, sizeof *addrs);
+    psm2_epaddr_t *addrs = calloc((size_t)size, sizeof(psm2_epaddr_t));
     psm2_error_t *errs = calloc((size_t)size, sizeof *errs);
     uint64_t *got = calloc((size_t)size, sizeof *got);
-    psm2_mq_req_t *reqs = calloc(2 * (size_t)size, sizeof *reqs);
+    psm2_mq_req_t *reqs = calloc(2 * (size_t)size, sizeof(psm2_mq_req_t));
     unsigned char *out = malloc(HALO_BYTES), *in = malloc(2 * HALO_BYTES);
     check(epids && addrs && errs && got && reqs && out && in, "malloc");
     check(portico_runtime_allgather(&epid, sizeof epid, epids) == PTL_OK, "portico_runtime_allgather");

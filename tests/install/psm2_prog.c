@@ -27,7 +27,7 @@ int main(void) {
     psm2_epid_t mine;
     CHECK(psm2_ep_open(key, NULL, &ep, &mine));
     psm2_epid_t *epids = calloc((size_t)size, sizeof *epids);
-    psm2_epaddr_t *peers = calloc((size_t)size, sizeof *peers);
+    psm2_epaddr_t *peers = calloc((size_t)size, sizeof(psm2_epaddr_t));
     psm2_error_t *errors = calloc((size_t)size, sizeof *errors);
     portico_runtime_allgather(&mine, sizeof mine, epids);
     CHECK(psm2_ep_connect(ep, size, epids, NULL, errors, peers, 0));

@@ -120,7 +120,7 @@ static void *worker(void *arg) {
     CHECK_OK(psm2_epaddr_to_epid(addrs[1], &back));
     CHECK(back == g_self_epid);
     g_peer_addr[t] = addrs[0];
-    const psm2_epaddr_t peer = addrs[0];
+    psm2_epaddr_t peer = addrs[0];
 
     /* Ping-pong, every thread with the same thread of the peer: rank 0 sends a ping and waits for
      * its pong, rank 1 waits for the ping and answers. A thread blocked in psm2_mq_wait must let
@@ -149,7 +149,7 @@ static void *worker(void *arg) {
 
     /* MQ: receives posted for half the messages before they come, the rest after they may have. */
     uint8_t **rbuf = calloc(kMsgs, sizeof *rbuf), **sbuf = calloc(kMsgs, sizeof *sbuf);
-    psm2_mq_req_t *rreq = calloc(kMsgs, sizeof *rreq), *sreq = calloc(kMsgs, sizeof *sreq);
+    psm2_mq_req_t *rreq = calloc(kMsgs, sizeof(psm2_mq_req_t)), *sreq = calloc(kMsgs, sizeof(psm2_mq_req_t));
     CHECK(rbuf && sbuf && rreq && sreq);
     psm2_mq_tag_t sel = t_tag(~0u, ~0u, ~0u);
     for (uint32_t i = 0; i < kMsgs / 2; ++i) {

@@ -82,7 +82,7 @@ private:
     TcpLink *connect_to(PeerId to);
     int open_connection(PeerId to, std::string *remote); // a socket connecting to `to`, or -1
     void add_link(std::unique_ptr<TcpLink> l);
-    void service(uint64_t tag, uint32_t events, Receiver &r);
+    void service(uint64_t data, uint32_t events, Receiver &r);
     int on_readable(TcpLink &l, Receiver &r); // frames delivered (a failure counts as work)
     enum class HandshakeRead { Done, More, Closed };
     HandshakeRead read_handshake(TcpLink &l);
