@@ -257,7 +257,7 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
         munmap(seg, segment_bytes(cfg_.ring_bytes));
         return nullptr;
     }
-    const Hello hello = make_hello(self_, to, cfg_.ring_bytes, cfg_.secret, LinkEnds{::getpid(), os_pid, geteuid()});
+    const Hello hello = make_hello(self_, to, cfg_.ring_bytes, cfg_.secret, LinkEnds{os_pid_, os_pid, geteuid()});
     const bool sent = send_hello(s, hello, mfd);
     ::close(mfd); // the peer has its own copy, or never will
     if (!sent) {
