@@ -370,8 +370,17 @@ void Job::start_peer_watch() {
     std::string why;
     peer_watch_ = PeerWatch::start(
         locals, self, board_nonce_,
-        [this](int code, const std::string &what) {
-            if (what.empty()) abort(code, "a rank of this machine ended the job");
+        [this](PeerWatch::Ending how, int code, const std::string &what) {
+            if (how == PeerWatch::Ending::Aborted) abort(code, "a rank of this machine ended the job");
+            if (how == PeerWatch::Ending::LeftWithCode) {
+                // The rank told the job to end with code (gasnet_exit, upc_global_exit): this
+                // process follows the announcement by itself unless it missed it; either way it
+                // ends with that code and leaves the job, as the rank did. An abort instead would
+                // make launchers such as hydra report a failure.
+                std::this_thread::sleep_for(kLostPeerGrace);
+                std::fprintf(stderr, "portico: rank %d: %s; this rank follows\n", rank_, what.c_str());
+                exit_process(code);
+            }
             const std::string message = what + "; ending the job";
             std::fprintf(stderr, "portico: rank %d: %s\n", rank_, message.c_str());
             abort(code, message);
@@ -419,7 +428,7 @@ void Job::exiting(int code) {
 }
 
 void Job::exit_process(int code) {
-    exiting(code);
+    if (PeerWatch *w = PeerWatch::current()) w->leaving(code);
     if (Job *job = joined()) {
         job->leaving_.store(true); // the peers' goodbyes and deaths no longer matter
         if (code == 0 && job->farewell_) job->farewell_();

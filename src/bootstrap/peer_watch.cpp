@@ -17,6 +17,7 @@ namespace portico::bootstrap {
 
 namespace {
 
+// kLeft: the rank left the job (code 0: finalized; any other code: a job-wide exit it announced).
 // kAborted: the rank ends the job itself (Job::abort), and has said why.
 enum State : uint32_t { kRunning = 0, kLeft = 1, kExited = 2, kAborted = 3 };
 
@@ -157,6 +158,7 @@ void PeerWatch::left() {
 }
 
 void PeerWatch::exiting(int code) { record_end(kExited, code); }
+void PeerWatch::leaving(int code) { record_end(kLeft, code); }
 void PeerWatch::aborting(int code) { record_end(kAborted, code); }
 
 void PeerWatch::record_end(uint32_t state, int code) {
@@ -211,10 +213,13 @@ void PeerWatch::run() {
         Slot &s = board_->slot(target);
         const uint32_t state = s.state.load(std::memory_order_acquire);
         const int code = s.code.load(std::memory_order_relaxed);
-        if (state == kLeft || (state == kExited && code == 0)) continue; // its successor is ours now
+        if ((state == kLeft || state == kExited) && code == 0) continue; // its successor is ours now
         ::shm_unlink(name_.c_str());                                     // in case the dead rank never mapped it
         char what[256] = "";
-        if (state == kExited)
+        if (state == kLeft)
+            std::snprintf(what, sizeof what, "rank %d (pid %d on this machine) left the job with code %d",
+                          members_[target].rank, pid, code);
+        else if (state == kExited)
             std::snprintf(what, sizeof what, "rank %d (pid %d on this machine) exited with code %d",
                           members_[target].rank, pid, code);
         else if (state == kRunning)
@@ -222,7 +227,8 @@ void PeerWatch::run() {
                           "rank %d (pid %d on this machine) ended without leaving the job and without exit() "
                           "(killed by a signal, crashed, or _exit)",
                           members_[target].rank, pid);
-        on_death_(state == kRunning ? 1 : code, what); // an aborting rank has said why itself
+        const Ending how = state == kLeft ? Ending::LeftWithCode : state == kAborted ? Ending::Aborted : Ending::Died;
+        on_death_(how, state == kRunning ? 1 : code, what);
         return;
     }
 }

@@ -8,9 +8,12 @@
 // the job's size. How a rank ended is on the machine's departure board (a small shared-memory
 // page, one slot per local rank): "left" (it finalized the job), "exited with code N" (exit() or
 // a return from main, recorded by an on_exit handler; _exit paths record it through
-// portico_runtime_exiting), or nothing — killed by a signal, crashed. The watcher of a rank that
-// ended cleanly (code 0, or after leaving without a code) moves on to that rank's successor; any
-// other end calls on_death, which ends the job (Job::abort). The rank that aborts records that
+// portico_runtime_exiting), "left with code N" (a job-wide exit the rank announced to the job
+// itself, such as gasnet_exit(4): portico_runtime_exit), or nothing — killed by a signal,
+// crashed. The watcher of a rank that ended cleanly (code 0, or after leaving without a code)
+// moves on to that rank's successor; any other end calls on_death: a death or a lone exit ends
+// the job (Job::abort), a job-wide exit is followed with the same code, without an abort, which
+// launchers such as hydra report as a failure. The rank that aborts records that
 // first, so its watcher follows at once, quietly: the ring ends every rank of the machine even if
 // the launcher ignores the abort.
 //
@@ -35,9 +38,14 @@ struct LocalMember {
 
 class PeerWatch {
 public:
-    // Ends the job because of a dead rank, with a message naming it and how it ended (empty when
-    // the dead rank ended the job itself and said why); does not return.
-    using DeathHandler = std::function<void(int code, const std::string &message)>;
+    enum class Ending {
+        Died,         // killed, crashed, or exited with a code without leaving the job
+        Aborted,      // ended the job itself (Job::abort) and said why
+        LeftWithCode, // left the job with a nonzero code it announced to the job itself
+    };
+    // Ends this process because a rank ended as `how` says, with code and a message naming the
+    // rank and how it ended (empty for Aborted); does not return.
+    using DeathHandler = std::function<void(Ending how, int code, const std::string &message)>;
 
     // members: the job's ranks on this machine in rank order, this process among them at index
     // self. Returns nullptr (and says why in *error) when the watch cannot run here (no pidfd
@@ -52,6 +60,9 @@ public:
     void left();
     // This rank is about to end with code; async-signal-safe (on_exit handlers, _exit paths).
     void exiting(int code);
+    // This rank leaves the job and ends with code, a job-wide end it has announced to the job
+    // (portico_runtime_exit): its watcher follows with the same code. Async-signal-safe.
+    void leaving(int code);
     // This rank ends the job with code, having said why (Job::abort): its watcher ends too,
     // quietly. Async-signal-safe.
     void aborting(int code);

@@ -211,6 +211,8 @@ private:
     std::string command(const std::string &line, const std::string &expected_cmd);
     // The replies to requests already sent, in order (channel mutex held).
     std::string reply_to(const std::string &line, const std::string &expected_cmd);
+    // The barrier_out of a barrier_in already sent (channel mutex held).
+    void await_barrier_out();
     std::string put_line(const std::string &key, const std::string &value) const;
     std::string get_line(const std::string &key) const;
     static void check_put_reply(const std::string &key, const std::string &resp);
@@ -248,6 +250,9 @@ struct SimplePmiClient::Channel {
     bool finalized = false;              // the launcher's finalize is done (mutex)
     int users = 0;                       // clients that have not finalized (mutex)
     std::atomic<bool> finalizing{false}; // a finalize has started: the launcher may close now
+    // A thread holds the mutex waiting for barrier_out, which never comes once a rank has left
+    // the job: an exit then finalizes beside it (leave_at_exit) instead of waiting for the mutex.
+    std::atomic<bool> awaiting_barrier{false};
     // What the init exchange told, once per connection (mutex): a second client of the process
     // must not send cmd=init again (Slurm's pmi2 plugin never answers a second one).
     bool initialized = false;
@@ -841,6 +846,11 @@ std::string SimplePmiClient::reply_to(const std::string &line, const std::string
     }
     Reply r = parse_reply(resp);
     const std::string *cmd = r.find("cmd");
+    if (cmd != nullptr && *cmd == "finalize_ack" && ch_->finalizing.load()) {
+        // This process's exit finalized while this thread waited (leave_at_exit) and is ending
+        // the process: the request will never be answered, and there is nothing to report.
+        for (;;) ::pause();
+    }
     if (cmd == nullptr || *cmd != expected_cmd)
         throw PmiError("PMI: sent '" + printable(trim_newline(line)) + "', expected cmd=" + expected_cmd +
                        " but the launcher answered '" + printable(resp) + "'");
@@ -922,7 +932,17 @@ std::optional<std::string> SimplePmiClient::get(const std::string &key) {
 void SimplePmiClient::barrier() {
     std::lock_guard lk(ch_->mutex);
     check_usable("barrier");
-    command("cmd=barrier_in\n", "barrier_out");
+    ch_->write_line("cmd=barrier_in\n");
+    await_barrier_out();
+}
+
+void SimplePmiClient::await_barrier_out() {
+    ch_->awaiting_barrier.store(true);
+    struct Clear {
+        Channel &ch;
+        ~Clear() { ch.awaiting_barrier.store(false); }
+    } clear{*ch_};
+    reply_to("cmd=barrier_in\n", "barrier_out");
 }
 
 void SimplePmiClient::put_then_barrier(const std::vector<std::pair<std::string, std::string>> &puts) {
@@ -936,7 +956,7 @@ void SimplePmiClient::put_then_barrier(const std::vector<std::pair<std::string, 
     // The replies to puts are short: the launcher never stops reading us while we write.
     ch_->write_line(batch);
     for (size_t i = 0; i < puts.size(); ++i) check_put_reply(puts[i].first, reply_to(lines[i], "put_result"));
-    reply_to("cmd=barrier_in\n", "barrier_out");
+    await_barrier_out();
 }
 
 std::vector<std::optional<std::string>> SimplePmiClient::get_many(const std::vector<std::string> &keys) {
@@ -1034,10 +1054,24 @@ bool PmiClient::leave_at_exit(std::chrono::milliseconds bound) {
     const auto deadline = std::chrono::steady_clock::now() + bound;
     bool left = true;
     if (std::shared_ptr<Channel> ch = live_channel().lock()) {
-        // A thread in the middle of a request holds the lock: its reply and ours cannot be told
-        // apart, so we leave without the launcher's finalize rather than wait past the bound.
+        // A thread in the middle of a request holds the lock. If it waits in a barrier (which a
+        // rank that has left, such as the one whose exit this process follows, never enters),
+        // finalize beside it: the launcher answers finalize_ack, which that thread then leaves
+        // alone. Any other request is answered soon; past the bound we leave without the
+        // launcher's finalize.
         std::unique_lock lk(ch->mutex, std::defer_lock);
-        if (!lk.try_lock_until(deadline)) {
+        bool locked = false;
+        while (!(locked = lk.try_lock_for(std::chrono::milliseconds(10))) && !ch->awaiting_barrier.load() &&
+               std::chrono::steady_clock::now() < deadline) {
+        }
+        if (!locked && ch->awaiting_barrier.load() && !ch->finalized && ch->initialized) {
+            ch->finalizing.store(true);
+            try {
+                ch->write_line("cmd=finalize\n", deadline);
+            } catch (const PmiError &) {
+                left = false;
+            }
+        } else if (!locked) {
             left = false;
         } else if (!ch->finalized && ch->initialized) {
             try {

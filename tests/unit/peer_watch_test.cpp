@@ -18,7 +18,7 @@ using portico::bootstrap::PeerWatch;
 namespace {
 
 // What a child rank does once every rank watches.
-enum class Does { Wait, Exit, LeaveThenExit0, ForkChildThatExits0ThenWait };
+enum class Does { Wait, Exit, LeaveThenExit0, LeaveWithCode, ForkChildThatExits0ThenWait };
 struct Behaviour {
     Does does = Does::Wait;
     int code = 0;
@@ -26,7 +26,8 @@ struct Behaviour {
 
 struct Ring {
     std::vector<pid_t> pids;
-    std::string reports; // "<reporter>:<code>:<message>\n" per death seen
+    std::string reports; // "<reporter>:<code>:<message>\n" per death seen ("<reporter>~<code>:..." for a
+                         // rank that left with a code, which the reporter follows)
     std::vector<int> statuses;
 };
 
@@ -65,11 +66,15 @@ Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t
             std::string why;
             auto w = PeerWatch::start(
                 members, i, nonce,
-                [out, i, first_rank](int code, const std::string &what) {
-                    const std::string line =
-                        std::to_string(first_rank + int(i)) + ":" + std::to_string(code) + ":" + what + "\n";
+                [out, i, first_rank](PeerWatch::Ending how, int code, const std::string &what) {
+                    const bool follows = how == PeerWatch::Ending::LeftWithCode;
+                    const std::string line = std::to_string(first_rank + int(i)) + (follows ? "~" : ":") +
+                                             std::to_string(code) + ":" + what + "\n";
                     [[maybe_unused]] ssize_t k = ::write(out, line.data(), line.size());
-                    PeerWatch::current()->aborting(code); // as Job::abort does
+                    if (follows)
+                        PeerWatch::current()->leaving(code); // as Job::exit_process does
+                    else
+                        PeerWatch::current()->aborting(code); // as Job::abort does
                     ::_exit(code);
                 },
                 &why);
@@ -84,6 +89,7 @@ Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t
             switch (behaviours[i].does) {
             case Does::Exit: w->exiting(behaviours[i].code); ::_exit(behaviours[i].code);
             case Does::LeaveThenExit0: w->left(); ::_exit(0);
+            case Does::LeaveWithCode: w->leaving(behaviours[i].code); ::_exit(behaviours[i].code);
             case Does::ForkChildThatExits0ThenWait: {
                 const pid_t child = ::fork();
                 if (child == 0) {
@@ -123,7 +129,8 @@ Ring run_ring(const std::vector<Behaviour> &behaviours, const std::vector<size_t
         if (behaviours[i].does == Does::ForkChildThatExits0ThenWait) {
             EXPECT_EQ(read_line(report[0]), "forked");
         }
-        if (behaviours[i].does == Does::Exit || behaviours[i].does == Does::LeaveThenExit0)
+        if (behaviours[i].does == Does::Exit || behaviours[i].does == Does::LeaveThenExit0 ||
+            behaviours[i].does == Does::LeaveWithCode)
             ::waitpid(ring.pids[i], &ring.statuses[i], 0);
     }
     for (size_t i : kill_after_start) ::kill(ring.pids[i], SIGKILL);
@@ -149,6 +156,21 @@ TEST(PeerWatch, ARankThatExitsWithACodeEndsTheRing) {
         << r.reports;
     EXPECT_NE(r.reports.find("12:3:\n"), std::string::npos) << r.reports;
     for (int s : r.statuses) EXPECT_EQ(code_of(s), 3);
+}
+
+// A job-wide exit (gasnet_exit(4) on one rank, announced to the job by that rank): the others
+// follow it with its code, each through the watch of its own neighbour, and none aborts the job
+// (hydra reported an abort that raced GASNet's own exit message as a bad termination).
+TEST(PeerWatch, ARankThatLeavesWithACodeIsFollowedWithoutAnAbort) {
+    const Ring r = run_ring({{Does::Wait}, {Does::LeaveWithCode, 4}, {Does::Wait}});
+    EXPECT_NE(r.reports.find("10~4:rank 11 (pid " + std::to_string(r.pids[1]) +
+                             " on this machine) left the job "
+                             "with code 4"),
+              std::string::npos)
+        << r.reports;
+    EXPECT_NE(r.reports.find("12~4:rank 10 (pid "), std::string::npos) << r.reports;
+    EXPECT_EQ(r.reports.find(":4:\n"), std::string::npos) << r.reports;
+    for (int s : r.statuses) EXPECT_EQ(code_of(s), 4);
 }
 
 TEST(PeerWatch, AKilledRankEndsTheRing) {
