@@ -233,6 +233,7 @@ void forget_dead_receivers(Ep &ep) {
         for (auto it = ep.ring.awaited.begin(); it != ep.ring.awaited.end();) {
             if (it->second->to == peer) {
                 it->second->fetched = true;
+                ring_release(ep.ring, it->second);
                 it = ep.ring.awaited.erase(it);
             } else {
                 ++it;

@@ -3,6 +3,8 @@
 // the catch-all behind them, and the sender's retain ring.
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <optional>
 
 #include "clientkit.hpp"
 #include "internal.hpp"
@@ -156,38 +158,53 @@ Retained *slot_of(void *cookie) {
     return v & 1 ? reinterpret_cast<Retained *>(v & ~uintptr_t{1}) : nullptr;
 }
 
-// The live slots occupy [tail, head) or, wrapped, [tail, size) and [0, head); head meets tail
-// only when the ring is empty.
+// Slots are freed out of order (a slot whose receiver has yet to fetch it may stay for long while
+// later ones are acked), so the ring is an allocator over RetainRing::live: a slot goes after the
+// previous one when it fits, else into the first gap large enough. The start is preferred once
+// nothing lives in its first kRingRewind bytes (pages already touched), so that a busy endpoint
+// keeps to about that much plus what is in flight rather than walking all 16 MiB.
 Retained *ring_take(RetainRing &g, uint32_t len) {
     if (g.slots.size() >= kRingSlots) return nullptr;
     const uint64_t need = std::max<uint64_t>((uint64_t{len} + kRingAlign - 1) / kRingAlign * kRingAlign, kRingAlign);
     if (need >= g.size) return nullptr;
-    uint64_t at = 0;
-    if (!g.slots.empty()) {
-        const uint64_t tail = g.slots.front().offset;
-        if (g.head > tail) { // not wrapped: after head, else from the start up to tail
-            // From the start when its pages are free again (and already touched), or when the
-            // end has no room; else after head.
-            const bool from_start = need < tail && (tail >= kRingRewind || g.head + need > g.size);
-            if (from_start)
-                at = 0;
-            else if (g.head + need <= g.size)
-                at = g.head;
-            else
-                return nullptr;
-        } else if (g.head + need < tail) {
-            at = g.head;
-        } else {
-            return nullptr;
-        }
-    }
-    g.head = at + need;
+    // Does [at, at + need) hold no live slot?
+    auto fits = [&](uint64_t at) {
+        if (at + need > g.size) return false;
+        auto next = g.live.lower_bound(at);
+        if (next != g.live.end() && next->first < at + need) return false;
+        if (next == g.live.begin()) return true;
+        const auto before = std::prev(next);
+        return before->first + before->second <= at;
+    };
+    const bool start_free = g.live.empty() || g.live.begin()->first >= std::max<uint64_t>(kRingRewind, need);
+    std::optional<uint64_t> at;
+    if (start_free && (g.head >= kRingRewind || g.live.empty()))
+        at = 0;
+    else if (fits(g.head))
+        at = g.head;
+    else if (fits(0))
+        at = 0;
+    else
+        for (const auto &[offset, bytes] : g.live)
+            if (fits(offset + bytes)) {
+                at = offset + bytes;
+                break;
+            }
+    if (!at) return nullptr;
+    g.head = *at + need;
     ++g.unacked;
     Retained &s = g.slots.emplace_back();
-    s.offset = at;
+    s.offset = *at;
     s.reserved = static_cast<uint32_t>(need);
     s.length = len;
+    g.live.emplace(*at, s.reserved);
     return &s;
+}
+
+void ring_release(RetainRing &g, Retained *s) {
+    if (s->released || !s->done()) return;
+    s->released = true;
+    g.live.erase(s->offset);
 }
 
 Retained *ring_take_waiting(Ep &ep, uint32_t len) {
@@ -199,12 +216,12 @@ Retained *ring_take_waiting(Ep &ep, uint32_t len) {
 void ring_put_failed(RetainRing &g, Retained *s) {
     s->acked = true;
     --g.unacked;
+    ring_release(g, s);
     ring_trim(g);
 }
 
 void ring_trim(RetainRing &g) {
     while (!g.slots.empty() && g.slots.front().done()) g.slots.pop_front();
-    if (g.slots.empty()) g.head = 0;
 }
 
 bool ring_ack(RetainRing &g, Retained *s, const ptl_event_t &ev) {
@@ -214,6 +231,7 @@ bool ring_ack(RetainRing &g, Retained *s, const ptl_event_t &ev) {
         s->awaited = true;
         g.awaited.emplace(s->offset, s);
     }
+    ring_release(g, s);
     ring_trim(g);
     return ev.ni_fail_type == PTL_NI_OK;
 }
@@ -222,6 +240,7 @@ void ring_fetched(RetainRing &g, const ptl_event_t &ev) {
     const auto it = g.awaited.find(ev.remote_offset);
     if (it != g.awaited.end()) {
         it->second->fetched = true;
+        ring_release(g, it->second);
         g.awaited.erase(it);
         ring_trim(g);
         return;

@@ -163,6 +163,12 @@ void destroy_ep(Ep *ep) {
     {
         std::lock_guard g(ep->lock);
         ep->closing = true;
+        // Nothing may land in the endpoint's memory once it is freed: an entry that cannot be
+        // unlinked (a message streaming in, unexpected headers pointing into a slab) stays on
+        // its PT, and peers still sending at exit would write into a freed slab (GASNet's
+        // psm-conduit died of that SIGSEGV at 4 processes). PtlPTDisable returns once messages
+        // under way are done; later ones are dropped.
+        for (ptl_pt_index_t pt : {recv_pt(ep->ctx), rndv_pt(ep->ctx), ctl_pt(ep->ctx)}) PtlPTDisable(lib().ni, pt);
         drop_requests(*ep);
         mq_stop(*ep);
         ctl_stop(*ep);

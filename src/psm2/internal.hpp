@@ -253,6 +253,7 @@ struct Retained {
     bool acked = false;        // the put's ack came
     bool awaited = false;      // the ack said only the header landed: the receiver gets the data
     bool fetched = false;      // that get came
+    bool released = false;     // done, and its bytes are free (RetainRing::live no longer has it)
     uint64_t am_op = 0;        // an active message request whose completion callback waits on it
     psm2_epaddr *to = nullptr; // the receiver
     bool done() const { return acked && (!awaited || fetched); }
@@ -266,7 +267,8 @@ struct RetainRing {
     ptl_handle_md_t md = PTL_INVALID_HANDLE;
     ptl_handle_me_t me = PTL_INVALID_HANDLE;
     std::deque<Retained> slots;             // allocation order; references stay valid (deque, ends only)
-    uint64_t head = 0;                      // the next free byte
+    std::map<uint64_t, uint32_t> live;      // offset -> reserved bytes of the slots not done yet
+    uint64_t head = 0;                      // where the last slot ended: the next one goes there if it fits
     size_t unacked = 0;                     // slots whose ack has not come
     std::map<uint64_t, Retained *> awaited; // by offset
 };
@@ -437,6 +439,8 @@ Retained *ring_take(RetainRing &g, uint32_t len);
 Retained *ring_take_waiting(Ep &ep, uint32_t len);
 void ring_put_failed(RetainRing &g, Retained *s);
 void ring_trim(RetainRing &g);
+// Frees a slot's bytes once it is done (acked, and fetched if it had to be); call after each change.
+void ring_release(RetainRing &g, Retained *s);
 // The put's ack: the slot is free, or (only the header landed) waits for the receiver's get.
 // False when the message was refused.
 bool ring_ack(RetainRing &g, Retained *s, const ptl_event_t &ev);
