@@ -177,10 +177,9 @@ Retained *ring_take(RetainRing &g, uint32_t len) {
         return before->first + before->second <= at;
     };
     const bool start_free = g.live.empty() || g.live.begin()->first >= std::max<uint64_t>(kRingRewind, need);
+    const bool prefer_start = start_free && (g.head >= kRingRewind || g.live.empty());
     std::optional<uint64_t> at;
-    if (start_free && (g.head >= kRingRewind || g.live.empty()))
-        at = 0;
-    else if (fits(g.head))
+    if (!prefer_start && fits(g.head))
         at = g.head;
     else if (fits(0))
         at = 0;
