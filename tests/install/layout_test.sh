@@ -7,7 +7,8 @@
 # portico_*.h, and the portico/ folder), and gasnet.h, gasnet_tools.h and the upc*.h headers live
 # in include/portico/gasnet and include/portico/upc, found through the gasnet-*.pc and
 # portico-upc.pc modules. Checked on a fresh `cmake --install` of BUILD_DIR (or on PREFIX as it is):
-# - <prefix>/include has nothing else at its top level;
+# - <prefix>/include has nothing else at its top level (portals4/ holds the Portals runtime's
+#   pmi.h, as the Sandia reference implementation installs it: never found as <pmi.h>);
 # - a program compiled with -I<prefix>/include ahead of a "real" GASNet's (and UPC's) include
 #   directory gets the real gasnet.h, gasnet_tools.h and upc.h, and still Portico's portals4.h;
 # - the pkg-config modules still find Portico's headers (C and C++), and build a program that runs.
@@ -28,7 +29,7 @@ unset LD_LIBRARY_PATH
 extra=()
 for f in "$prefix"/include/*; do
     case $(basename "$f") in
-    portals4.h | portals.h | portico_runtime.h | portico_ext.h | portico) ;;
+    portals4.h | portals.h | portico_runtime.h | portico_ext.h | portico | portals4) ;;
     *) extra+=("$(basename "$f")") ;;
     esac
 done

@@ -109,6 +109,14 @@ home=$prefix/lib/portico/pmi
 expect_home=$(t "$prefix/bin/portico-run" -n 2 "$tmp/pmi/home.out" | grep -c "pmi ok" || true)
 [ "$expect_home" = 2 ] || fail "the PMI program built from the PMI home: $expect_home of 2 ranks ok"
 echo "PMI home: ok"
+# The Portals runtime's PMI as the Sandia reference implementation installs it, where Portals
+# clients (GASNet's portals4-conduit) probe for it: <portals4/pmi.h> and -lportals_runtime.
+sed 's|#include <pmi.h>|#include <portals4/pmi.h>|' "$tmp/pmi/pmi_prog.c" > "$tmp/pmi/runtime_prog.c"
+(cd "$tmp/pmi" && cc runtime_prog.c -I"$prefix/include" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lportals_runtime \
+    -o runtime.out)
+expect_runtime=$(t "$prefix/bin/portico-run" -n 2 "$tmp/pmi/runtime.out" | grep -c "pmi ok" || true)
+[ "$expect_runtime" = 2 ] || fail "the PMI program built on <portals4/pmi.h> and -lportals_runtime: $expect_runtime of 2 ranks ok"
+echo "Portals runtime PMI: ok"
 
 # --- what the install holds, and every installed program ----------------------------------------
 for f in include/portals4.h include/portals.h include/portico_runtime.h include/portico_ext.h \
@@ -123,6 +131,7 @@ for f in include/portals4.h include/portals.h include/portico_runtime.h include/
          lib/libportico-upc-main.a lib/pkgconfig/portico-upc.pc bin/upc_vector_add bin/upc_heat bin/upc_int_sort \
          lib/portico/libpsm2.so.2 lib/pkgconfig/libpsm2.pc include/portico/psm2/psm2.h \
          include/portico/psm2/psm2_mq.h include/portico/psm2/psm2_am.h lib/portico/pmi/include/pmi.h \
+         include/portals4/pmi.h lib/libportals_runtime.so lib/libportals_runtime.so.0 \
          lib/portico/pmi/lib/libpmi.so lib/portico/pmi/lib/libpmi.so.0 lib/pkgconfig/portico-pmi.pc; do
     [ -e "$prefix/$f" ] || fail "the install lacks $f"
 done
