@@ -253,6 +253,9 @@ struct SimplePmiClient::Channel {
     // A thread holds the mutex waiting for barrier_out, which never comes once a rank has left
     // the job: an exit then finalizes beside it (leave_at_exit) instead of waiting for the mutex.
     std::atomic<bool> awaiting_barrier{false};
+    // The launcher's finalize_ack to such a finalize, as that thread read it: the exit waits for
+    // it, since hydra's proxy fails the whole job when its ack meets a closed socket.
+    std::atomic<bool> finalize_acked{false};
     // What the init exchange told, once per connection (mutex): a second client of the process
     // must not send cmd=init again (Slurm's pmi2 plugin never answers a second one).
     bool initialized = false;
@@ -848,7 +851,9 @@ std::string SimplePmiClient::reply_to(const std::string &line, const std::string
     const std::string *cmd = r.find("cmd");
     if (cmd != nullptr && *cmd == "finalize_ack" && ch_->finalizing.load()) {
         // This process's exit finalized while this thread waited (leave_at_exit) and is ending
-        // the process: the request will never be answered, and there is nothing to report.
+        // the process once it knows the ack came: the request will never be answered, and
+        // there is nothing to report.
+        ch_->finalize_acked.store(true);
         for (;;) ::pause();
     }
     if (cmd == nullptr || *cmd != expected_cmd)
@@ -1068,6 +1073,19 @@ bool PmiClient::leave_at_exit(std::chrono::milliseconds bound) {
             ch->finalizing.store(true);
             try {
                 ch->write_line("cmd=finalize\n", deadline);
+                // The barrier thread reads the ack (reply_to); should its barrier_out have come
+                // first, it lets the mutex go and the ack is ours to read.
+                left = false;
+                while (!left && std::chrono::steady_clock::now() < deadline) {
+                    if (ch->finalize_acked.load()) {
+                        left = true;
+                    } else if (lk.try_lock_for(std::chrono::milliseconds(1))) {
+                        const Reply r = parse_reply(ch->read_line(deadline));
+                        const std::string *cmd = r.find("cmd");
+                        left = cmd != nullptr && *cmd == "finalize_ack";
+                        break;
+                    }
+                }
             } catch (const PmiError &) {
                 left = false;
             }

@@ -217,8 +217,9 @@ TEST(PmiClient, LeavingAtExitIsBounded) {
         EXPECT_EQ(1, silent.finalizes());
     }
     {
-        // A barrier that never completes. The launcher's finalize_ack would end the process's
-        // exit; this one keeps it, so that the waiter can be joined.
+        // A barrier that never completes. The launcher's finalize_ack would be read by the
+        // waiter, which then waits for the process to end; this launcher keeps it, so that the
+        // waiter can be joined, and the exit gives up on the ack at its bound.
         FakeLauncher stuck(false, false);
         auto pmi = PmiClient::from_environment();
         ASSERT_TRUE(pmi);
@@ -230,7 +231,7 @@ TEST(PmiClient, LeavingAtExitIsBounded) {
         });
         // The waiter holds the channel once its barrier_in is out; leave_at_exit finalizes beside it.
         while (stuck.barriers() == 0) std::this_thread::yield();
-        EXPECT_TRUE(PmiClient::leave_at_exit(std::chrono::seconds(60)));
+        EXPECT_FALSE(PmiClient::leave_at_exit(std::chrono::milliseconds(300)));
         while (stuck.finalizes() == 0) std::this_thread::yield(); // the launcher reads it after we return
         ::shutdown(stuck.client_fd(), SHUT_RDWR);                 // ends the waiter's read
         waiter.join();
