@@ -58,6 +58,7 @@ args_of() {
     testlarge | testmemset) echo "100 2097152" ;;
     testam) echo "-p 1" ;;
     testcore1) echo 1000 ;;
+    testmisc) [ "$n" -gt 2 ] && echo 1000 || echo "" ;;
     testlogGP) echo "1000 8 65536" ;;
     testalign) [ "$n" -gt 2 ] && echo 20 || echo 100 ;;
     testrand) echo 1024 ;;
