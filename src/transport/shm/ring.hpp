@@ -42,7 +42,9 @@ inline constexpr uint64_t record_prefix(uint64_t position, size_t bytes, uint32_
     return uint64_t{record_sequence(position)} | uint64_t{bytes / kCacheLine} << 32 | uint64_t{type} << 56;
 }
 inline constexpr uint32_t prefix_sequence(uint64_t word) { return static_cast<uint32_t>(word); }
-inline constexpr size_t prefix_bytes(uint64_t word) { return static_cast<size_t>((word >> 32) & 0xffffff) * kCacheLine; }
+inline constexpr size_t prefix_bytes(uint64_t word) {
+    return static_cast<size_t>((word >> 32) & 0xffffff) * kCacheLine;
+}
 inline constexpr uint32_t prefix_type(uint64_t word) { return static_cast<uint32_t>(word >> 56); }
 
 struct alignas(kCacheLine) RingControl {
