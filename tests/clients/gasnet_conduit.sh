@@ -87,15 +87,20 @@ if [ "${PORTICO_CLIENTS_REBUILD:-0}" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$st
     fi
     config=(--disable-auto-conduit-detect "--enable-$conduit" --disable-pshm --disable-aligned-segments
         --disable-mpi-compat --with-pmi="$pmi_home" --with-pmi-version=1 "--with-$conduit-spawner=pmi")
+    cppflags=""
     if [ "$conduit" = psm ]; then
         config+=(--with-psm-home="$homes/psm2")
     else
         export PORTALS4HOME=$PREFIX
+        # GASNet 1.28's portals4-conduit compiles the pmi-spawner without the PMI home's include
+        # directory (its Makefile.am adds only PORTALS4's; the Sandia runtime put pmi.h there),
+        # where every other conduit adds it: say it as a user of that conduit would.
+        cppflags="-I$pmi_home/include"
     fi
     # The run path names Portico's libpsm2 where it is installed (not the home's links): its own
     # $ORIGIN-relative run path then finds libportals.
     note "configuring $release $conduit-conduit: ${config[*]}"
-    (cd "$work" && "$SRC/configure" "${config[@]}" CFLAGS="-O2" \
+    (cd "$work" && "$SRC/configure" "${config[@]}" CFLAGS="-O2" CPPFLAGS="$cppflags" \
         LDFLAGS="-Wl,-rpath,$PREFIX/lib -Wl,-rpath,$PREFIX/lib/portico -Wl,-rpath,$pmi_home/lib") \
         > "$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; fail "configure"; }
     note "building $conduit-conduit (PAR) and ${#tests[@]} tests"
