@@ -21,8 +21,8 @@
 namespace portico::transport::shm {
 
 inline constexpr uint32_t kHelloMagic = 0x50544c34; // "PTL4"; also the segment header's magic
-inline constexpr uint32_t kHelloVersion = 3;
-inline constexpr uint32_t kSegmentVersion = 2;
+inline constexpr uint32_t kHelloVersion = 4;
+inline constexpr uint32_t kSegmentVersion = 3;
 inline constexpr uint32_t kHelloProven = 1; // flags: the connector has a job secret; mac proves it
 
 struct Hello {

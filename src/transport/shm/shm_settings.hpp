@@ -9,7 +9,7 @@ inline constexpr Bytes kShmRingBytes{"PORTICO_SHM_RING_BYTES",
                                      Layer::transport_shm,
                                      256 * 1024,
                                      4 * 1024,
-                                     UINT64_MAX,
+                                     uint64_t{1} << 30,
                                      "bytes of each of the two rings of a link (one per direction); also bounds "
                                      "the frame size (min(64 KiB, ring/4) minus header). Unset: 256 KiB, or less "
                                      "when many processes of the job share this machine, so that one process's "

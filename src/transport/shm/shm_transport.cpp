@@ -128,8 +128,9 @@ public:
 };
 
 ShmTransport::ShmTransport(uint32_t nid, uint32_t pid, const ShmConfig &cfg) : cfg_(cfg) {
-    if (cfg_.ring_bytes < sizing::kMinRingBytes || (cfg_.ring_bytes & (cfg_.ring_bytes - 1)) != 0)
-        throw std::invalid_argument("PORTICO_SHM_RING_BYTES must be a power of two >= 4 KiB");
+    if (cfg_.ring_bytes < sizing::kMinRingBytes || cfg_.ring_bytes > kMaxRingBytes ||
+        (cfg_.ring_bytes & (cfg_.ring_bytes - 1)) != 0)
+        throw std::invalid_argument("PORTICO_SHM_RING_BYTES must be a power of two within [4 KiB, 1 GiB]");
     max_frame_payload_ = sizing::frame_payload(cfg_.ring_bytes, kMaxWireHeaderBytes, kCacheLine);
     links_.reset(new ShmLink *[cfg_.max_links]);
     if (cfg_.single_copy) {
@@ -371,7 +372,7 @@ bool ShmTransport::try_hello(int s, pid_t os_pid) {
     int mfd = -1;
     const ssize_t n = receive_hello(s, &hello, &mfd);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-    const bool ring_ok = hello.ring_bytes >= sizing::kMinRingBytes && hello.ring_bytes <= (1ull << 30) &&
+    const bool ring_ok = hello.ring_bytes >= sizing::kMinRingBytes && hello.ring_bytes <= kMaxRingBytes &&
                          (hello.ring_bytes & (hello.ring_bytes - 1)) == 0;
     const bool well_formed = n == static_cast<ssize_t>(sizeof hello) && hello.magic == kHelloMagic &&
                              hello.version == kHelloVersion && ring_ok && mfd >= 0;
@@ -675,6 +676,9 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
     }
     run.end();
     if (work) {
+        // head first, then the fence, then producer_waiting: a producer that set it and then found
+        // head unchanged is sure to be woken.
+        l.rx.publish_head();
         full_fence();
         auto &waiting = l.rx.control()->producer_waiting;
         if (waiting.load(std::memory_order_relaxed) && waiting.exchange(0)) l.poke();
