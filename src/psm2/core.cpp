@@ -168,7 +168,8 @@ void destroy_ep(Ep *ep) {
         // its PT, and peers still sending at exit would write into a freed slab (GASNet's
         // psm-conduit died of that SIGSEGV at 4 processes). PtlPTDisable returns once messages
         // under way are done; later ones are dropped.
-        for (ptl_pt_index_t pt : {recv_pt(ep->ctx), rndv_pt(ep->ctx), ctl_pt(ep->ctx)}) PtlPTDisable(lib().ni, pt);
+        const ptl_pt_index_t pts[] = {recv_pt(ep->ctx), rndv_pt(ep->ctx), ctl_pt(ep->ctx)};
+        for (ptl_pt_index_t pt : pts) PtlPTDisable(lib().ni, pt);
         drop_requests(*ep);
         mq_stop(*ep);
         ctl_stop(*ep);
@@ -181,7 +182,7 @@ void destroy_ep(Ep *ep) {
             while (eq != PTL_INVALID_HANDLE && (rc = PtlEQGet(eq, &ev)) != PTL_EQ_EMPTY)
                 if (rc != PTL_OK && rc != PTL_EQ_DROPPED) break;
         }
-        for (ptl_pt_index_t pt : {recv_pt(ep->ctx), rndv_pt(ep->ctx), ctl_pt(ep->ctx)}) PtlPTFree(lib().ni, pt);
+        for (ptl_pt_index_t pt : pts) PtlPTFree(lib().ni, pt);
         overflow_free_ct(ep->mq_overflow);
         overflow_free_ct(ep->am_overflow);
         // An MD with operations still under way is left to PtlNIFini (a forced close may do that).

@@ -39,6 +39,7 @@
 #include <deque>
 #include <list>
 #include <map>
+#include <memory_resource>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -266,8 +267,11 @@ struct RetainRing {
     size_t size = 0;
     ptl_handle_md_t md = PTL_INVALID_HANDLE;
     ptl_handle_me_t me = PTL_INVALID_HANDLE;
-    std::deque<Retained> slots;             // allocation order; references stay valid (deque, ends only)
-    std::map<uint64_t, uint32_t> live;      // offset -> reserved bytes of the slots not done yet
+    std::deque<Retained> slots; // allocation order; references stay valid (deque, ends only)
+    // offset -> reserved bytes of the slots not done yet. One insert and one erase per message:
+    // the nodes come from a pool the ring keeps, not from malloc, once it has warmed up.
+    std::pmr::unsynchronized_pool_resource live_nodes;
+    std::pmr::map<uint64_t, uint32_t> live{&live_nodes};
     uint64_t head = 0;                      // where the last slot ended: the next one goes there if it fits
     size_t unacked = 0;                     // slots whose ack has not come
     std::map<uint64_t, Retained *> awaited; // by offset
