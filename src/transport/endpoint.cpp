@@ -181,22 +181,38 @@ std::unique_ptr<Transport> open_endpoint(const EndpointRequest &req) {
     }
     // Start from a per-process point so that processes starting together rarely collide.
     const uint32_t start = static_cast<uint32_t>(getpid()) % kAnyPidCount;
-    std::vector<std::pair<const TransportInfo *, uint32_t>> taken_count; // per transport
-    for (uint32_t i = 0; i < kAnyPidCount; ++i) {
-        const uint32_t pid = kFirstAnyPid + (start + i) % kAnyPidCount;
-        if (auto t = try_pid(req, selected, selection.named, pid, &taken_on)) return t;
-        auto it = std::find_if(taken_count.begin(), taken_count.end(), [&](auto &c) { return c.first == taken_on; });
-        if (it == taken_count.end())
-            taken_count.emplace_back(taken_on, 1);
-        else
-            ++it->second;
-    }
-    // Every pid taken: say by whom, so that a user denied by another one's sockets learns it.
     std::string why;
-    for (const auto &[info, count] : taken_count) {
-        const std::string who = info->holders ? info->holders(req.nid, kFirstAnyPid, kAnyPidCount) : std::string{};
-        why += std::string(why.empty() ? "" : "; ") + std::to_string(count) + " taken on " + info->name +
-               (who.empty() ? "" : " (" + who + ")");
+    for (;;) {
+        std::vector<std::pair<const TransportInfo *, uint32_t>> taken_count; // per transport
+        for (uint32_t i = 0; i < kAnyPidCount; ++i) {
+            const uint32_t pid = kFirstAnyPid + (start + i) % kAnyPidCount;
+            if (auto t = try_pid(req, selected, selection.named, pid, &taken_on)) return t;
+            auto it =
+                std::find_if(taken_count.begin(), taken_count.end(), [&](auto &c) { return c.first == taken_on; });
+            if (it == taken_count.end())
+                taken_count.emplace_back(taken_on, 1);
+            else
+                ++it->second;
+        }
+        // Every pid taken: say by whom, so that a user denied by another one's sockets learns it.
+        std::string round;
+        for (const auto &[info, count] : taken_count) {
+            const std::string who = info->holders ? info->holders(req.nid, kFirstAnyPid, kAnyPidCount) : std::string{};
+            round += std::string(round.empty() ? "" : "; ") + std::to_string(count) + " taken on " + info->name +
+                     (who.empty() ? "" : " (" + who + ")");
+        }
+        why += (why.empty() ? "" : "; then ") + round;
+        // Under `auto`, names held on one transport (another user can hold every TCP port of the
+        // range on this machine) must not deny the process the others: leave out the transport
+        // that refused the most pids and search again. Peers it alone reaches become unreachable,
+        // which its error message says.
+        if (selection.named || selected.size() < 2) break;
+        const auto worst = std::max_element(taken_count.begin(), taken_count.end(),
+                                            [](auto &a, auto &b) { return a.second < b.second; });
+        log_error("the %s transport is disabled for this process: no pid in %u..%u is free on it (%s); the process "
+                  "reaches only peers the other transports reach",
+                  worst->first->name, kFirstAnyPid, kFirstAnyPid + kAnyPidCount - 1, round.c_str());
+        selected.erase(std::find(selected.begin(), selected.end(), worst->first));
     }
     throw std::system_error(EADDRINUSE, std::generic_category(),
                             "no free pid in " + std::to_string(kFirstAnyPid) + ".." +

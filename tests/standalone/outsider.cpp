@@ -14,6 +14,9 @@
 //       tries to connect to the Unix socket at PATH, prints "CONNECT OK" or "CONNECT <errno name>"
 //   outsider [--uid U] squat-port PORT
 //       listens on TCP port PORT (every address), prints "HOLDING" or "BUSY"
+//   outsider [--uid U] squat-ports FIRST COUNT
+//       listens on the COUNT TCP ports from FIRST (every address), prints "SQUATTING <n>": how many
+//       of them are now taken, by it or by somebody else already
 //   outsider [--uid U] flood ADDR PORT...
 //       holds a flood of unauthenticated connections on each TCP port at ADDR: 150 silent ones
 //       from the machine's own address, 150 silent ones from as many loopback addresses (127.0.0.2
@@ -131,17 +134,37 @@ int try_connect(const std::string &path) {
     return hold_on();
 }
 
-int squat_port(uint32_t port) {
+// Listens on `port` at every address: the socket, or -1 with errno when it cannot.
+int listen_on(uint32_t port) {
     const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) die("socket");
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_ANY);
     a.sin_port = htons(static_cast<uint16_t>(port));
-    if (bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || listen(s, 16) != 0) {
+    if (bind(s, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 && listen(s, 16) == 0) return s;
+    const int err = errno;
+    close(s);
+    errno = err;
+    return -1;
+}
+
+int squat_port(uint32_t port) {
+    if (listen_on(port) < 0) {
         say("BUSY");
         return 0;
     }
     say("HOLDING");
+    return hold_on();
+}
+
+int squat_ports(uint32_t first, uint32_t count) {
+    uint32_t held = 0; // held by somebody else already: blocked all the same
+    for (uint32_t port = first; port < first + count; ++port) {
+        if (listen_on(port) < 0 && errno != EADDRINUSE) die("bind " + std::to_string(port));
+        ++held;
+    }
+    say("SQUATTING " + std::to_string(held));
     return hold_on();
 }
 
@@ -279,6 +302,8 @@ int main(int argc, char **argv) {
     if (args.size() == 2 && args[0] == "try-bind") return try_bind(args[1]);
     if (args.size() == 2 && args[0] == "try-connect") return try_connect(args[1]);
     if (args.size() == 2 && args[0] == "squat-port") return squat_port(static_cast<uint32_t>(std::stoul(args[1])));
+    if (args.size() == 3 && args[0] == "squat-ports")
+        return squat_ports(static_cast<uint32_t>(std::stoul(args[1])), static_cast<uint32_t>(std::stoul(args[2])));
     if (args.size() >= 3 && args[0] == "flood") {
         in_addr a{};
         if (inet_pton(AF_INET, args[1].c_str(), &a) != 1) die("not an IPv4 address: " + args[1]);
@@ -287,6 +312,6 @@ int main(int argc, char **argv) {
         return flood(ntohl(a.s_addr), ports);
     }
     std::fprintf(stderr, "usage: outsider [--uid U] squat-abstract NID FIRST COUNT | squat-dir DIR | try-bind PATH | "
-                         "try-connect PATH | squat-port PORT | flood ADDR PORT...\n");
+                         "try-connect PATH | squat-port PORT | squat-ports FIRST COUNT | flood ADDR PORT...\n");
     return 2;
 }

@@ -165,6 +165,28 @@ TEST(SharedMemoryNames, APidWhosePortAnotherUserHoldsNamesTheHolder) {
     FAIL() << "no free port to hold";
 }
 
+// Another user who holds every TCP port of PTL_PID_ANY's range (a TCP endpoint listens on
+// PORTICO_TCP_PORT_BASE + pid) used to deny every PTL_PID_ANY NI on the machine that opens TCP,
+// which is every NI under the default transport choice. TCP is now left out of such a process,
+// with a message naming the holder, and shared memory serves: two processes still exchange puts.
+// The ports are moved (base 1024: ports 2048..17407) away from the ones other tests use.
+TEST(SharedMemoryNames, AnotherUserHoldingEveryTcpPortDoesNotBlockPidAny) {
+    REQUIRE_ROOT("the squatter of every port");
+    rlimit fds{};
+    getrlimit(RLIMIT_NOFILE, &fds);
+    if (fds.rlim_max < 15360 + 64)
+        GTEST_SKIP() << "the squatter needs 15,424 descriptors; the hard limit is " << fds.rlim_max;
+    Child squatter(outsider_binary(), {"--uid", kNobody, "squat-ports", "2048", "15360"});
+    ASSERT_EQ("SQUATTING 15360", squatter.line());
+    TempDir tmp;
+    const std::string err = tmp.path() + "/a.err";
+    two_processes_exchange_puts({"PORTICO_TCP_PORT_BASE=1024"}, err);
+    const std::string said = file_text(err);
+    EXPECT_NE(std::string::npos, said.find("the tcp transport is disabled for this process: no pid in 1024..16383"))
+        << said;
+    EXPECT_NE(std::string::npos, said.find("uid 65534 (nobody)")) << said;
+}
+
 // A pid another endpoint of this user holds: the message names its process.
 TEST(SharedMemoryNames, APidAnotherEndpointHoldsNamesItsProcess) {
     TempDir tmp;

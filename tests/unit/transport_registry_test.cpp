@@ -221,6 +221,20 @@ TEST_F(TransportEndpoint, APidInUseNamesItsHolder) {
     }
 }
 
+// Under `auto`, a transport on which every pid of the PTL_PID_ANY range is held (another user can
+// hold every TCP port of the range) is left out and the search runs again on the others: the
+// process still opens an endpoint, reaching the peers the other transports reach. A named
+// transport is never left out: the search then fails as above.
+TEST_F(TransportEndpoint, UnderAutoATransportWithNoFreePidIsLeftOutAndTheOthersServe) {
+    for (uint32_t p = kFirstAnyPid; p < kFirstAnyPid + kAnyPidCount; ++p) g_near_taken.insert(p);
+    auto ep = open_endpoint({1, UINT32_MAX, "auto", {}, {}});
+    EXPECT_GE(ep->self().pid, kFirstAnyPid);
+    EXPECT_LT(ep->self().pid, kFirstAnyPid + kAnyPidCount);
+    EXPECT_EQ(nullptr, std::strstr(ep->name(), "test-near")) << ep->name();
+    EXPECT_NE(nullptr, std::strstr(ep->name(), "test-far")) << ep->name();
+    EXPECT_THROW(open_endpoint({1, UINT32_MAX, "test-near,test-far", {}, {}}), std::system_error);
+}
+
 TEST_F(TransportEndpoint, OnlyANamedTransportThatCannotRunFailsTheEndpoint) {
     // Named: the endpoint fails with the transport's reason.
     try {
