@@ -429,17 +429,19 @@ void Engine::handle_frame(Endpoint &ep, transport::Link &link, const transport::
 
 void Engine::handle_frame_locked(Endpoint &ep, transport::Link &link, const transport::FrameHeader &f,
                                  const std::byte *payload) {
-    RxState &rx = rx_of(ep, link);
+    // The link's state of a message that streams over several frames: made by the first message
+    // that needs one (a one-frame request never does).
+    auto *streaming = static_cast<RxState *>(link.rx_state);
     const bool fault = f.t.flags & transport::kFrameSourceFault;
     auto malformed = [&] {
         if (NI *ni = ep.nis[0] ? ep.nis[0] : ep.nis[1]) ni->sr[PTL_SR_MALFORMED_MESSAGES].fetch_add(1);
     };
     if (!(f.t.flags & transport::kFrameFirst)) {
-        if (!rx.active) return malformed();
-        if (rx.h.kind == wire::Kind::Reply)
-            initiator_reply_data(rx, payload, f.t.frame_payload, fault);
+        if (!streaming || !streaming->active) return malformed();
+        if (streaming->h.kind == wire::Kind::Reply)
+            initiator_reply_data(*streaming, payload, f.t.frame_payload, fault);
         else
-            target_data(ep, rx, payload, f.t.frame_payload, fault);
+            target_data(ep, *streaming, payload, f.t.frame_payload, fault);
         return;
     }
     Arrival a{{}, payload, f.t.frame_payload, f.t.payload_total, fault};
@@ -448,8 +450,9 @@ void Engine::handle_frame_locked(Endpoint &ep, transport::Link &link, const tran
     a.h.src_nid = link.peer.nid;
     a.h.src_pid = link.peer.pid;
     const wire::Header &h = a.h;
-    if (rx.active) {
+    if (streaming && streaming->active) {
         // A new message before the previous one's payload ended: the peer broke the protocol.
+        RxState &rx = *streaming;
         log_error("protocol error from %08x/%u: message interrupted; dropping it", link.peer.nid, link.peer.pid);
         if (rx.entry) {
             --rx.entry->busy;
@@ -482,6 +485,7 @@ void Engine::handle_frame_locked(Endpoint &ep, transport::Link &link, const tran
         const bool ours = op && op->peer == link.peer &&
                           (op->kind == wire::Kind::Get || op->kind == wire::Kind::FetchAtomic) && op->await_reply &&
                           h.length <= op->length && a.total == (h.ni_fail == PTL_NI_OK && !placed ? h.length : 0);
+        RxState &rx = rx_of(ep, link);
         rx = RxState{};
         rx.h = h;
         rx.total = a.total;
@@ -567,7 +571,12 @@ void Engine::target_request(Endpoint &ep, transport::Link &link, const Arrival &
     switch (a.h.kind) {
     case wire::Kind::Atomic:
     case wire::Kind::FetchAtomic: target_atomic(ep, a, at.ni, *at.pt, at.e, at.offset, at.mlength, at.spent); break;
-    case wire::Kind::Put: start_put(ep, link, a, at); break;
+    case wire::Kind::Put:
+        if (whole_in_frame(a))
+            put_in_one_frame(ep, a, at);
+        else
+            start_put(ep, link, a, at);
+        break;
     default: answer_get(ep, link, a, at); break;
     }
 }
@@ -622,15 +631,7 @@ ptl_ni_fail_t Engine::match_request(Endpoint &ep, const wire::Header &h, Landing
         return PTL_NI_PT_DISABLED;
     }
 
-    const ptl_process_t initiator = initiator_of(*ni, h);
-    Entry *e = nullptr;
-    for (int l = 0; l < 2 && !e; ++l)
-        for (Entry *cand : pt.lists[l])
-            if (entry_matches(*ni, *cand, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length,
-                              h.remote_offset)) {
-                e = cand;
-                break;
-            }
+    Entry *e = find_entry(*ni, pt, h, initiator_of(*ni, h));
     if (!e) return (pt.options & PTL_PT_FLOWCTRL) ? flow_control(nullptr) : drop();
     // A matched entry that refuses the message ends the search (§3.12): no fall-through.
     if (e->d.uid != PTL_UID_ANY && e->d.uid != h.uid) {
@@ -652,6 +653,45 @@ ptl_ni_fail_t Engine::match_request(Endpoint &ep, const wire::Header &h, Landing
     if ((pt.options & PTL_PT_FLOWCTRL) && full_event && !pt.eq->events.has_room()) return flow_control(e);
     at->e = e;
     return PTL_NI_OK;
+}
+
+// The cached entry C of a PT stands for a walk of its lists only if the walk would find C: C
+// matches the message, and no entry before C in the priority list does. The cache is filled by a
+// walk that found C in the priority list, having rejected every entry before it for message M,
+// and it is used only while the PT's list generation is the one of that walk (no append, unlink
+// or search since, so the list holds the same entries in the same order). Then:
+//   - C first in the list: no entry comes before it, so any message C matches now may take it;
+//   - otherwise only a message alike to M in all that entry_matches reads of it (match bits,
+//     source, length, offset) may take C: what entry_matches reads of an entry is fixed once it
+//     is appended, except a locally managed entry's local_offset, which only grows (claim_entry),
+//     so an earlier entry that had no room for M still has none; each earlier entry rejects the
+//     new message as it rejected M. A message with other bits or another source might match an
+//     earlier entry, so it walks.
+// C is then checked with entry_matches as the walk would (room, truncation), and everything the
+// matcher does after finding the entry (uid and operation permissions, flow control) is the same
+// code whichever way it was found. Use-once entries are not cached: matching them unlinks them.
+Entry *Engine::find_entry(const NI &ni, PT &pt, const wire::Header &h, ptl_process_t initiator) {
+    MatchCache &c = pt.cache;
+    if (fast_path_ && c.entry && c.gen == pt.list_gen &&
+        (c.first ||
+         (c.bits == h.match_bits && c.bits_hi == h.match_bits_hi && c.src_nid == h.src_nid && c.src_pid == h.src_pid &&
+          c.src_rank == h.src_rank && c.rlength == h.length && c.remote_offset == h.remote_offset)) &&
+        entry_matches(ni, *c.entry, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length, h.remote_offset))
+        return c.entry;
+    bool first = true;
+    for (Entry *cand : pt.lists[PTL_PRIORITY_LIST]) {
+        if (entry_matches(ni, *cand, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length, h.remote_offset)) {
+            if (fast_path_ && !(cand->d.options & PTL_ME_USE_ONCE))
+                c = {cand,      pt.list_gen, first,      h.match_bits, h.match_bits_hi,
+                     h.src_nid, h.src_pid,   h.src_rank, h.length,     h.remote_offset};
+            return cand;
+        }
+        first = false;
+    }
+    for (Entry *cand : pt.lists[PTL_OVERFLOW_LIST])
+        if (entry_matches(ni, *cand, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length, h.remote_offset))
+            return cand;
+    return nullptr;
 }
 
 bool Engine::overflow_stream_matches(const NI &ni, ptl_pt_index_t pt, const Entry &probe) const {
@@ -696,6 +736,7 @@ void Engine::claim_entry(const wire::Header &h, Landing *at) {
         (local && e->d.min_free && (e->local_offset > e->length || e->length - e->local_offset < e->d.min_free));
     if (at->spent && e->linked) {
         at->pt->lists[e->list].erase(e->pos);
+        at->pt->lists_changed();
         e->linked = false;
     }
 }
@@ -733,6 +774,20 @@ void Engine::start_put(Endpoint &ep, transport::Link &link, const Arrival &a, co
         return;
     }
     target_data(ep, rx, a.payload, a.frame_bytes, a.fault);
+}
+
+// Everything else (single copy, a shared segment, payload in later frames, a source that could
+// not be read) streams through the link's RxState.
+bool Engine::whole_in_frame(const Arrival &a) const {
+    return fast_path_ && a.total == a.frame_bytes && !a.fault &&
+           !(a.h.flags & (wire::kFlagRendezvous | wire::kFlagSegment));
+}
+
+void Engine::put_in_one_frame(Endpoint &ep, const Arrival &a, const Landing &at) {
+    // target_data's copy, straight from the frame; guarded, as the entry may cover unmapped memory.
+    const size_t take = std::min<size_t>(a.frame_bytes, at.mlength);
+    const bool copied = take == 0 || copy_into(region_of(*at.e), at.offset, a.payload, take);
+    deliver_put(ep, *at.pt, at.e, a.h, at.offset, at.mlength, copied ? PTL_NI_OK : PTL_NI_SEGV);
 }
 
 void Engine::answer_get(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at) {
@@ -813,13 +868,17 @@ void Engine::finish_put(Endpoint &ep, RxState &rx) {
     NI *ni = rx.ni;
     PT &pt = ni->pts[e->pt_index];
     --e->busy;
-    const wire::Header &h = rx.h;
-    complete_target(pt, e, h, rx.offset, rx.mlength, rx.fail);
-    answer_put(ep, h, true, rx.fail, rx.mlength, rx.offset, e->list);
+    deliver_put(ep, pt, e, rx.h, rx.offset, rx.mlength, rx.fail);
+    stream_ended(pt);
+}
+
+void Engine::deliver_put(Endpoint &ep, PT &pt, Entry *e, const wire::Header &h, ptl_size_t offset, ptl_size_t mlength,
+                         ptl_ni_fail_t fail) {
+    complete_target(pt, e, h, offset, mlength, fail);
+    answer_put(ep, h, true, fail, mlength, offset, e->list);
     // The entry was spent when this or another message matched it; AUTO_UNLINK comes after the
     // last of them has its event (§3.13.1).
     unlink_if_spent(e);
-    stream_ended(pt);
 }
 
 void Engine::unlink_if_spent(Entry *e) {

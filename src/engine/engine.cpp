@@ -88,7 +88,10 @@ Engine &Engine::instance() {
 int Engine::init() {
     std::lock_guard g(mutex_);
     if (finalized_ && init_count_ == 0) return PTL_FAIL; // "cannot be called after the library has been finalized"
-    if (init_count_++ == 0) aborted_ = false;
+    if (init_count_++ == 0) {
+        aborted_ = false;
+        fast_path_ = settings::kFastPath.get();
+    }
     return PTL_OK;
 }
 

@@ -113,6 +113,19 @@ struct Unexpected {
     ptl_ni_fail_t fail;
 };
 
+// The priority-list entry of a PT that matched last, and which messages may take it without a
+// walk of the list (Engine::find_entry states the rule and why it holds).
+struct MatchCache {
+    Entry *entry = nullptr;
+    uint64_t gen = 0;   // PT::list_gen when it was filled
+    bool first = false; // the entry was the first of the priority list
+    // The message it was filled for: all that decides whether an entry matches.
+    ptl_match_bits_t bits = 0;
+    uint64_t bits_hi = 0;
+    uint32_t src_nid = 0, src_pid = 0, src_rank = 0;
+    ptl_size_t rlength = 0, remote_offset = 0;
+};
+
 // clang-tidy 14 sees the implicit copy of lists[] as code naming __i0 (a false positive).
 struct PT { // NOLINT(bugprone-reserved-identifier)
     bool allocated = false;
@@ -122,6 +135,11 @@ struct PT { // NOLINT(bugprone-reserved-identifier)
     std::list<Entry *> lists[2]; // PTL_PRIORITY_LIST, PTL_OVERFLOW_LIST
     std::list<Unexpected> unexpected;
     int streams = 0; // messages partly received into entries of this PT
+    // Bumped by every append to, unlink from and search of this PT's lists (engine lock held):
+    // a cache filled at another generation is not used.
+    uint64_t list_gen = 0;
+    MatchCache cache;
+    void lists_changed() { ++list_gen; }
 };
 
 struct Entry {
@@ -571,10 +589,21 @@ private:
     // A request at the target: matched (or refused, and consumed), its entry claimed, then applied.
     void target_request(Endpoint &ep, transport::Link &link, const Arrival &a);
     ptl_ni_fail_t match_request(Endpoint &ep, const wire::Header &h, Landing *at);
+    // The entry of pt a request matches first (priority list, then overflow), through pt's cache
+    // when it may serve, else by walking the lists (which refills the cache); nullptr if none.
+    Entry *find_entry(const NI &ni, PT &pt, const wire::Header &h, ptl_process_t initiator);
     void trace_request(const wire::Header &h, const Landing &at, ptl_ni_fail_t fail) const; // PORTICO_TRACE
     void reject_request(Endpoint &ep, transport::Link &link, const Arrival &a, ptl_ni_fail_t fail);
     void claim_entry(const wire::Header &h, Landing *at);
     void start_put(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at);
+    // The one-frame path (docs/FASTPATH.md §4): a put whose whole payload is in its first frame,
+    // copied into the entry from the frame and completed at once, with no RxState and no stream.
+    bool whole_in_frame(const Arrival &a) const;
+    void put_in_one_frame(Endpoint &ep, const Arrival &a, const Landing &at);
+    // A put's data is in its entry: its event, count, answer and the spent entry's AUTO_UNLINK
+    // (both paths).
+    void deliver_put(Endpoint &ep, PT &pt, Entry *e, const wire::Header &h, ptl_size_t offset, ptl_size_t mlength,
+                     ptl_ni_fail_t fail);
     void answer_get(Endpoint &ep, transport::Link &link, const Arrival &a, const Landing &at);
     enum class SingleCopy { None, Direct, Segment };
     static constexpr size_t kSegmentFrom = 2048;
@@ -617,6 +646,8 @@ private:
     private:
         Engine &e_;
     };
+    // PORTICO_FAST_PATH, read at the first init; off: every message takes the generic path.
+    bool fast_path_ = true;
     std::atomic<int> init_count_{0};
     bool finalized_ = false;
     std::atomic<bool> aborted_{false};

@@ -95,15 +95,33 @@ inline constexpr Bytes kMaxVolatileSize{"PORTICO_MAX_VOLATILE_SIZE",
                                         UINT64_MAX,
                                         "NI limit max_volatile_size (PTL_MD_VOLATILE puts up to this are copied)"};
 
+inline constexpr Boolean kFastPath{"PORTICO_FAST_PATH", Layer::engine, true,
+                                   "the target applies a put whose payload is all in one frame at once and matches "
+                                   "through the entry that matched last (docs/FASTPATH.md, step 4); off: every "
+                                   "message takes the generic path (for comparing and testing the two)"};
+
 inline constexpr Text kTrace{"PORTICO_TRACE", Layer::engine, nullptr,
                              "path prefix: each process writes a trace of its counting events, triggered operations "
                              "and matching to <prefix>.<pid> (engine/trace.hpp)"};
 
-inline constexpr const Setting *kEngineSettings[] = {&kWaitSpinUs,      &kWaitPauseUs,     &kProgressSpinUs,
-                                                     &kProgressParkUs,  &kMaxEntries,      &kMaxUnexpectedHeaders,
-                                                     &kMaxMds,          &kMaxCts,          &kMaxEqs,
-                                                     &kMaxPtIndex,      &kMaxIovecs,       &kMaxListSize,
-                                                     &kMaxTriggeredOps, &kMaxAtomicSize,   &kMaxFetchAtomicSize,
-                                                     &kMaxMsgSize,      &kMaxVolatileSize, &kTrace};
+inline constexpr const Setting *kEngineSettings[] = {&kWaitSpinUs,
+                                                     &kWaitPauseUs,
+                                                     &kProgressSpinUs,
+                                                     &kProgressParkUs,
+                                                     &kMaxEntries,
+                                                     &kMaxUnexpectedHeaders,
+                                                     &kMaxMds,
+                                                     &kMaxCts,
+                                                     &kMaxEqs,
+                                                     &kMaxPtIndex,
+                                                     &kMaxIovecs,
+                                                     &kMaxListSize,
+                                                     &kMaxTriggeredOps,
+                                                     &kMaxAtomicSize,
+                                                     &kMaxFetchAtomicSize,
+                                                     &kMaxMsgSize,
+                                                     &kMaxVolatileSize,
+                                                     &kFastPath,
+                                                     &kTrace};
 
 } // namespace portico::settings

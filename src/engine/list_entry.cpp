@@ -108,6 +108,7 @@ void Engine::auto_unlink(Entry *e) {
     PT &pt = e->ni->pts[e->pt_index];
     if (e->linked) {
         pt.lists[e->list].erase(e->pos);
+        pt.lists_changed();
         e->linked = false;
     }
     e->auto_unlinked = true;
@@ -193,6 +194,7 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
         return PTL_ARG_INVALID;
     retire_entries(ni);
     PT &pt = ni->pts[pt_index];
+    pt.lists_changed(); // an entry joins a list (retire_entries frees only entries unlinked before)
     if (ni->n_entries >= ni->limits.max_entries) return PTL_NO_SPACE;
     if (pt.lists[list].size() >= static_cast<size_t>(ni->limits.max_list_size)) return PTL_LIST_TOO_LONG;
 
@@ -280,7 +282,9 @@ int Engine::unlink(ptl_handle_any_t h, bool is_me) {
     // and still owes its AUTO_FREE (its handle goes stale with that event).
     if (e->auto_unlinked || e->busy > 0 || e->uh_refs > 0) return PTL_IN_USE;
     if (trace::enabled()) trace::line("unlink %#lx", static_cast<unsigned long>(h));
-    if (e->linked) e->ni->pts[e->pt_index].lists[e->list].erase(e->pos);
+    PT &pt = e->ni->pts[e->pt_index];
+    if (e->linked) pt.lists[e->list].erase(e->pos);
+    pt.lists_changed();
     destroy_entry(e); // an explicit unlink raises no event
     return PTL_OK;
 }
@@ -296,6 +300,7 @@ int Engine::search(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
     CT *ct = nullptr;
     if (me.ct_handle != PTL_CT_NONE && (!(ct = ct_of(me.ct_handle)) || ct->ni != ni)) return PTL_ARG_INVALID;
     PT &pt = ni->pts[pt_index];
+    pt.lists_changed();
 
     Entry probe; // never linked; carries the search's options, user_ptr and CT
     probe.ni = ni;

@@ -425,6 +425,142 @@ TEST_F(EngineLoopback, NoTruncateEntriesRefuseLongMessagesOthersTruncate) {
     EXPECT_EQ(0, std::memcmp(strict.data(), src.data(), 16));
 }
 
+// ---- the cached entry (docs/FASTPATH.md §4, step 2; Engine::find_entry) ------------------------
+// Each PT remembers the entry that matched last. These tests repeat a message so that the second
+// one could take the cached entry, then send one that must not: an earlier entry matches it, the
+// cached entry is gone, or the checks after matching refuse it. With PORTICO_FAST_PATH=0 (the
+// engine.generic.* registration) the same tests hold for the walk alone.
+
+TEST_F(EngineLoopback, CachedEntryNeverHidesAnEarlierEntryThatMatches) {
+    open(c_);
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> exact(16), from_c(16), strict(8), anything(64);
+    int exact_tag = 0, from_c_tag = 0, strict_tag = 0, anything_tag = 0;
+    append(b_, pt, me_desc(exact.data(), exact.size(), 0x1), &exact_tag);
+    ptl_me_t me = me_desc(from_c.data(), from_c.size(), 0x2);
+    me.match_id = c_.id;
+    append(b_, pt, me, &from_c_tag);
+    append(b_, pt, me_desc(strict.data(), strict.size(), 0x3, 0, PTL_ME_OP_PUT | PTL_ME_NO_TRUNCATE), &strict_tag);
+    append(b_, pt, me_desc(anything.data(), anything.size(), 0, kAnyBits), &anything_tag); // last
+    auto src = pattern(64, 9);
+    const ptl_handle_md_t md_a = bind(a_, src.data(), src.size());
+    const ptl_handle_md_t md_c = bind(c_, src.data(), src.size());
+    auto lands_in = [&](Peer &from, ptl_handle_md_t md, ptl_size_t len, ptl_match_bits_t bits, ptl_size_t roff) {
+        EXPECT_EQ(PTL_NI_OK, put_acked(from, md, 0, len, b_, pt, bits, roff, nullptr).ni_fail_type);
+        const ptl_event_t ev = next(b_);
+        EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+        EXPECT_EQ(bits, ev.match_bits);
+        return ev.user_ptr;
+    };
+
+    // Other match bits: the last entry, twice (the second time through the cache); then the bits
+    // of the first entry must find the first entry, not the cached last one.
+    EXPECT_EQ(&anything_tag, lands_in(a_, md_a, 8, 0x7, 0));
+    EXPECT_EQ(&anything_tag, lands_in(a_, md_a, 8, 0x7, 0));
+    EXPECT_EQ(&exact_tag, lands_in(a_, md_a, 8, 0x1, 0));
+    // Another source: A's message for C's entry goes on to the last entry; C's own takes C's entry.
+    EXPECT_EQ(&anything_tag, lands_in(a_, md_a, 8, 0x2, 0));
+    EXPECT_EQ(&anything_tag, lands_in(a_, md_a, 8, 0x2, 0));
+    EXPECT_EQ(&from_c_tag, lands_in(c_, md_c, 8, 0x2, 0));
+    // Another length: 16 bytes do not fit the NO_TRUNCATE entry of 8, 8 bytes do.
+    EXPECT_EQ(&anything_tag, lands_in(a_, md_a, 16, 0x3, 0));
+    EXPECT_EQ(&anything_tag, lands_in(a_, md_a, 16, 0x3, 0));
+    EXPECT_EQ(&strict_tag, lands_in(a_, md_a, 8, 0x3, 0));
+    // Another offset: 4 bytes at 6 do not fit it either, at 4 they do.
+    EXPECT_EQ(&anything_tag, lands_in(a_, md_a, 4, 0x3, 6));
+    EXPECT_EQ(&anything_tag, lands_in(a_, md_a, 4, 0x3, 6));
+    EXPECT_EQ(&strict_tag, lands_in(a_, md_a, 4, 0x3, 4));
+    EXPECT_EQ(0, std::memcmp(strict.data() + 4, src.data(), 4));
+    expect_empty(b_);
+}
+
+TEST_F(EngineLoopback, UnlinkAppendAndSpentEntriesInvalidateTheCachedEntry) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> first(16), local(32), later(16), anything(16);
+    int first_tag = 0, local_tag = 0, later_tag = 0, anything_tag = 0;
+    const ptl_handle_me_t first_h = append(b_, pt, me_desc(first.data(), first.size(), 0x1), &first_tag);
+    ptl_me_t me = me_desc(local.data(), local.size(), 0x2, 0, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL);
+    me.min_free = 16;
+    append(b_, pt, me, &local_tag);
+    append(b_, pt, me_desc(anything.data(), anything.size(), 0, kAnyBits), &anything_tag);
+    auto src = pattern(16, 4);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+    auto lands_in = [&](ptl_match_bits_t bits) {
+        EXPECT_EQ(PTL_NI_OK, put_acked(a_, md, 0, 8, b_, pt, bits, 0, nullptr).ni_fail_type);
+        const ptl_event_t ev = next(b_);
+        EXPECT_EQ(PTL_EVENT_PUT, ev.type);
+        return ev.user_ptr;
+    };
+
+    // The first entry, cached as the head of the list; unlinked, then an entry for the same bits
+    // appended (it may reuse the unlinked entry's memory): the message now belongs to the entry
+    // that was behind the unlinked one.
+    EXPECT_EQ(&first_tag, lands_in(0x1));
+    EXPECT_EQ(&first_tag, lands_in(0x1));
+    ASSERT_EQ(PTL_OK, b_->unlink(first_h, true));
+    append(b_, pt, me_desc(later.data(), later.size(), 0x1), &later_tag);
+    EXPECT_EQ(&anything_tag, lands_in(0x1));
+    EXPECT_EQ(&anything_tag, lands_in(0x1));
+
+    // A locally managed entry spends itself (min_free) on its third message and unlinks: the
+    // fourth goes past it.
+    EXPECT_EQ(&local_tag, lands_in(0x2));
+    EXPECT_EQ(&local_tag, lands_in(0x2));
+    EXPECT_EQ(&local_tag, lands_in(0x2));
+    const ptl_event_t ev = next(b_);
+    EXPECT_EQ(PTL_EVENT_AUTO_UNLINK, ev.type);
+    EXPECT_EQ(&local_tag, ev.user_ptr);
+    EXPECT_EQ(&anything_tag, lands_in(0x2));
+    expect_empty(b_);
+}
+
+TEST_F(EngineLoopback, PermissionsAndRoomStillApplyToTheCachedEntry) {
+    const ptl_pt_index_t pt = pt_alloc(b_);
+    std::vector<unsigned char> put_only(16), foreign(16), room(16);
+    int put_only_tag = 0, foreign_tag = 0, room_tag = 0;
+    append(b_, pt, me_desc(put_only.data(), put_only.size(), 0x5, 0, PTL_ME_OP_PUT), &put_only_tag);
+    ptl_uid_t uid = 0;
+    ASSERT_EQ(PTL_OK, a_->get_uid(a_.ni, &uid));
+    ptl_me_t me = me_desc(foreign.data(), foreign.size(), 0x6);
+    me.uid = uid + 1; // someone else's
+    append(b_, pt, me, &foreign_tag);
+    append(b_, pt, me_desc(room.data(), room.size(), 0x7, 0, PTL_ME_OP_PUT | PTL_ME_NO_TRUNCATE | PTL_ME_MANAGE_LOCAL),
+           &room_tag);
+    auto src = pattern(16, 6);
+    const ptl_handle_md_t md = bind(a_, src.data(), src.size());
+
+    // A put fills the cache with the put-only entry; a get to it is refused by the same check.
+    for (int k = 0; k < 2; ++k) {
+        EXPECT_EQ(PTL_NI_OK, put_acked(a_, md, 0, 8, b_, pt, 0x5, 0, nullptr).ni_fail_type);
+        EXPECT_EQ(&put_only_tag, next(b_).user_ptr);
+    }
+    std::vector<unsigned char> back(8, 0xEE);
+    const ptl_handle_md_t back_md = bind(a_, back.data(), back.size());
+    for (int k = 0; k < 2; ++k) {
+        ASSERT_EQ(PTL_OK, a_->get(back_md, 0, 8, b_.id, pt, 0x5, 0, nullptr));
+        const ptl_event_t reply = next(a_);
+        EXPECT_EQ(PTL_EVENT_REPLY, reply.type);
+        EXPECT_EQ(PTL_NI_OP_VIOLATION, reply.ni_fail_type);
+    }
+    EXPECT_EQ(2, status(b_, PTL_SR_OPERATION_VIOLATIONS));
+    EXPECT_EQ(std::vector<unsigned char>(8, 0xEE), back);
+
+    // An entry of another uid matches and refuses, the second time as the first.
+    for (int k = 0; k < 2; ++k)
+        EXPECT_EQ(PTL_NI_PERM_VIOLATION, put_acked(a_, md, 0, 8, b_, pt, 0x6, 0, nullptr).ni_fail_type);
+    EXPECT_EQ(2, status(b_, PTL_SR_PERMISSION_VIOLATIONS));
+    EXPECT_EQ(std::vector<unsigned char>(16, 0), foreign);
+
+    // A locally managed NO_TRUNCATE entry of 16 takes two messages of 8; the third finds no room.
+    for (int k = 0; k < 2; ++k) {
+        EXPECT_EQ(PTL_NI_OK, put_acked(a_, md, 0, 8, b_, pt, 0x7, 0, nullptr).ni_fail_type);
+        EXPECT_EQ(&room_tag, next(b_).user_ptr);
+    }
+    EXPECT_EQ(PTL_NI_DROPPED, put_acked(a_, md, 0, 8, b_, pt, 0x7, 0, nullptr).ni_fail_type);
+    EXPECT_EQ(1, status(b_, PTL_SR_DROP_COUNT));
+    expect_empty(b_);
+}
+
 TEST_F(EngineLoopback, WithoutAMatchingEntryPutsAndGetsAreDropped) {
     const ptl_pt_index_t pt = pt_alloc(b_); // no entry at all, no flow control
     std::vector<unsigned char> buf(8, 0xEE);
