@@ -81,6 +81,15 @@ void two_processes_exchange_puts(const std::vector<std::string> &env, const std:
 // The end of a long text (a job's stderr), where its last words are.
 std::string tail_of(const std::string &text) { return text.size() > 4000 ? text.substr(text.size() - 4000) : text; }
 
+// A squatter of the 15,360 names or ports of PTL_PID_ANY's range needs a descriptor for each: why
+// it cannot have them here, or empty.
+std::string squatter_lacks_descriptors() {
+    rlimit fds{};
+    getrlimit(RLIMIT_NOFILE, &fds);
+    if (fds.rlim_max >= 15360 + 64) return {};
+    return "the squatter needs 15,424 descriptors; the hard limit is " + std::to_string(fds.rlim_max);
+}
+
 std::string hex_nid() {
     char text[16];
     std::snprintf(text, sizeof text, "%08x", portico::local_nid());
@@ -95,10 +104,7 @@ std::string hex_nid() {
 // same squat blocks nothing, and the squatter cannot even make a socket in that directory.
 TEST(SharedMemoryNames, AnotherUserBindingEveryNameDoesNotBlockPidAny) {
     REQUIRE_ROOT("the squatter of every name");
-    rlimit fds{};
-    getrlimit(RLIMIT_NOFILE, &fds);
-    if (fds.rlim_max < 15360 + 64)
-        GTEST_SKIP() << "the squatter needs 15,424 descriptors; the hard limit is " << fds.rlim_max;
+    if (const std::string why = squatter_lacks_descriptors(); !why.empty()) GTEST_SKIP() << why;
     Child squatter(outsider_binary(), {"--uid", kNobody, "squat-abstract", hex_nid(), "1024", "15360"});
     ASSERT_EQ("SQUATTING 15360", squatter.line());
     const std::string dir = portico::transport::shm::endpoint_directory("");
@@ -172,10 +178,7 @@ TEST(SharedMemoryNames, APidWhosePortAnotherUserHoldsNamesTheHolder) {
 // The ports are moved (base 1024: ports 2048..17407) away from the ones other tests use.
 TEST(SharedMemoryNames, AnotherUserHoldingEveryTcpPortDoesNotBlockPidAny) {
     REQUIRE_ROOT("the squatter of every port");
-    rlimit fds{};
-    getrlimit(RLIMIT_NOFILE, &fds);
-    if (fds.rlim_max < 15360 + 64)
-        GTEST_SKIP() << "the squatter needs 15,424 descriptors; the hard limit is " << fds.rlim_max;
+    if (const std::string why = squatter_lacks_descriptors(); !why.empty()) GTEST_SKIP() << why;
     Child squatter(outsider_binary(), {"--uid", kNobody, "squat-ports", "2048", "15360"});
     ASSERT_EQ("SQUATTING 15360", squatter.line());
     TempDir tmp;
