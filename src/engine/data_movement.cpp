@@ -671,16 +671,19 @@ ptl_ni_fail_t Engine::match_request(Endpoint &ep, const wire::Header &h, Landing
 // matcher does after finding the entry (uid and operation permissions, flow control) is the same
 // code whichever way it was found. Use-once entries are not cached: matching them unlinks them.
 Entry *Engine::find_entry(const NI &ni, PT &pt, const wire::Header &h, ptl_process_t initiator) {
+    auto matches = [&](const Entry &e) {
+        return entry_matches(ni, e, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length, h.remote_offset);
+    };
     MatchCache &c = pt.cache;
     if (fast_path_ && c.entry && c.gen == pt.list_gen &&
         (c.first ||
          (c.bits == h.match_bits && c.bits_hi == h.match_bits_hi && c.src_nid == h.src_nid && c.src_pid == h.src_pid &&
           c.src_rank == h.src_rank && c.rlength == h.length && c.remote_offset == h.remote_offset)) &&
-        entry_matches(ni, *c.entry, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length, h.remote_offset))
+        matches(*c.entry))
         return c.entry;
     bool first = true;
     for (Entry *cand : pt.lists[PTL_PRIORITY_LIST]) {
-        if (entry_matches(ni, *cand, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length, h.remote_offset)) {
+        if (matches(*cand)) {
             if (fast_path_ && !(cand->d.options & PTL_ME_USE_ONCE))
                 c = {cand,      pt.list_gen, first,      h.match_bits, h.match_bits_hi,
                      h.src_nid, h.src_pid,   h.src_rank, h.length,     h.remote_offset};
@@ -689,8 +692,7 @@ Entry *Engine::find_entry(const NI &ni, PT &pt, const wire::Header &h, ptl_proce
         first = false;
     }
     for (Entry *cand : pt.lists[PTL_OVERFLOW_LIST])
-        if (entry_matches(ni, *cand, h.match_bits, h.match_bits_hi, initiator, h.src_rank, h.length, h.remote_offset))
-            return cand;
+        if (matches(*cand)) return cand;
     return nullptr;
 }
 
