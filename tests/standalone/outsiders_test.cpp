@@ -221,7 +221,7 @@ TEST(TcpFlood, EveryNewLinkOfAJobComesUpWhileOutsidersFloodItsPorts) {
     if (geteuid() == 0) args = {"--uid", kNobody};
     TempDir tmp;
     const std::string job_err = tmp.path() + "/job.err";
-    Child job(portico_run(), {"-n", "4", "--timeout", "240", flood_rank()}, {"PORTICO_TRANSPORT=tcp"}, job_err);
+    Child job(portico_run(), {"-n", "4", "--timeout", "120", flood_rank()}, {"PORTICO_TRANSPORT=tcp"}, job_err);
     uint32_t nid = 0;
     std::vector<std::string> ports(4);
     for (int i = 0; i < 4; ++i) {
@@ -236,11 +236,11 @@ TEST(TcpFlood, EveryNewLinkOfAJobComesUpWhileOutsidersFloodItsPorts) {
     args.insert(args.end(), {"flood", portico::ipv4_text(nid)});
     args.insert(args.end(), ports.begin(), ports.end());
     Child flooder(outsider_binary(), args);
-    ASSERT_EQ("FLOODING 1680", flooder.line(120000)) << "the flooder could not connect";
+    ASSERT_EQ("FLOODING 1680", flooder.line(60000)) << "the flooder could not connect";
     job.send("GO");
     std::vector<bool> done(4);
     for (int i = 0; i < 4; ++i) {
-        const std::string line = job.line(200000);
+        const std::string line = job.line(130000);
         int rank = -1;
         long refused = -1;
         ASSERT_EQ(2, std::sscanf(line.c_str(), "DONE %d refused=%ld", &rank, &refused)) << line << "\n"
@@ -249,7 +249,7 @@ TEST(TcpFlood, EveryNewLinkOfAJobComesUpWhileOutsidersFloodItsPorts) {
         done[static_cast<size_t>(rank)] = true;
         EXPECT_GT(refused, 0) << "rank " << rank << " never saw the flood";
     }
-    EXPECT_EQ(0, job.wait_exit());
+    EXPECT_EQ(0, job.wait_exit()) << tail_of(file_text(job_err));
     flooder.close_stdin();
     EXPECT_EQ(0, flooder.wait_exit());
     // Refusals are counted always and logged at powers of two: a handful of lines per rank.

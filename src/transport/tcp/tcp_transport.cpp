@@ -628,8 +628,11 @@ void TcpTransport::refused(const std::string &what) {
         log_error("tcp: refused %s (%llu refused so far)", what.c_str(), static_cast<unsigned long long>(n));
 }
 
-void TcpTransport::accept_all(Receiver &r) {
-    for (;;) {
+void TcpTransport::accept_some(Receiver &r) {
+    // A bounded number per turn: a flood reopening every connection we close would otherwise keep
+    // this loop going, and the job's own handshakes (ready in the same batch) would starve. The
+    // listening socket is reported ready again on the next turn.
+    for (int turn = 0; turn < kAcceptsPerTurn; ++turn) {
         sockaddr_in from{};
         socklen_t len = sizeof from;
         const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr *>(&from), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -1114,8 +1117,10 @@ void TcpTransport::expire_handshakes(Receiver &r) {
         }
     }
     for (TcpLink *l : late) {
-        log_error("tcp: the connection to %08x/%u at %s did not come up in %d ms (%u attempts%s%s); giving up",
+        log_error("tcp: the connection to %08x/%u at %s did not come up in %d ms (%u attempts, the last one %s%s%s); "
+                  "giving up",
                   l->peer.nid, l->peer.pid, l->remote.c_str(), cfg_.connect_timeout_ms, l->attempts,
+                  l->state == LinkState::Connecting ? "still connecting" : "waiting for the peer's challenge",
                   l->last_failure.empty() ? "" : "; the last one before this ended: ", l->last_failure.c_str());
         fail_link(*l, r, false);
     }
@@ -1148,7 +1153,7 @@ void TcpTransport::service(uint64_t data, uint32_t events, Receiver &r) {
     }
     void *tag = reinterpret_cast<void *>(static_cast<uintptr_t>(data));
     if (tag == &g_listen_tag) {
-        accept_all(r);
+        accept_some(r);
         return;
     }
     if (tag == &g_wake_tag) {

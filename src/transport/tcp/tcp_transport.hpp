@@ -31,7 +31,7 @@ struct TcpConfig {
     size_t max_links = 4096;
     size_t max_frame_payload = 64 * 1024 - sizeof(FrameHeader);
     int connect_timeout_ms = 30000; // connect plus handshake, connecting again as often as it takes
-    // Accepted connections that have not authenticated yet (see accept_all): at most this many,
+    // Accepted connections that have not authenticated yet (see accept_some): at most this many,
     // at most max_pending_per_address of them from one address that no peer of the job has.
     size_t max_pending_accepts = 256;
     size_t max_pending_per_address = 64;
@@ -98,7 +98,7 @@ private:
     int service_ready(Receiver &r, int timeout_ms);
     void end_batch(); // after a batch of events: nothing refers to the links dropped in it any more
     // Accepted connections, until they authenticate (poll lock held throughout).
-    void accept_all(Receiver &r);
+    void accept_some(Receiver &r);
     void admit(int fd, uint32_t from_addr, uint16_t from_port, Receiver &r);
     void advance_accepted(TcpLink &l, Receiver &r);
     TcpLink *pick_victim(uint32_t only_from);
@@ -132,11 +132,12 @@ private:
     std::unordered_map<uint64_t, std::unique_ptr<TcpLink>> accepting_;
     uint64_t next_accept_id_ = 1;
     std::vector<std::unique_ptr<TcpLink>> graveyard_; // dropped during this batch (end_batch)
-    bool listen_paused_ = false;                      // out of descriptors (accept_all)
+    bool listen_paused_ = false;                      // out of descriptors (accept_some)
     std::mutex poll_mutex_;                           // one poller at a time
     std::atomic<unsigned> idle_polls_{0};
     std::atomic<bool> warned_no_secret_{false};
     static constexpr size_t kDirectReadLinks = 4;
+    static constexpr int kAcceptsPerTurn = 16; // accept_some
     std::vector<TcpLink *> up_links_;  // links that are up (under poll_mutex_)
     unsigned direct_turns_ = 0;        // under poll_mutex_
     std::atomic<int> writers_{0};      // links waiting for EPOLLOUT
