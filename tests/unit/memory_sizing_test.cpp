@@ -52,6 +52,18 @@ TEST(ShmRingSizing, TheMachineBoundsTheBudget) {
     EXPECT_EQ(64 * KiB, shm::ring_bytes(shm::link_budget(shm::kDefaultLinkMemory, 2 * GiB, 64), 64));
 }
 
+TEST(ShmRingSizing, AMessageLargerThanHalfTheRingGoesSingleCopy) {
+    // Small jobs keep the setting's 32 KiB; many processes per machine send less through the rings.
+    EXPECT_EQ(32 * KiB, shm::single_copy_from(32 * KiB, shm::kMaxRingBytes));
+    EXPECT_EQ(32 * KiB, shm::single_copy_from(32 * KiB, 64 * KiB));
+    EXPECT_EQ(16 * KiB, shm::single_copy_from(32 * KiB, 32 * KiB));
+    EXPECT_EQ(2 * KiB, shm::single_copy_from(32 * KiB, shm::kMinRingBytes));
+    // A message of half the ring fits beside the frames already there: a turn of the consumer
+    // at the most.
+    for (uint64_t ring = shm::kMinRingBytes; ring <= shm::kMaxRingBytes; ring *= 2)
+        EXPECT_LE(shm::single_copy_from(32 * KiB, ring), ring / 2) << ring;
+}
+
 TEST(ShmRingSizing, TheSmallestRingStillCarriesFramesAndAtomics) {
     const size_t frame = shm::frame_payload(shm::kMinRingBytes, 96, 64);
     EXPECT_EQ(864u, frame);

@@ -64,7 +64,9 @@ std::unique_ptr<Transport> open_shm(const OpenRequest &req) {
     cfg.ring_bytes = ring_bytes_for(req);
     cfg.max_links = settings::kShmMaxLinks.get();
     cfg.single_copy = settings::kShmSingleCopy.get();
-    cfg.single_copy_bytes = settings::kShmSingleCopyBytes.get();
+    cfg.single_copy_bytes = settings::kShmSingleCopyBytes.is_set()
+                                ? settings::kShmSingleCopyBytes.get()
+                                : shm::sizing::single_copy_from(settings::kShmSingleCopyBytes.get(), cfg.ring_bytes);
     cfg.directory = settings::kShmDir.get();
     if (req.shared_secret) cfg.secret = req.shared_secret();
     return std::make_unique<shm::ShmTransport>(req.nid, req.pid, cfg);

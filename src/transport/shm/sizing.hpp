@@ -48,6 +48,14 @@ constexpr size_t frame_payload(size_t ring, size_t header_bytes, size_t line) {
     return std::min<size_t>(64 * 1024, ring / 4) - header_bytes - line;
 }
 
+// The smallest message sent single copy when PORTICO_SHM_SINGLE_COPY_BYTES is unset: `wanted`, or
+// half the ring when that is less. A message larger than half the ring makes its producer wait for
+// the consumer to drain (a doorbell and a turn of each process per ring-full); with hundreds of
+// processes per machine (16 KiB rings at 512) every such turn is a trip through a run queue of
+// hundreds, and the 16 KiB halo puts of bench/memory took 60 times as long as at 256 processes.
+// One single-copy read needs a single turn.
+constexpr uint64_t single_copy_from(uint64_t wanted, uint64_t ring) { return std::min(wanted, ring / 2); }
+
 // What the links of one process hold at most when every ring is full and every other process of
 // the machine is a peer: half of each link's two rings (its pages are shared with the peer).
 constexpr uint64_t process_link_bytes(uint64_t ring, uint64_t local_processes) {
