@@ -37,8 +37,9 @@ inline constexpr Boolean kShmSingleCopy{"PORTICO_SHM_SINGLE_COPY", Layer::transp
                                         "always through the rings"};
 inline constexpr Bytes kShmSingleCopyBytes{
     "PORTICO_SHM_SINGLE_COPY_BYTES",    Layer::transport_shm, 32 * 1024, 0, UINT64_MAX,
-    "smallest put/get sent single copy; unset: 32 KiB, or half the ring when that is less (many "
-    "processes per machine: a message that fills the ring would wait for the consumer ring-full by ring-full)"};
+    "smallest put/get sent single copy; unset: 32 KiB, or half the ring when the rings are sized by the "
+    "number of processes and that is less (a message that fills the ring waits for the consumer ring-full by "
+    "ring-full)"};
 
 inline constexpr Text kShmDir{"PORTICO_SHM_DIR", Layer::transport_shm, nullptr,
                               "directory where this user's shared-memory endpoints meet (a socket and a lock "
