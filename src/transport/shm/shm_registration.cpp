@@ -67,8 +67,9 @@ std::unique_ptr<Transport> open_shm(const OpenRequest &req) {
     // Rings sized by the number of processes bring the single-copy size down with them; rings or a
     // size set by hand are the user's (tests of the small-frame paths set them).
     const bool by_hand = settings::kShmSingleCopyBytes.is_set() || settings::kShmRingBytes.is_set();
-    cfg.single_copy_bytes = by_hand ? settings::kShmSingleCopyBytes.get()
-                                    : shm::sizing::single_copy_from(settings::kShmSingleCopyBytes.get(), cfg.ring_bytes);
+    cfg.single_copy_bytes = by_hand
+                                ? settings::kShmSingleCopyBytes.get()
+                                : shm::sizing::single_copy_from(settings::kShmSingleCopyBytes.get(), cfg.ring_bytes);
     cfg.directory = settings::kShmDir.get();
     if (req.shared_secret) cfg.secret = req.shared_secret();
     return std::make_unique<shm::ShmTransport>(req.nid, req.pid, cfg);

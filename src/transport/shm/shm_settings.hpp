@@ -36,7 +36,11 @@ inline constexpr Boolean kShmSingleCopy{"PORTICO_SHM_SINGLE_COPY", Layer::transp
                                         "the kernel allows it (the process calls prctl(PR_SET_PTRACER_ANY)); 0: "
                                         "always through the rings"};
 inline constexpr Bytes kShmSingleCopyBytes{
-    "PORTICO_SHM_SINGLE_COPY_BYTES",    Layer::transport_shm, 32 * 1024, 0, UINT64_MAX,
+    "PORTICO_SHM_SINGLE_COPY_BYTES",
+    Layer::transport_shm,
+    32 * 1024,
+    0,
+    UINT64_MAX,
     "smallest put/get sent single copy; unset: 32 KiB, or half the ring when the rings are sized by the "
     "number of processes and that is less (a message that fills the ring waits for the consumer ring-full by "
     "ring-full)"};

@@ -138,11 +138,11 @@ private:
     std::atomic<bool> warned_no_secret_{false};
     static constexpr size_t kDirectReadLinks = 4;
     static constexpr int kAcceptsPerTurn = 16; // accept_some
-    std::vector<TcpLink *> up_links_;  // links that are up (under poll_mutex_)
-    unsigned direct_turns_ = 0;        // under poll_mutex_
-    std::atomic<int> writers_{0};      // links waiting for EPOLLOUT
-    std::mutex held_mutex_;            // guards held_list_
-    std::vector<TcpLink *> held_list_; // links that may hold frames
+    std::vector<TcpLink *> up_links_;          // links that are up (under poll_mutex_)
+    unsigned direct_turns_ = 0;                // under poll_mutex_
+    std::atomic<int> writers_{0};              // links waiting for EPOLLOUT
+    std::mutex held_mutex_;                    // guards held_list_
+    std::vector<TcpLink *> held_list_;         // links that may hold frames
     std::atomic<size_t> held_links_{0};
     std::atomic<bool> sleeping_{false};    // between arm_sleep() and disarm_sleep()
     std::atomic<bool> bundle_held_{false}; // a frame of an open bundle is held (flush_wakeups)
