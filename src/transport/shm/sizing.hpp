@@ -51,7 +51,7 @@ constexpr size_t frame_payload(size_t ring, size_t header_bytes, size_t line) {
 // The smallest message sent single copy when PORTICO_SHM_SINGLE_COPY_BYTES is unset: `wanted`, or
 // half the ring when that is less. A message larger than half the ring makes its producer wait for
 // the consumer to drain (a doorbell and a turn of each process per ring-full); with hundreds of
-// processes per machine (16 KiB rings at 512) every such turn is a trip through a run queue of
+// processes per machine (8 KiB rings at 512 on 24 GiB) every such turn is a trip through a run queue of
 // hundreds, and the 16 KiB halo puts of bench/memory took 60 times as long as at 256 processes.
 // One single-copy read needs a single turn.
 constexpr uint64_t single_copy_from(uint64_t wanted, uint64_t ring) { return std::min(wanted, ring / 2); }
