@@ -28,6 +28,19 @@ extern "C" {
  * setting is kept and the call returns PTL_IGNORED. Otherwise it returns PTL_OK. */
 int portico_set_wait_spin_us(unsigned us);
 
+/* PtlEQPoll and PtlCTPoll for a thread that watches for a rare event (a client's exit watcher):
+ * same arguments, results and wake-ups, but the thread never moves the network itself and goes
+ * to sleep at once, without the polling phase of PORTICO_WAIT_SPIN_US, and its wait does not
+ * count as the application calling Portals. What arrives is delivered by the process's other
+ * Portals calls or by the engine's progress thread, which does so within
+ * PORTICO_PROGRESS_PARK_US when nobody calls. Such a watcher costs the job nothing while it
+ * sleeps: PtlEQPoll's polling phase scans every link of the endpoint (one per peer on this
+ * machine) and makes the progress thread park as if the application were busy. */
+int portico_eq_poll_passive(const ptl_handle_eq_t *eq_handles, unsigned int size, ptl_time_t timeout,
+                            ptl_event_t *event, unsigned int *which);
+int portico_ct_poll_passive(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests, unsigned int size,
+                            ptl_time_t timeout, ptl_ct_event_t *event, unsigned int *which);
+
 /* The secret with which this process's TCP peers authenticate each other, proposed by a client
  * library that knows what all its processes share (Portico's PSM2 proposes the PSM2 job key), so
  * that processes started without a Portico launcher reach each other. PORTICO_JOB_SECRET (set

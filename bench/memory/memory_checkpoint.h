@@ -13,7 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+/* Rank 0 says how long each phase took (stderr): where a large job's time goes. */
+static inline void memory_phase(const char *program, int rank, const char *name) {
+    static double last = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (rank == 0 && last != 0) fprintf(stderr, "%s: %s took %.2f s\n", program, name, now - last);
+    last = now;
+}
 
 static inline void memory_checkpoint(void) {
     const char *ready = getenv("MEMBENCH_READY");

@@ -58,12 +58,17 @@ static void fail(const char *what) {
 }
 
 int main(int argc, char **argv) {
+    int rank = 0;
+    portico_runtime_rank(&rank);
+    memory_phase("memory_gasnet", rank, "start");
     if (gasnet_init(&argc, &argv) != GASNET_OK) return 1;
+    memory_phase("memory_gasnet", rank, "gasnet_init");
     gasnet_handlerentry_t table[] = {{H_HELLO, (void (*)())hello},
                                      {H_HELLO_BACK, (void (*)())hello_back},
                                      {H_HALO, (void (*)())halo},
                                      {H_HALO_BACK, (void (*)())halo_back}};
     if (gasnet_attach(table, 4, SEGMENT_BYTES, 0) != GASNET_OK) return 1;
+    memory_phase("memory_gasnet", rank, "gasnet_attach");
     const gasnet_node_t me = gasnet_mynode(), nodes = gasnet_nodes();
     gasnet_seginfo_t *segs = malloc(nodes * sizeof *segs);
     unsigned char *out = malloc(HALO_BYTES);
@@ -72,10 +77,12 @@ int main(int argc, char **argv) {
     memset(out, me & 0xff, HALO_BYTES);
     gasnet_barrier_notify(0, GASNET_BARRIERFLAG_ANONYMOUS);
     gasnet_barrier_wait(0, GASNET_BARRIERFLAG_ANONYMOUS);
+    memory_phase("memory_gasnet", rank, "the first barrier");
 
     for (gasnet_node_t i = 1; i < nodes; ++i)
         gasnet_AMRequestShort1((me + i) % nodes, H_HELLO, (gasnet_handlerarg_t)me);
     GASNET_BLOCKUNTIL(replies == (int)nodes - 1);
+    memory_phase("memory_gasnet", rank, "a request to every node");
 
     if (nodes > 1) {
         const gasnet_node_t next = (me + 1) % nodes, prev = (me + nodes - 1) % nodes;
@@ -88,11 +95,13 @@ int main(int argc, char **argv) {
         }
         GASNET_BLOCKUNTIL(halos == 2 * HALO_ROUNDS);
     }
+    memory_phase("memory_gasnet", rank, "the halo exchange");
     gasnet_barrier_notify(0, GASNET_BARRIERFLAG_ANONYMOUS);
     gasnet_barrier_wait(0, GASNET_BARRIERFLAG_ANONYMOUS);
     if (nodes > 1 && ((unsigned char *)segs[me].addr)[HALO_BYTES - 1] != (unsigned char)((me + nodes - 1) % nodes))
         bad = 1;
     if (bad) fail("a wrong value");
+    memory_phase("memory_gasnet", rank, "the barrier before the checkpoint");
 
     memory_checkpoint();
     gasnet_barrier_notify(0, GASNET_BARRIERFLAG_ANONYMOUS);

@@ -27,16 +27,6 @@ static void check(int rc, const char *what) {
     exit(1);
 }
 
-/* Rank 0 says how long each phase took (stderr): where a large job's time goes. */
-static void phase(int rank, const char *name) {
-    static double last = 0;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    const double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-    if (rank == 0 && last != 0) fprintf(stderr, "memory_portals: %s took %.2f s\n", name, now - last);
-    last = now;
-}
-
 static void wait_ct(ptl_handle_ct_t ct, ptl_size_t count, const char *what) {
     ptl_ct_event_t ev;
     check(PtlCTWait(ct, count, &ev), what);
@@ -47,7 +37,7 @@ int main(void) {
     int rank = 0, size = 1;
     check(portico_runtime_rank(&rank), "portico_runtime_rank");
     check(portico_runtime_size(&size), "portico_runtime_size");
-    phase(rank, "start");
+    memory_phase("memory_portals", rank, "start");
     check(PtlInit(), "PtlInit");
     ptl_handle_ni_t ni;
     ptl_ni_limits_t limits;
@@ -88,7 +78,7 @@ int main(void) {
     ptl_handle_md_t mdh;
     check(PtlMDBind(ni, &md, &mdh), "PtlMDBind");
     check(portico_runtime_barrier(), "portico_runtime_barrier");
-    phase(rank, "PtlNIInit and the first barrier");
+    memory_phase("memory_portals", rank, "PtlNIInit and the first barrier");
 
     /* One put to every other rank: this rank's value into its slot there. */
     const uint64_t mine = (uint64_t)rank + 1;
@@ -106,7 +96,7 @@ int main(void) {
     for (int p = 0; p < size; ++p)
         if (p != rank && slots[p] != (uint64_t)p + 1) check(PTL_FAIL, "a value of the all-to-all");
 
-    phase(rank, "the all-to-all");
+    memory_phase("memory_portals", rank, "the all-to-all");
     /* The halo exchange: to the next rank's first half and the previous rank's second half. */
     if (size > 1) {
         ptl_process_t next, prev;
@@ -127,9 +117,9 @@ int main(void) {
             check(PTL_FAIL, "the halo values");
     }
 
-    phase(rank, "the halo exchange");
+    memory_phase("memory_portals", rank, "the halo exchange");
     check(portico_runtime_barrier(), "portico_runtime_barrier");
-    phase(rank, "the barrier before the checkpoint");
+    memory_phase("memory_portals", rank, "the barrier before the checkpoint");
     memory_checkpoint();
     check(portico_runtime_barrier(), "portico_runtime_barrier");
     PtlMEUnlink(me_slots);
@@ -141,7 +131,7 @@ int main(void) {
     PtlCTFree(ct_acks);
     PtlNIFini(ni);
     PtlFini();
-    phase(rank, "the checkpoint, a barrier and PtlNIFini");
+    memory_phase("memory_portals", rank, "the checkpoint, a barrier and PtlNIFini");
     portico_runtime_finalize();
     free(slots);
     free(halo_in);

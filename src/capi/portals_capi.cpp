@@ -160,6 +160,11 @@ PORTICO_API int PtlEQPoll(const ptl_handle_eq_t *eq_handles, unsigned int size, 
     REQUIRE_INIT;
     return E().eq_poll(eq_handles, size, timeout, ev, which);
 }
+PORTICO_API int portico_eq_poll_passive(const ptl_handle_eq_t *eq_handles, unsigned int size, ptl_time_t timeout,
+                                        ptl_event_t *ev, unsigned int *which) {
+    REQUIRE_INIT;
+    return E().eq_poll(eq_handles, size, timeout, ev, which, portico::engine::WaitStyle::Passive);
+}
 PORTICO_API int PtlCTAlloc(ptl_handle_ni_t ni, ptl_handle_ct_t *ct_handle) {
     REQUIRE_INIT;
     return E().ct_alloc(ni, ct_handle);
@@ -184,6 +189,11 @@ PORTICO_API int PtlCTPoll(const ptl_handle_ct_t *ct_handles, const ptl_size_t *t
                           ptl_time_t timeout, ptl_ct_event_t *ev, unsigned int *which) {
     REQUIRE_INIT;
     return E().ct_poll(ct_handles, tests, size, timeout, ev, which);
+}
+PORTICO_API int portico_ct_poll_passive(const ptl_handle_ct_t *ct_handles, const ptl_size_t *tests, unsigned int size,
+                                        ptl_time_t timeout, ptl_ct_event_t *ev, unsigned int *which) {
+    REQUIRE_INIT;
+    return E().ct_poll(ct_handles, tests, size, timeout, ev, which, portico::engine::WaitStyle::Passive);
 }
 PORTICO_API int PtlCTSet(ptl_handle_ct_t ct_handle, ptl_ct_event_t new_ct) {
     REQUIRE_INIT;

@@ -102,7 +102,7 @@ int Engine::ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev) {
 }
 
 int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout,
-                    ptl_ct_event_t *ev, unsigned *which) {
+                    ptl_ct_event_t *ev, unsigned *which, WaitStyle style) {
     if (aborted_.load(std::memory_order_acquire)) return PTL_ABORTED; // before the handles: see eq_poll
     if (!hs || !tests || n == 0 || !ev) return PTL_ARG_INVALID;
     WaitSet<CT> cts;
@@ -128,10 +128,12 @@ int Engine::ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned
         return sum;
     };
     if (!trace::enabled())
-        return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity, cts.addresses(), cts.size());
+        return wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity, cts.addresses(), cts.size(),
+                        style);
     trace::line("wait ct=%#lx test=%lu of %u, timeout %lld ms", static_cast<unsigned long>(hs[0]),
                 static_cast<unsigned long>(tests[0]), n, static_cast<long long>(timeout));
-    const int rc = wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity, cts.addresses(), cts.size());
+    const int rc =
+        wait_for(cts.endpoint(), timeout, PTL_CT_NONE_REACHED, ready, activity, cts.addresses(), cts.size(), style);
     if (rc == PTL_OK)
         trace::line("waited ct=%#lx (%lu,%lu)", static_cast<unsigned long>(hs[which ? *which : 0]),
                     static_cast<unsigned long>(ev->success), static_cast<unsigned long>(ev->failure));

@@ -139,11 +139,14 @@ void Engine::abort() {
     notify_waiters();
 }
 
-void Engine::notify_waiters(const void *obj) {
-    // Pairs with the sleeper's increment of sleepers_ before its last look (Dekker): either we see
-    // it, or it sees what we published before this fence.
+void Engine::notify_waiters(const Waitable *obj) {
+    // Pairs with the sleeper's increments of the counts before its last look (Dekker): either we
+    // see it, or it sees what we published before this fence.
     full_fence();
-    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+    if (obj ? obj->sleepers.load(std::memory_order_seq_cst) == 0 &&
+                  wildcard_sleepers_.load(std::memory_order_seq_cst) == 0
+            : sleepers_.load(std::memory_order_seq_cst) == 0 && passive_sleepers_.load(std::memory_order_seq_cst) == 0)
+        return;
     std::lock_guard g(sleepers_mutex_);
     for (Sleeper *s : sleeping_) {
         bool mine = obj == nullptr || s->nobjs == 0;

@@ -33,7 +33,14 @@ struct NI;
 struct Endpoint;
 struct Entry;
 
-struct EQ {
+// What a thread can sleep on (Engine::wait_for): an EQ or a CT. Its count of sleepers lets the
+// delivery of an event skip the sleepers' lock when nobody sleeps on that object, so that a
+// thread asleep on a quiet object (a client's exit watcher) costs other objects' events nothing.
+struct Waitable {
+    std::atomic<int> sleepers{0};
+};
+
+struct EQ : Waitable {
     NI *ni = nullptr;
     ptl_handle_eq_t handle = 0;
     EventRing events;          // pushed under the engine lock, taken without it
@@ -63,7 +70,7 @@ struct Trigger {
     ptl_ct_event_t value{};
 };
 
-struct CT {
+struct CT : Waitable {
     NI *ni = nullptr;
     ptl_handle_ct_t handle = 0;
     std::atomic<uint64_t> success{0};
@@ -255,6 +262,13 @@ struct Endpoint;
 
 class Engine;
 
+// How a wait (PtlEQPoll, PtlCTPoll) waits. Active: it polls the transport itself for a while, then
+// sleeps with the progress thread listening for it. Passive (portico_eq_poll_passive): it sleeps
+// at once and leaves the network to whoever moves it (the application's other calls, or the
+// progress thread, which parks no longer than PORTICO_PROGRESS_PARK_US while nobody calls): a
+// thread that watches for a rare event then costs the job nothing while it waits.
+enum class WaitStyle { Active, Passive };
+
 class EndpointReceiver final : public transport::Receiver {
 public:
     EndpointReceiver(Engine &e, Endpoint &ep) : engine_(e), ep_(ep) {}
@@ -367,12 +381,13 @@ public:
     int eq_alloc(ptl_handle_ni_t h, ptl_size_t count, ptl_handle_eq_t *out);
     int eq_free(ptl_handle_eq_t h);
     int eq_get(ptl_handle_eq_t h, ptl_event_t *ev);
-    int eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which);
+    int eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which,
+                WaitStyle style = WaitStyle::Active);
     int ct_alloc(ptl_handle_ni_t h, ptl_handle_ct_t *out);
     int ct_free(ptl_handle_ct_t h);
     int ct_get(ptl_handle_ct_t h, ptl_ct_event_t *ev);
     int ct_poll(const ptl_handle_ct_t *hs, const ptl_size_t *tests, unsigned n, ptl_time_t timeout, ptl_ct_event_t *ev,
-                unsigned *which);
+                unsigned *which, WaitStyle style = WaitStyle::Active);
     int ct_set(ptl_handle_ct_t h, ptl_ct_event_t v);
     int ct_inc(ptl_handle_ct_t h, ptl_ct_event_t v);
 
@@ -440,15 +455,16 @@ private:
     // activity() returns a value that changes when what the wait is about makes progress short of
     // ready() (a counter below its threshold); a sleeper woken by such progress polls again.
     // A sleeper is woken by news about one of objs (EQs or CTs), or by any news if nobjs is 0.
+    // A passive wait (WaitStyle) never polls and goes to sleep at once.
     template <class Ready, class Activity>
     int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity,
-                 const void *const *objs, unsigned nobjs);
+                 Waitable *const *objs, unsigned nobjs, WaitStyle style = WaitStyle::Active);
     template <class Ready> int wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready) {
         return wait_for(
             ep, timeout_ms, timeout_rc, ready, [] { return uint64_t{0}; }, nullptr, 0);
     }
     // Wakes the sleepers that wait on obj (an EQ or a CT that has news), or every sleeper.
-    void notify_waiters(const void *obj = nullptr);
+    void notify_waiters(const Waitable *obj = nullptr);
     // A non-blocking check found nothing: poll the endpoint once (no thread hand-off for an
     // application that polls with PtlEQGet/PtlCTGet) and note that the application is active.
     void poll_once(Endpoint *ep);
@@ -669,12 +685,16 @@ private:
     // threads that wait on that EQ (a thread parked on a quiet EQ sleeps through other traffic).
     struct Sleeper {
         std::atomic<uint32_t> word{0}; // set to 1 to wake it
-        const void *const *objs = nullptr;
+        Waitable *const *objs = nullptr;
         unsigned nobjs = 0;
     };
     std::mutex sleepers_mutex_;
-    std::vector<Sleeper *> sleeping_;        // under sleepers_mutex_
-    std::atomic<int> sleepers_{0};           // threads on their way to sleep or asleep
+    std::vector<Sleeper *> sleeping_; // under sleepers_mutex_
+    // Threads on their way to sleep or asleep: those of active waits (the progress thread listens
+    // for them instead of parking), those of passive ones, and those woken by any news (nobjs 0).
+    std::atomic<int> sleepers_{0};
+    std::atomic<int> passive_sleepers_{0};
+    std::atomic<int> wildcard_sleepers_{0};
     std::atomic<int> pt_disable_waiters_{0}; // threads in PtlPTDisable waiting for streams to end
 
     std::vector<ptl_process_t> job_map_;

@@ -88,7 +88,8 @@ int Engine::eq_get(ptl_handle_eq_t h, ptl_event_t *ev) {
     return rc;
 }
 
-int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which) {
+int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, ptl_event_t *ev, unsigned *which,
+                    WaitStyle style) {
     // After PtlAbort every wait returns at once (§3.5.3), whatever its handles: a program that
     // freed its EQs since still leaves its wait loop (README decision 22).
     if (aborted_.load(std::memory_order_acquire)) return PTL_ABORTED;
@@ -109,7 +110,7 @@ int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, p
         return false;
     };
     const int rc = wait_for(
-        eqs.endpoint(), timeout, PTL_EQ_EMPTY, ready, [] { return uint64_t{0}; }, eqs.addresses(), eqs.size());
+        eqs.endpoint(), timeout, PTL_EQ_EMPTY, ready, [] { return uint64_t{0}; }, eqs.addresses(), eqs.size(), style);
     return rc == PTL_OK ? result : rc;
 }
 

@@ -39,17 +39,17 @@ public:
         }
         return PTL_OK;
     }
-    T *operator[](unsigned i) const { return static_cast<T *>(const_cast<void *>(objs_[i])); }
+    T *operator[](unsigned i) const { return static_cast<T *>(objs_[i]); }
     // The objects as a sleeper registers them (see Engine::Sleeper): kept in this form so that
     // registering costs nothing.
-    const void *const *addresses() const { return objs_; }
+    Waitable *const *addresses() const { return objs_; }
     unsigned size() const { return pinned_; }
     Endpoint *endpoint() const { return ep_; }
 
 private:
-    const void *small_[8];
-    std::vector<const void *> large_;
-    const void **objs_ = small_;
+    Waitable *small_[8];
+    std::vector<Waitable *> large_;
+    Waitable **objs_ = small_;
     unsigned pinned_ = 0;
     Endpoint *ep_ = nullptr;
 };
@@ -59,15 +59,18 @@ inline constexpr uint64_t kYieldSwitchedNs = 1500;
 
 template <class Ready, class Activity>
 int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity,
-                     const void *const *objs, unsigned nobjs) {
-    // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
-    ep->transport->flush_wakeups();
-    // While we poll, the progress thread parks (see Endpoint).
-    ep->app_calls.fetch_add(1, std::memory_order_relaxed);
+                     Waitable *const *objs, unsigned nobjs, WaitStyle style) {
+    const bool passive = style == WaitStyle::Passive;
+    if (!passive) {
+        // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
+        ep->transport->flush_wakeups();
+        // While we poll, the progress thread parks (see Endpoint).
+        ep->app_calls.fetch_add(1, std::memory_order_relaxed);
+    }
     // What is there already (a SEND event, or what one poll brings) needs none of the bookkeeping
     // below: a ping-pong waits for several events per message and most are ready at once.
     if (ready()) return PTL_OK;
-    if (ep->poll() > 0 && ready()) return PTL_OK;
+    if (!passive && ep->poll() > 0 && ready()) return PTL_OK;
     if (timeout_ms == 0) return aborted_.load(std::memory_order_acquire) ? PTL_ABORTED : timeout_rc;
 
     const Tunables &t = Tunables::get();
@@ -89,7 +92,7 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
             ep->armed = false;
         }
     };
-    enter_polling(start);
+    if (!passive) enter_polling(start);
     auto leave_polling = [ep, &polling](bool to_sleep) {
         polling = false;
         bool rearmed = false;
@@ -112,7 +115,7 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
     // A timeout is reported only after one more look at the transport: after a stall longer than
     // the timeout (a descheduled host, a progress thread that never ran), what arrived meanwhile is
     // in the rings, and nobody has handled it yet.
-    auto last_look = [&] { return ready() || (ep->poll() > 0 && ready()); };
+    auto last_look = [&] { return ready() || (!passive && ep->poll() > 0 && ready()); };
     int rc;
     unsigned spins = 0;
     uint64_t now = start;
@@ -168,7 +171,10 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
         Sleeper me;
         me.objs = objs;
         me.nobjs = nobjs;
-        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        std::atomic<int> &kind = passive ? passive_sleepers_ : sleepers_;
+        kind.fetch_add(1, std::memory_order_seq_cst);
+        for (unsigned i = 0; i < nobjs; ++i) objs[i]->sleepers.fetch_add(1, std::memory_order_seq_cst);
+        if (nobjs == 0) wildcard_sleepers_.fetch_add(1, std::memory_order_seq_cst);
         {
             std::lock_guard g(sleepers_mutex_);
             sleeping_.push_back(&me);
@@ -179,14 +185,16 @@ int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready 
             std::lock_guard g(sleepers_mutex_);
             std::erase(sleeping_, &me);
         }
-        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        if (nobjs == 0) wildcard_sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        for (unsigned i = 0; i < nobjs; ++i) objs[i]->sleepers.fetch_sub(1, std::memory_order_relaxed);
+        kind.fetch_sub(1, std::memory_order_relaxed);
         if (got) {
             rc = PTL_OK;
             break;
         }
         // What we wait for moved but is not there yet (a counter on its way to its threshold):
         // the traffic is here, so poll for it ourselves again instead of being woken per message.
-        if (activity() != before) enter_polling(monotonic_ns());
+        if (!passive && activity() != before) enter_polling(monotonic_ns());
     }
     if (polling) leave_polling(false);
     return rc;

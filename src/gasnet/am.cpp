@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "internal.hpp"
@@ -150,36 +151,39 @@ const char *cat_name(unsigned cat) {
     }
 }
 
-// A part of a Medium too large for one message (PartHeader): copied into the payload being put
-// together; the payload once it is whole (*whole), else false.
-bool take_part(gasnet_node_t src, const char *part, size_t nbytes, std::vector<char> *whole) {
-    PartHeader ph;
-    std::memcpy(&ph, part, sizeof ph);
-    if (ph.total > kMaxMedium || ph.offset > ph.total || nbytes > ph.total - ph.offset)
-        fatal("malformed part of an active message from node %u", src);
-    std::lock_guard lk(g->parts_mu);
-    const auto key = std::make_pair(src, ph.id);
-    State::PartialMedium &pm = g->parts[key];
-    if (pm.payload.empty()) pm.payload.resize(ph.total);
-    if (pm.payload.size() != ph.total) fatal("malformed part of an active message from node %u", src);
-    std::memcpy(pm.payload.data() + ph.offset, part + sizeof ph, nbytes);
-    pm.arrived += uint32_t(nbytes);
-    if (pm.arrived < ph.total) return false;
-    *whole = std::move(pm.payload);
-    g->parts.erase(key);
-    return true;
+void *flag_tag(std::atomic<int> *flag) {
+    return reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(flag) | kTagFlag);
+}
+
+// The payload of a pulled Medium (PullHeader), fetched from its sender. The wait runs no handler:
+// the sender's engine serves the get whatever its application does.
+std::unique_ptr<char[]> pull_payload(gasnet_node_t src, const char *header, size_t *len) {
+    PullHeader ph;
+    std::memcpy(&ph, header, sizeof ph);
+    if (ph.total == 0 || ph.total > kMaxMedium || (ph.id >> 56) != 0)
+        fatal("malformed active message (a pulled Medium of %u bytes) from node %u", ph.total, src);
+    auto buf = std::make_unique_for_overwrite<char[]>(ph.total);
+    std::atomic<int> got{0};
+    reserve_events(1);
+    check_ptl(PtlGet(g->md_bulk, reinterpret_cast<uint64_t>(buf.get()), ph.total, proc(src), g->pt_pull,
+                     kMbPull | ph.id, 0, flag_tag(&got)),
+              "PtlGet (Medium payload)");
+    wait_until(Ctx::Restricted, [&] { return got.load(std::memory_order_acquire) != 0; });
+    *len = ph.total;
+    return buf;
 }
 
 void dispatch(int cls, const ptl_event_t &ev) {
     const uint64_t hd = ev.hdr_data;
     const unsigned h = hdr_handler(hd), nargs = hdr_nargs(hd), cat = hdr_cat(hd);
     const uint64_t nbytes = hdr_nbytes(hd);
-    const bool part = hdr_part(hd);
+    const bool pulled = hdr_pulled(hd);
     const gasnet_node_t src = ev.initiator.rank;
     char *m = static_cast<char *>(ev.start);
     const size_t prefix = am_prefix(cat, nargs);
-    const size_t body = (cat == kMedium || cat == kLongPacked ? nbytes : 0) + (part ? sizeof(PartHeader) : 0);
-    if (nargs > kMaxArgs || ev.mlength < prefix + body || src >= g->nodes || (part && cat != kMedium))
+    const size_t body = cat == kMedium || cat == kLongPacked ? nbytes : 0;
+    if (nargs > kMaxArgs || ev.mlength < prefix + body || src >= g->nodes ||
+        (pulled && (cat != kMedium || nbytes != sizeof(PullHeader))))
         fatal("malformed active message (%llu bytes) from node %u", (unsigned long long)ev.mlength, src);
     const gasnet_handler_fn_t fn = g->handlers[h];
     if (!fn)
@@ -191,16 +195,14 @@ void dispatch(int cls, const ptl_event_t &ev) {
     std::memcpy(a, m + (cat == kLong || cat == kLongPacked ? 8 : 0), sizeof(Arg) * nargs);
     void *buf = nullptr;
     size_t len = nbytes;
-    std::vector<char> whole; // a Medium that came in parts
+    std::unique_ptr<char[]> pulled_payload;
     switch (cat) {
     case kMedium:
-        if (!part) {
-            buf = m + prefix;
-        } else if (take_part(src, m + prefix, nbytes, &whole)) {
-            buf = whole.data();
-            len = whole.size();
+        if (pulled) {
+            pulled_payload = pull_payload(src, m + prefix, &len);
+            buf = pulled_payload.get();
         } else {
-            return; // the handler runs when the last part is here
+            buf = m + prefix;
         }
         break;
     case kLongPacked:
@@ -242,8 +244,8 @@ unsigned wire_category(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_
 }
 
 // A Medium whose message would be larger than one put may carry (g->eager_max: small credits,
-// many nodes) goes in parts.
-bool medium_in_parts(unsigned cat, size_t nbytes, unsigned nargs) {
+// many nodes) is pulled by its target.
+bool medium_pulled(unsigned cat, size_t nbytes, unsigned nargs) {
     return cat == kMedium && round16(am_prefix(kMedium, nargs) + nbytes) > g->eager_max;
 }
 
@@ -293,30 +295,34 @@ void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat,
     put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr, am_hdr(h, nargs, wire, nbytes));
 }
 
-// Sends a Medium as parts of at most g->eager_max bytes each, taking credit for each part (the
-// target runs the handler once the last one is in). Parts are built after their credit is taken:
-// a handler run while waiting for it may send with the staging buffer.
-void send_medium_parts(int cls, gasnet_node_t dest, gasnet_handler_t h, const void *src, size_t nbytes, unsigned nargs,
-                       const Arg *args) {
+// Sends a Medium too large for one message: its payload waits in an entry of the pull portal for
+// the target to get it (one round trip, whatever the size; in parts, each taking its credit, a
+// 16 KiB Medium among 1024 nodes took 16 credit round trips), then the handler runs there. The
+// wait runs handlers as the caller's context allows (a node pulling from us may be waiting for
+// our own pull in turn).
+void send_medium_pulled(int cls, gasnet_node_t dest, gasnet_handler_t h, const void *src, size_t nbytes, unsigned nargs,
+                        const Arg *args) {
+    const uint64_t id = g->next_pull_id.fetch_add(1, std::memory_order_relaxed) & ((uint64_t{1} << 56) - 1);
+    std::atomic<int> pulled{0};
+    ptl_me_t me = ck::me_desc(const_cast<void *>(src), nbytes,
+                              PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE,
+                              kMbPull | id);
+    me.match_id.rank = dest;
+    reserve_events(1); // the GET event
+    append_me(g->pt_pull, me, "PtlMEAppend (Medium payload)", flag_tag(&pulled));
     const size_t prefix = am_prefix(kMedium, nargs);
-    const size_t most = g->eager_max - prefix - sizeof(PartHeader);
-    const uint64_t id = g->next_part_id.fetch_add(1, std::memory_order_relaxed);
-    for (size_t off = 0; off < nbytes; off += most) {
-        const size_t n = std::min(most, nbytes - off);
-        const size_t len = round16(prefix + sizeof(PartHeader) + n);
-        acquire_credit(cls, dest, uint32_t(std::max<size_t>(len, kMinCharge)));
-        ThreadState &t = ts();
-        if (t.staging.size() < kMaxFoot) t.staging.resize(kMaxFoot);
-        char *m = t.staging.data();
-        if (nargs) std::memcpy(m, args, sizeof(Arg) * nargs);
-        std::memset(m + sizeof(Arg) * nargs, 0, prefix - sizeof(Arg) * nargs);
-        const PartHeader ph{uint32_t(nbytes), uint32_t(off), id};
-        std::memcpy(m + prefix, &ph, sizeof ph);
-        std::memcpy(m + prefix + sizeof ph, static_cast<const char *>(src) + off, n);
-        std::memset(m + prefix + sizeof ph + n, 0, len - prefix - sizeof ph - n);
-        put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr,
-                 am_hdr(h, nargs, kMedium, n) | kHdrPart);
-    }
+    const size_t len = round16(prefix + sizeof(PullHeader));
+    acquire_credit(cls, dest, uint32_t(std::max<size_t>(len, kMinCharge)));
+    ThreadState &t = ts();
+    if (t.staging.size() < kMaxFoot) t.staging.resize(kMaxFoot);
+    char *m = t.staging.data();
+    if (nargs) std::memcpy(m, args, sizeof(Arg) * nargs);
+    std::memset(m + sizeof(Arg) * nargs, 0, len - sizeof(Arg) * nargs);
+    const PullHeader ph{id, uint32_t(nbytes), 0};
+    std::memcpy(m + prefix, &ph, sizeof ph);
+    put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr,
+             am_hdr(h, nargs, kMedium, sizeof(PullHeader)) | kHdrPulled);
+    wait_until(ctx_of(t), [&] { return pulled.load(std::memory_order_acquire) != 0; });
 }
 
 uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t dest) {
@@ -425,8 +431,8 @@ int am_request(unsigned cat, gasnet_node_t dest, gasnet_handler_t handler, void 
     if (rc != GASNET_OK) return rc;
     // Like GASNet, serve the network on sends too (every 16th: a drain is three queue reads).
     if ((++t.sends & 15) == 0 && ctx_of(t) == Ctx::Normal) poll(Ctx::Normal);
-    if (medium_in_parts(cat, nbytes, nargs)) {
-        send_medium_parts(kReq, dest, handler, src, nbytes, nargs, args);
+    if (medium_pulled(cat, nbytes, nargs)) {
+        send_medium_pulled(kReq, dest, handler, src, nbytes, nargs, args);
         return GASNET_OK;
     }
     acquire_credit(kReq, dest, charge_of(cat, nbytes, nargs, dest));
@@ -459,8 +465,8 @@ int am_reply(unsigned cat, gasnet_token_t token, gasnet_handler_t handler, void 
     if (rc != GASNET_OK) return rc;
     tok->replied = true;
     t.replying = true; // waiting for reply credit may run reply handlers, nothing else
-    if (medium_in_parts(cat, nbytes, nargs)) {
-        send_medium_parts(kRep, tok->src, handler, src, nbytes, nargs, args);
+    if (medium_pulled(cat, nbytes, nargs)) {
+        send_medium_pulled(kRep, tok->src, handler, src, nbytes, nargs, args);
     } else {
         acquire_credit(kRep, tok->src, charge_of(cat, nbytes, nargs, tok->src));
         send_message(kRep, tok->src, handler, cat, src, nbytes, dest_addr, nargs, args, false);

@@ -39,10 +39,11 @@ namespace {
 // clang-format on
 
 // Fixed portal table indices: every node must use the same ones.
-constexpr ptl_pt_index_t kPtReq = 40, kPtRep = 41, kPtCtrl = 42, kPtSeg = 43, kPtExit = 44;
+constexpr ptl_pt_index_t kPtReq = 40, kPtRep = 41, kPtCtrl = 42, kPtSeg = 43, kPtExit = 44, kPtPull = 45;
 
 std::thread *exit_watcher = nullptr;
 std::atomic<bool> watcher_stop{false};
+thread_local bool t_is_exit_watcher = false;
 } // namespace
 
 void fatal(const char *fmt, ...) {
@@ -148,18 +149,27 @@ void notify_peers_of_exit(int code) {
     }
 }
 
-// Moves the exit messages that have arrived into g->remote_code (the first one decides). Called
-// by the exit watcher and by any thread that needs to know whether an exit is under way.
+// The exit watcher sleeps until a message reaches the exit entry. This node's own empty message
+// to itself only wakes it: to stop, or to act on an exit message another thread took.
+void wake_exit_watcher() { PtlPut(g->md_quiet, 0, 0, PTL_NO_ACK_REQ, proc(g->mynode), g->pt_exit, 0, 0, nullptr, 0); }
+
+// Moves an exit message into g->remote_code (the first one decides).
+void take_exit_message(const ptl_event_t &ev) {
+    if (ev.type != PTL_EVENT_PUT || ev.initiator.rank == g->mynode || ev.mlength < sizeof(int64_t)) return;
+    int64_t code;
+    std::memcpy(&code, ev.start, sizeof code);
+    int64_t none = State::kNoExit;
+    if (g->remote_code.compare_exchange_strong(none, int64_t(int(code))) && !t_is_exit_watcher) wake_exit_watcher();
+}
+
+// Takes the exit messages that have arrived. Called by any thread that needs to know whether an
+// exit is under way.
 void take_exit_messages() {
     for (;;) {
         ptl_event_t ev;
         const int rc = PtlEQGet(g->eq_exit, &ev);
         if (rc != PTL_OK && rc != PTL_EQ_DROPPED) return;
-        if (ev.type != PTL_EVENT_PUT) continue;
-        int64_t code;
-        std::memcpy(&code, ev.start, sizeof code);
-        int64_t none = State::kNoExit;
-        g->remote_code.compare_exchange_strong(none, int64_t(int(code)));
+        take_exit_message(ev);
     }
 }
 
@@ -208,19 +218,25 @@ void remote_exit(int code) {
 }
 
 // The exit watcher: a thread of the library's own that notices an exit message even while every
-// client thread computes. It polls its EQ every few milliseconds instead of sleeping in
-// PtlEQWait, because a thread asleep in a Portals wait is woken by every event of the process
+// client thread computes. It sleeps passively (portico_eq_poll_passive): a waiting thread that
+// polled would scan every link of the process and keep the engine's progress thread from resting
 // (docs/GASNET.md, "Exit").
-void exit_watcher_main(unsigned period_ms) {
+void exit_watcher_main() {
+    t_is_exit_watcher = true;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
-    while (!watcher_stop.load(std::memory_order_acquire)) {
+    for (;;) {
         // Another thread may have taken the message (exit_under_way): remote_code is what counts.
-        take_exit_messages();
         const int64_t code = g->remote_code.load();
         if (code != State::kNoExit) remote_exit(static_cast<int>(code)); // returns if we exit ourselves
-        std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
+        if (watcher_stop.load(std::memory_order_acquire)) return;
+        ptl_event_t ev;
+        const int rc = portico_eq_poll_passive(&g->eq_exit, 1, PTL_TIME_FOREVER, &ev, nullptr);
+        if (rc == PTL_OK || rc == PTL_EQ_DROPPED)
+            take_exit_message(ev);
+        else
+            return; // the NI is gone (PtlAbort): nothing more can arrive
     }
 }
 
@@ -237,6 +253,7 @@ void at_exit_hook(int status) {
     std::thread notifier(notify_peers_of_exit, status);
     notifier.join();
     watcher_stop.store(true);
+    wake_exit_watcher();
     if (exit_watcher && exit_watcher->joinable()) exit_watcher->join();
     // Status 0: the exit goes on and leaves the job at its end. Any other status ends the job
     // with that code, as gasnet_exit does, and every node has been told: this node leaves the job
@@ -422,6 +439,7 @@ void alloc_queues_and_entries() {
     alloc_pt(g->zones[kRep].eq, kPtCtrl, &g->pt_ctrl); // control events wake reply pollers
     alloc_pt(PTL_EQ_NONE, kPtSeg, &g->pt_seg);
     alloc_pt(g->eq_exit, kPtExit, &g->pt_exit);
+    alloc_pt(g->eq_ops, kPtPull, &g->pt_pull); // GET events of pulled Mediums complete their sends
 
     g->md_vol = bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE, g->eq_ops, PTL_CT_NONE);
     g->md_quiet = bind_md(PTL_MD_VOLATILE, PTL_EQ_NONE, PTL_CT_NONE);
@@ -514,8 +532,7 @@ void exchange_segment_limits() {
 // main returning) reaches the others.
 void start_exit_watcher() {
     watcher_stop = false;
-    const unsigned period = unsigned(std::clamp<uint64_t>(env_u64("GASNET_EXIT_POLL_MS", 10), 1, 1000));
-    exit_watcher = new std::thread(exit_watcher_main, period);
+    exit_watcher = new std::thread(exit_watcher_main);
 #ifdef __GLIBC__
     on_exit(on_exit_hook, nullptr);
 #else

@@ -33,17 +33,18 @@ constexpr size_t kMaxMedium = GASNETP_AM_MAX_MEDIUM;
 constexpr size_t kMaxLong = GASNETP_AM_MAX_LONG;
 // The largest AM put (one message in a landing buffer): Long destination, 16 arguments and a
 // maximal Medium payload, rounded to 16. With many nodes the credit is small and messages are
-// smaller still (State::eager_max; a larger Medium travels in parts).
+// smaller still (State::eager_max; the target pulls a larger Medium's payload).
 constexpr uint64_t kMaxFoot = 65536;
 static_assert(8 + 4 * kMaxArgs + kMaxMedium <= kMaxFoot);
-// A part of a Medium larger than State::eager_max: after the arguments, this, then the part's
-// bytes; hdr_nbytes is the part's length.
-struct PartHeader {
-    uint32_t total;  // the whole payload
-    uint32_t offset; // of this part in it
-    uint64_t id;     // the message's, unique per sender
+// The payload of a Medium whose message would exceed State::eager_max stays with the sender, in
+// an entry of its pull portal (kMbPull | id) that the target gets from before the handler runs;
+// the message carries this after the arguments, and hdr_nbytes is its size.
+struct PullHeader {
+    uint64_t id;    // the entry's, unique per sender (below 2^56)
+    uint32_t total; // the payload's bytes
+    uint32_t reserved;
 };
-static_assert(sizeof(PartHeader) == 16);
+static_assert(sizeof(PullHeader) == 16);
 // Credits charge at least this much per message, which bounds the events a zone can produce.
 constexpr uint32_t kMinCharge = 128;
 // Long payloads up to this size travel inside the AM message and are copied into place by the
@@ -54,8 +55,8 @@ enum Class : int { kReq = 0, kRep = 1 };
 enum Cat : unsigned { kShort = 0, kMedium = 1, kLong = 2, kLongPacked = 3 };
 
 // hdr_data of an AM put: handler (8 bits) | nargs (5) | category (2) | payload bytes (32, at bit 16)
-// | a part of a larger Medium (bit 48).
-constexpr uint64_t kHdrPart = uint64_t{1} << 48;
+// | a Medium whose payload the target pulls (bit 48).
+constexpr uint64_t kHdrPulled = uint64_t{1} << 48;
 inline uint64_t am_hdr(unsigned handler, unsigned nargs, unsigned cat, uint64_t nbytes) {
     return uint64_t(handler) | (uint64_t(nargs) << 8) | (uint64_t(cat) << 13) | (nbytes << 16);
 }
@@ -63,7 +64,7 @@ inline unsigned hdr_handler(uint64_t h) { return unsigned(h & 0xff); }
 inline unsigned hdr_nargs(uint64_t h) { return unsigned((h >> 8) & 0x1f); }
 inline unsigned hdr_cat(uint64_t h) { return unsigned((h >> 13) & 3); }
 inline uint64_t hdr_nbytes(uint64_t h) { return (h >> 16) & 0xffffffffu; }
-inline bool hdr_part(uint64_t h) { return (h & kHdrPart) != 0; }
+inline bool hdr_pulled(uint64_t h) { return (h & kHdrPulled) != 0; }
 inline size_t round16(size_t n) { return (n + 15) & ~size_t{15}; }
 // Bytes before the payload: the Long destination (8) and the arguments, rounded to 16.
 inline size_t am_prefix(unsigned cat, unsigned nargs) {
@@ -74,7 +75,8 @@ inline size_t am_prefix(unsigned cat, unsigned nargs) {
 constexpr ptl_match_bits_t kMbCredit = 1ull << 56;
 constexpr ptl_match_bits_t kMbBarrier = 2ull << 56;
 constexpr ptl_match_bits_t kMbPoke = 3ull << 56;
-constexpr ptl_match_bits_t kMbEnv = 5ull << 56; // (4 was the start-up exchange, now the job service's)
+constexpr ptl_match_bits_t kMbEnv = 5ull << 56;  // (4 was the start-up exchange, now the job service's)
+constexpr ptl_match_bits_t kMbPull = 6ull << 56; // a pulled Medium's payload (PullHeader::id below)
 
 // ---- completion of put/get/memset operations ----------------------------------------------------
 // Every event on the operations EQ carries a user_ptr that says what it completes: an OpCounter
@@ -200,7 +202,7 @@ struct State {
     ptl_ni_limits_t limits{};
     uint64_t vol_max = 0; // puts from the volatile MD up to this size copy the source at once
     ptl_handle_eq_t eq_ops = PTL_INVALID_HANDLE, eq_exit = PTL_INVALID_HANDLE;
-    ptl_pt_index_t pt_ctrl = 0, pt_seg = 0, pt_exit = 0;
+    ptl_pt_index_t pt_ctrl = 0, pt_seg = 0, pt_exit = 0, pt_pull = 0;
     ptl_handle_md_t md_vol = PTL_INVALID_HANDLE; // whole address space, volatile, no SEND events
     // Whole address space, volatile, no EQ or CT: puts without ack from it are observed by nothing
     // here, so the engine sends them without tracking them (and small ones without its lock).
@@ -231,15 +233,8 @@ struct State {
     uint32_t credit_bytes = 0; // per peer and class (sizing.hpp)
     uint32_t eager_max = 0;    // the largest message one put carries; the landing entries' min_free
     Peer *peers = nullptr;
-    // Mediums above eager_max arrive in parts (PartHeader): the payloads being put together, by
-    // sender and message id.
-    struct PartialMedium {
-        std::vector<char> payload;
-        uint32_t arrived = 0; // bytes
-    };
-    std::mutex parts_mu;
-    std::map<std::pair<gasnet_node_t, uint64_t>, PartialMedium> parts;
-    std::atomic<uint64_t> next_part_id{0};
+    // Mediums above eager_max are pulled by their target (PullHeader).
+    std::atomic<uint64_t> next_pull_id{0};
     uint64_t *credit_slots = nullptr; // [class][peer]: handled charges the peer reported
     // Control entries.
     BarrierSlot *barrier_slots = nullptr; // [parity][round]

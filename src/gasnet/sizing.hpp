@@ -5,7 +5,7 @@
 // senders may still send: nodes x credit bytes. A fixed credit per peer made that N x 256 KiB per
 // class (a 256-node job on one machine: 64 MiB per class per process, 29 GB for the machine), so
 // the credit shrinks with the number of nodes to keep the zone at a budget, and messages larger
-// than half the credit (a Medium payload may be 64 KiB) travel in parts that each fit.
+// than half the credit (a Medium payload may be 64 KiB) stay with the sender for the target to pull.
 #pragma once
 
 #include <algorithm>

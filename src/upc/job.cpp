@@ -97,22 +97,25 @@ void flush_nonblocking() {
 }
 
 // Another thread's upc_global_exit puts its code into this thread's exit word; the watcher ends
-// this process with it whatever the program's thread is doing. It polls the counter rather than
-// sleeping in PtlCTWait, which every event of the process would wake.
+// this process with it whatever the program's thread is doing. It sleeps passively
+// (portico_ct_poll_passive): a waiting thread that polled would scan every link of the process
+// and keep the engine's progress thread from resting. Finalize wakes it with a failure.
 void watch_for_exit(Runtime *r) {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     const ptl_handle_ct_t ct = r->shutdown_ct.get();
-    while (!r->stop_watcher.load(std::memory_order_acquire)) {
-        ptl_ct_event_t ev{};
-        if (PtlCTGet(ct, &ev) == PTL_OK && ev.success > 0) {
+    const ptl_size_t one = 1;
+    ptl_ct_event_t ev{};
+    while (portico_ct_poll_passive(&ct, &one, 1, PTL_TIME_FOREVER, &ev, nullptr) == PTL_OK) {
+        if (r->stop_watcher.load(std::memory_order_acquire)) return;
+        if (ev.success > 0) {
             acquire_fence();
             const int64_t code =
                 *reinterpret_cast<volatile int64_t *>(r->segment + control_offset(&Control::shutdown_code));
             end_process(static_cast<int>(code));
         }
-        usleep(2000);
+        if (ev.failure > 0) return; // nothing else fails on this counter: it would satisfy every wait
     }
 }
 
@@ -373,6 +376,7 @@ UPC_EXPORT void portico_upc_finalize(void) {
     // sent, not received. Nobody closes its portals before every thread has left that wait.
     if (portico_runtime_barrier() == PTL_FAIL) fatal("the job service's barrier failed at the end");
     r->stop_watcher.store(true, std::memory_order_release);
+    PtlCTInc(r->shutdown_ct.get(), ptl_ct_event_t{0, 1});
     if (r->exit_watcher.joinable()) r->exit_watcher.join();
     r->finalized = true;
     std::fflush(nullptr);

@@ -9,6 +9,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include <portico_ext.h>
+
 #include "ptl_helpers.hpp"
 
 using namespace ptltest;
@@ -256,6 +258,63 @@ TEST_F(EventQueue, QuietWaiterSleepsThroughOtherQueuesEvents) {
     ASSERT_PTL(PtlMEUnlink(h));
     expect_eq_empty(quiet);
     expect_eq_empty(busy);
+}
+
+// Portico's passive waits (portico_ext.h): the same results as PtlEQPoll and PtlCTPoll, but the
+// waiting thread never moves the network itself. Rank 0 makes no other Portals call while rank 1's
+// put comes, so the event and the count it waits for can only be delivered by the engine's
+// progress thread.
+TEST_F(EventQueue, PassiveWaitGetsWhatTheProgressThreadDelivers) {
+    REQUIRE_RANKS(2);
+    Ni ni = open_ni(kMatchingPhysical);
+    ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
+    ptl_handle_ct_t ct = PTL_INVALID_HANDLE;
+    static uint8_t sink[8];
+    const ptl_size_t one = 1;
+    if (rank() == 0) {
+        eq = make_eq(ni);
+        make_pt(ni, eq, 0, kPt);
+        ASSERT_PTL(PtlCTAlloc(ni.h, &ct));
+        ptl_me_t d =
+            me_desc(sink, sizeof sink, PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_CT_COMM, 0, ~0ull);
+        d.ct_handle = ct;
+        append_me(ni, kPt, d, PTL_PRIORITY_LIST, tag(5), eq);
+        ptl_event_t ev;
+        ptl_ct_event_t cv{};
+        unsigned which = 99;
+        EXPECT_RC(PTL_EQ_EMPTY, portico_eq_poll_passive(&eq, 1, 0, &ev, &which));
+        EXPECT_RC(PTL_CT_NONE_REACHED, portico_ct_poll_passive(&ct, &one, 1, 0, &cv, &which));
+        EXPECT_RC(PTL_ARG_INVALID, portico_eq_poll_passive(nullptr, 1, 0, &ev, &which));
+        EXPECT_RC(PTL_ARG_INVALID, portico_eq_poll_passive(&eq, 0, 0, &ev, &which));
+        EXPECT_RC(PTL_ARG_INVALID, portico_ct_poll_passive(&ct, nullptr, 1, 0, &cv, &which));
+        const ptl_handle_ct_t bad = PTL_INVALID_HANDLE;
+        EXPECT_RC(PTL_ARG_INVALID, portico_ct_poll_passive(&bad, &one, 1, 0, &cv, &which));
+    }
+    barrier();
+    if (rank() == 1) {
+        Sender s(ni, 8, 40);
+        s.put(kPt, 8, 0, 0, 77, 8, 0);
+    } else {
+        ptl_event_t ev;
+        unsigned which = 99;
+        ASSERT_PTL(portico_eq_poll_passive(&eq, 1, 60000, &ev, &which)) << "the progress thread delivered nothing";
+        EXPECT_EQ(0u, which);
+        EXPECT_EQ(Kind{PTL_EVENT_PUT}, Kind{ev.type}) << describe(ev);
+        EXPECT_EQ(Fail{PTL_NI_OK}, Fail{ev.ni_fail_type}) << describe(ev);
+        EXPECT_EQ(77u, ev.hdr_data) << describe(ev);
+        EXPECT_EQ(8u, ev.mlength) << describe(ev);
+        EXPECT_EQ(tag(5), ev.user_ptr) << describe(ev);
+        ptl_ct_event_t cv{};
+        which = 99;
+        ASSERT_PTL(portico_ct_poll_passive(&ct, &one, 1, 60000, &cv, &which));
+        EXPECT_EQ(0u, which);
+        EXPECT_EQ(1u, cv.success);
+        EXPECT_EQ(0u, cv.failure);
+        EXPECT_EQ(-1, check_pattern(sink, sizeof sink, 40));
+        expect_eq_empty(eq);
+        ASSERT_PTL(PtlCTFree(ct));
+    }
+    barrier();
 }
 
 } // namespace

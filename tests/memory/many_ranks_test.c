@@ -109,7 +109,7 @@ int main(int argc, char **argv) {
         want += 2;
     }
     GASNET_BLOCKUNTIL(backs == want);
-    /* The largest Medium to both neighbours: with many nodes it travels in parts. */
+    /* The largest Medium to both neighbours: with many nodes its target pulls it. */
     if (nodes > 1) {
         want += 2;
         GASNET_SAFE(gasnet_AMRequestMedium0((me + 1) % nodes, H_MEDIUM, out, big));
