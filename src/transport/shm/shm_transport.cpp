@@ -1,5 +1,6 @@
 #include "transport/shm/shm_transport.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -453,6 +454,41 @@ ShmLink *ShmTransport::link_for(PeerId to) {
     return l;
 }
 
+namespace {
+// The links whose doorbell a drain run owes a look (docs/FASTPATH.md §2): the frames this thread
+// sends while it drains a ring (acks, replies) are published with a release store each, and the
+// fence that must come between a record and the look at the consumer's "sleeping" flag is the
+// one the drain ends with anyway. One fence per run of frames instead of one per answer.
+struct OwedDoorbells {
+    const ShmTransport *owner = nullptr; // the transport whose drain_link runs on this thread
+    std::vector<ShmLink *> links;
+};
+thread_local OwedDoorbells t_owed;
+
+// Opens a drain run on this thread, unless one is open already (the outermost closes it).
+class DrainRun {
+public:
+    explicit DrainRun(const ShmTransport *t) : outermost_(t_owed.owner == nullptr) {
+        if (outermost_) t_owed.owner = t;
+    }
+    ~DrainRun() {
+        if (outermost_) t_owed.owner = nullptr;
+    }
+    DrainRun(const DrainRun &) = delete;
+    DrainRun &operator=(const DrainRun &) = delete;
+    bool outermost() const { return outermost_; }
+
+private:
+    bool outermost_;
+};
+
+// The look itself, after a fence that follows every record pushed on l.
+void ring_if_asleep(ShmLink &l) {
+    auto &sleeping = l.tx.control()->consumer_sleeping;
+    if (sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0)) l.poke();
+}
+} // namespace
+
 bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
     // Caller holds l.tx_mutex.
     Cursor &c = m.cur;
@@ -479,6 +515,12 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
         c.sent += chunk;
     }
     if (pushed) {
+        if (t_owed.owner == this && !defer_wakeup) {
+            // An answer sent while this thread drains: the drain's closing fence serves it.
+            if (std::find(t_owed.links.begin(), t_owed.links.end(), &l) == t_owed.links.end())
+                t_owed.links.push_back(&l);
+            return complete;
+        }
         // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
         full_fence();
         auto &sleeping = l.tx.control()->consumer_sleeping;
@@ -646,6 +688,7 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
     if (cfg_.single_copy && !l.probed && l.header()->probe_addr[1 - l.side].load(std::memory_order_acquire) != 0)
         probe_peer(l);
     int work = 0;
+    const DrainRun drain(this);
     FrameRun run(r);
     while (work < budget) {
         size_t bytes = 0;
@@ -677,11 +720,17 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
     run.end();
     if (work) {
         // head first, then the fence, then producer_waiting: a producer that set it and then found
-        // head unchanged is sure to be woken.
+        // head unchanged is sure to be woken. The same fence follows the answers sent meanwhile.
         l.rx.publish_head();
         full_fence();
         auto &waiting = l.rx.control()->producer_waiting;
         if (waiting.load(std::memory_order_relaxed) && waiting.exchange(0)) l.poke();
+    } else if (drain.outermost() && !t_owed.links.empty()) {
+        full_fence();
+    }
+    if (drain.outermost()) {
+        for (ShmLink *owed : t_owed.links) ring_if_asleep(*owed);
+        t_owed.links.clear();
     }
     return work;
 }
