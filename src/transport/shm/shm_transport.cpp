@@ -1,10 +1,10 @@
 #include "transport/shm/shm_transport.hpp"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <iterator>
 #include <new>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -458,10 +458,20 @@ namespace {
 // The links whose doorbell a drain run owes a look (docs/FASTPATH.md §2): the frames this thread
 // sends while it drains a ring (acks, replies) are published with a release store each, and the
 // fence that must come between a record and the look at the consumer's "sleeping" flag is the
-// one the drain ends with anyway. One fence per run of frames instead of one per answer.
+// one the drain ends with anyway. One fence per run of frames instead of one per answer. Plain
+// data (no destructor): Portals may be called from atexit handlers, after glibc has destroyed
+// the thread's objects; a run that answers on more links than this pays their fences at once.
 struct OwedDoorbells {
     const ShmTransport *owner = nullptr; // the transport whose drain_link runs on this thread
-    std::vector<ShmLink *> links;
+    unsigned count = 0;
+    ShmLink *links[16];
+    bool owe(ShmLink *l) {
+        for (unsigned i = 0; i < count; ++i)
+            if (links[i] == l) return true;
+        if (count == std::size(links)) return false;
+        links[count++] = l;
+        return true;
+    }
 };
 thread_local OwedDoorbells t_owed;
 
@@ -515,12 +525,8 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
         c.sent += chunk;
     }
     if (pushed) {
-        if (t_owed.owner == this && !defer_wakeup) {
-            // An answer sent while this thread drains: the drain's closing fence serves it.
-            if (std::find(t_owed.links.begin(), t_owed.links.end(), &l) == t_owed.links.end())
-                t_owed.links.push_back(&l);
-            return complete;
-        }
+        // An answer sent while this thread drains: the drain's closing fence serves it.
+        if (t_owed.owner == this && !defer_wakeup && t_owed.owe(&l)) return complete;
         // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
         full_fence();
         auto &sleeping = l.tx.control()->consumer_sleeping;
@@ -725,12 +731,12 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
         full_fence();
         auto &waiting = l.rx.control()->producer_waiting;
         if (waiting.load(std::memory_order_relaxed) && waiting.exchange(0)) l.poke();
-    } else if (drain.outermost() && !t_owed.links.empty()) {
+    } else if (drain.outermost() && t_owed.count > 0) {
         full_fence();
     }
     if (drain.outermost()) {
-        for (ShmLink *owed : t_owed.links) ring_if_asleep(*owed);
-        t_owed.links.clear();
+        for (unsigned i = 0; i < t_owed.count; ++i) ring_if_asleep(*t_owed.links[i]);
+        t_owed.count = 0;
     }
     return work;
 }
