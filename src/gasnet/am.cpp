@@ -249,9 +249,10 @@ bool medium_pulled(unsigned cat, size_t nbytes, unsigned nargs) {
     return cat == kMedium && round16(am_prefix(kMedium, nargs) + nbytes) > g->eager_max;
 }
 
-// Sends one message of class cls (credits already taken for charge).
+// Sends one message of class cls (credits already taken for charge); hdr_flags go into its
+// hdr_data beside the category's fields (kHdrPulled).
 void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat, const void *src, size_t nbytes,
-                  void *dest_addr, unsigned nargs, const Arg *args, bool async) {
+                  void *dest_addr, unsigned nargs, const Arg *args, bool async, uint64_t hdr_flags = 0) {
     const unsigned wire = wire_category(cat, nbytes, nargs, dest);
     if (wire == kLong && nbytes) {
         const uint64_t roff =
@@ -292,7 +293,14 @@ void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat,
         std::memset(m + prefix + nbytes, 0, len - prefix - nbytes);
     }
     // The staging buffer is reusable on return: put_copy runs no handler while it waits.
-    put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr, am_hdr(h, nargs, wire, nbytes));
+    put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr, am_hdr(h, nargs, wire, nbytes) | hdr_flags);
+}
+
+uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t dest) {
+    const unsigned wire = wire_category(cat, nbytes, nargs, dest);
+    size_t len = am_prefix(wire, nargs);
+    if (wire == kMedium || wire == kLongPacked) len = round16(len + nbytes);
+    return uint32_t(len < kMinCharge ? kMinCharge : len);
 }
 
 // Sends a Medium too large for one message: its payload waits in an entry of the pull portal for
@@ -310,26 +318,12 @@ void send_medium_pulled(int cls, gasnet_node_t dest, gasnet_handler_t h, const v
     me.match_id.rank = dest;
     reserve_events(1); // the GET event
     append_me(g->pt_pull, me, "PtlMEAppend (Medium payload)", flag_tag(&pulled));
-    const size_t prefix = am_prefix(kMedium, nargs);
-    const size_t len = round16(prefix + sizeof(PullHeader));
-    acquire_credit(cls, dest, uint32_t(std::max<size_t>(len, kMinCharge)));
-    ThreadState &t = ts();
-    if (t.staging.size() < kMaxFoot) t.staging.resize(kMaxFoot);
-    char *m = t.staging.data();
-    if (nargs) std::memcpy(m, args, sizeof(Arg) * nargs);
-    std::memset(m + sizeof(Arg) * nargs, 0, len - sizeof(Arg) * nargs);
+    // The message is a Medium whose payload is the pull header.
     const PullHeader ph{id, uint32_t(nbytes), 0};
-    std::memcpy(m + prefix, &ph, sizeof ph);
-    put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr,
-             am_hdr(h, nargs, kMedium, sizeof(PullHeader)) | kHdrPulled);
+    acquire_credit(cls, dest, charge_of(kMedium, sizeof ph, nargs, dest));
+    send_message(cls, dest, h, kMedium, &ph, sizeof ph, nullptr, nargs, args, false, kHdrPulled);
+    const ThreadState &t = ts();
     wait_until(ctx_of(t), [&] { return pulled.load(std::memory_order_acquire) != 0; });
-}
-
-uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t dest) {
-    const unsigned wire = wire_category(cat, nbytes, nargs, dest);
-    size_t len = am_prefix(wire, nargs);
-    if (wire == kMedium || wire == kLongPacked) len = round16(len + nbytes);
-    return uint32_t(len < kMinCharge ? kMinCharge : len);
 }
 
 // Argument checks shared by requests and replies (GASNET_ERR_BAD_ARG with a message).

@@ -492,10 +492,11 @@ private:
     bool outermost_;
 };
 
-// The look itself, after a fence that follows every record pushed on l.
-void ring_if_asleep(ShmLink &l) {
+// The look itself, after a fence that follows every record pushed on l: whether the consumer
+// sleeps and this producer is the one to ring it (the flag is taken, so one doorbell per sleep).
+bool take_sleeping_consumer(ShmLink &l) {
     auto &sleeping = l.tx.control()->consumer_sleeping;
-    if (sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0)) l.poke();
+    return sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0);
 }
 } // namespace
 
@@ -529,8 +530,7 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
         if (t_owed.owner == this && !defer_wakeup && t_owed.owe(&l)) return complete;
         // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
         full_fence();
-        auto &sleeping = l.tx.control()->consumer_sleeping;
-        if (sleeping.load(std::memory_order_relaxed) && sleeping.exchange(0)) {
+        if (take_sleeping_consumer(l)) {
             if (defer_wakeup) {
                 // In a bundle: the system call waits for PtlEndBundle (§3.17, note 17).
                 std::lock_guard g(deferred_mutex_);
@@ -735,7 +735,8 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
         full_fence();
     }
     if (drain.outermost()) {
-        for (unsigned i = 0; i < t_owed.count; ++i) ring_if_asleep(*t_owed.links[i]);
+        for (unsigned i = 0; i < t_owed.count; ++i)
+            if (take_sleeping_consumer(*t_owed.links[i])) t_owed.links[i]->poke();
         t_owed.count = 0;
     }
     return work;
