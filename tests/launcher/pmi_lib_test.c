@@ -230,7 +230,7 @@ static void api(const char *names) {
 /* Reads every rank's "pmi_lib.<r>" over and over while the main thread runs collectives. */
 static atomic_int g_stop;
 static void *reader(void *arg) {
-    long *reads = arg;
+    atomic_long *reads = arg;
     char key[64], want[64], got[128];
     while (!atomic_load(&g_stop)) {
         for (int r = 0; r < g_size; ++r) {
@@ -238,7 +238,7 @@ static void *reader(void *arg) {
             snprintf(want, sizeof want, "first-%d", r);
             CHECK_RC(PMI_KVS_Get(g_kvs, key, got, sizeof got), PMI_SUCCESS);
             CHECK(strcmp(got, want) == 0);
-            ++*reads;
+            atomic_fetch_add(reads, 1);
         }
     }
     return NULL;
@@ -262,20 +262,27 @@ static void portals(int pmi_first) {
     CHECK((int)me == g_rank);
 
     /* The job service's collectives and PMI gets from another thread, on the one connection. */
-    long reads = 0;
+    /* At least 20 rounds, and as many more as it takes for every rank's reader to have read
+     * once (a descheduled reader may not have started by the 20th: that is no failure); the ranks
+     * agree on it, each round, so that they run the same collectives. */
+    atomic_long reads = 0;
     pthread_t t;
     atomic_store(&g_stop, 0);
     CHECK(pthread_create(&t, NULL, reader, &reads) == 0);
-    for (int round = 0; round < 20; ++round) {
+    for (int round = 0, all_read = 0; round < 20 || !all_read; ++round) {
         int *all = calloc((size_t)g_size, sizeof *all), mine = g_rank * 1000 + round;
         CHECK_RC(portico_runtime_allgather(&mine, sizeof mine, all), PTL_OK);
         for (int r = 0; r < g_size; ++r) CHECK(all[r] == r * 1000 + round);
-        free(all);
         CHECK_RC(portico_runtime_barrier(), PTL_OK);
+        const int read = atomic_load(&reads) > 0;
+        CHECK_RC(portico_runtime_allgather(&read, sizeof read, all), PTL_OK);
+        all_read = 1;
+        for (int r = 0; r < g_size; ++r) all_read &= all[r];
+        free(all);
     }
     atomic_store(&g_stop, 1);
     CHECK(pthread_join(t, NULL) == 0);
-    CHECK(reads > 0);
+    CHECK(atomic_load(&reads) > 0);
     /* PMI collectives between the job service's. */
     exchange("pmi_lib.between", "between");
     CHECK_RC(portico_runtime_barrier(), PTL_OK);
