@@ -10,6 +10,12 @@
 // then puts back. Every message carries the round number and the receiver checks it and the
 // counter's failure count. The physical baseline (latency_baseline.hpp) runs interleaved between
 // the same processes, as in put_lat.
+//
+// self_ct: the same put and wait, but rank 0 puts to itself (its own shared-memory link) while
+// rank 1 idles: both sides' software of one ct_lat hop with no cache line crossing cores, the
+// number the design's software budget is about (docs/FASTPATH.md: one hop of ct_lat leaves one
+// flag transfer for the software of both sides). Its ratio to the flag ping-pong is that budget
+// used: at most 1 for the ct_lat goal.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -29,7 +35,7 @@ constexpr size_t kMaxSize = 4096;
 
 class CtPingPong {
 public:
-    explicit CtPingPong(Job &job) : rank_(job.rank()), send_(kMaxSize), recv_(kMaxSize) {
+    CtPingPong(Job &job, bool loopback) : rank_(job.rank()), loopback_(loopback), send_(kMaxSize), recv_(kMaxSize) {
         if (job.size() != 2) throw Error("ct_lat needs exactly 2 processes");
         ct_ = ck::alloc_ct(ni_.get());
         pt_ = ck::alloc_pt(ni_.get(), PTL_EQ_NONE);
@@ -39,12 +45,13 @@ public:
                                             PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE,
                                         0, 0, ct_.get()));
         md_ = ck::bind_md(ni_.get(), ck::md_desc(send_.data(), send_.size()));
-        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[static_cast<size_t>(1 - rank_)];
+        peer_ = exchange_peers(job, ni_.phys_id(), pt_.index())[static_cast<size_t>(loopback ? rank_ : 1 - rank_)];
     }
 
     // `rounds` round trips; rank 0 returns the one-way latency in microseconds, rank 1 returns 0.
     double run(size_t size, uint64_t rounds, Watchdog &dog) {
         if (size > kMaxSize || size < sizeof(uint64_t)) throw Error("put size out of range");
+        if (loopback_) return rank_ == 0 ? run_loopback(size, rounds, dog) : 0;
         const uint64_t t0 = now_ns();
         for (uint64_t i = 0; i < rounds; ++i) {
             // One writer; atomic only for the watchdog thread's reads (no locked instruction here).
@@ -71,6 +78,19 @@ public:
     }
 
 private:
+    // Twice the rounds of a ping-pong, each a put and its wait: the same number of hops.
+    double run_loopback(size_t size, uint64_t rounds, Watchdog &dog) {
+        const uint64_t t0 = now_ns();
+        for (uint64_t i = 0; i < 2 * rounds; ++i) {
+            const uint64_t seq = seq_.load(std::memory_order_relaxed) + 1;
+            seq_.store(seq, std::memory_order_relaxed);
+            put(size, seq);
+            wait(seq);
+            dog.beat();
+        }
+        const uint64_t t1 = now_ns();
+        return rounds ? static_cast<double>(t1 - t0) / 1000.0 / (2.0 * static_cast<double>(rounds)) : 0;
+    }
     void put(size_t size, uint64_t seq) {
         std::memcpy(send_.data(), &seq, sizeof seq);
         check(PtlPut(md_.get(), 0, size, PTL_NO_ACK_REQ, peer_.id, peer_.pt, 0, 0, nullptr, 0), "PtlPut");
@@ -87,6 +107,7 @@ private:
     }
 
     int rank_;
+    bool loopback_;
     ck::Library lib_;
     ck::Ni ni_{kPhysicalMatching};
     std::vector<unsigned char> send_, recv_;
@@ -98,27 +119,34 @@ private:
     std::atomic<uint64_t> seq_{0}; // read by the watchdog thread
 };
 
-void run_ct_lat(Context &ctx) {
+void run(Context &ctx, bool loopback) {
     Job &job = ctx.job;
     const std::vector<size_t> sizes = sizes_of(ctx.opt, {8, 64, 1024, 4096}, {8}, 8, kMaxSize);
     const Plan p = Plan::of(ctx.opt, 20000, 1000);
 
-    CtPingPong pp(job);
+    CtPingPong pp(job, loopback);
     auto base = make_latency_baseline(job, ctx.transport);
     Watchdog dog(job, kWatchdogS, [&pp] { return pp.describe(); });
     job.barrier();
 
-    measure_latency(ctx, "ct_lat",
-                    "one-way latency of an untracked PtlPut (no ack, MD without EQ or CT) counted on the target ME's "
-                    "CT (PtlCTWait), ping-pong between 2 processes, physical matching NIs",
+    measure_latency(ctx, loopback ? "self_ct" : "ct_lat",
+                    loopback ? "software cost of one ct_lat hop: an untracked PtlPut from rank 0 to itself counted on "
+                               "its own ME's CT, then PtlCTWait (no cache line crosses cores; rank 1 idles)"
+                             : "one-way latency of an untracked PtlPut (no ack, MD without EQ or CT) counted on the "
+                               "target ME's CT (PtlCTWait), ping-pong between 2 processes, physical matching NIs",
                     *base, dog, sizes, p,
                     [&pp](size_t size, uint64_t rounds, Watchdog &d) { return pp.run(size, rounds, d); });
     job.barrier(); // nobody closes its NI while the peer still talks to it
 }
 
+void run_ct_lat(Context &ctx) { run(ctx, false); }
+void run_self_ct(Context &ctx) { run(ctx, true); }
+
 } // namespace
 
 PORTICO_BENCH_TEST(ct_lat, "one-way latency of an untracked PtlPut counted on the target's CT (ping-pong)", 2,
                    run_ct_lat);
+PORTICO_BENCH_TEST(self_ct, "software cost of one ct_lat hop: a PtlPut to itself and PtlCTWait, no transfer", 2,
+                   run_self_ct);
 
 } // namespace portico::bench

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <iterator>
 #include <system_error>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ const Tunables &Tunables::get() {
         v.wait_pause_ns = us_to_ns(settings::kWaitPauseUs.get());
         v.progress_spin_ns = us_to_ns(settings::kProgressSpinUs.get());
         v.progress_park_ns = us_to_ns(settings::kProgressParkUs.get());
+        v.progress_park_max_ns = std::max(v.progress_park_ns, us_to_ns(settings::kProgressParkMaxUs.get()));
         return v;
     }();
     return t;
@@ -139,10 +141,46 @@ void Engine::abort() {
     notify_waiters();
 }
 
+namespace {
+// The EQs and CTs whose sleepers a frame run owes a look (see notify_waiters). Plain data, like
+// the shared-memory transport's owed doorbells: Portals may be called from atexit handlers.
+struct DeferredWakes {
+    unsigned count = 0;
+    const Waitable *objs[16];
+    bool add(const Waitable *obj) {
+        for (unsigned i = 0; i < count; ++i)
+            if (objs[i] == obj) return true;
+        if (count == std::size(objs)) return false;
+        objs[count++] = obj;
+        return true;
+    }
+};
+thread_local DeferredWakes t_deferred_wakes;
+// This thread holds the engine lock for a run of frames (begin_frames). A thread, not a receiver,
+// property: the transports of one endpoint may be polled by two threads at once.
+thread_local bool t_in_frame_run = false;
+} // namespace
+
 void Engine::notify_waiters(const Waitable *obj) {
+    // A completion in a frame run: its sleepers are looked at after the fence that ends the run
+    // (the transport's own, for shared memory), one fence per run instead of one per completion,
+    // and the wake-up system call, if any, is made outside the engine lock. EQs and CTs are never
+    // deleted while the engine lives (spare lists), so the pointer stays good until then.
+    if (obj && t_in_frame_run && t_deferred_wakes.add(obj)) return;
     // Pairs with the sleeper's increments of the counts before its last look (Dekker): either we
     // see it, or it sees what we published before this fence.
     full_fence();
+    wake_sleepers_of(obj);
+}
+
+void Engine::notify_deferred_waiters() {
+    DeferredWakes &d = t_deferred_wakes;
+    for (unsigned i = 0; i < d.count; ++i) wake_sleepers_of(d.objs[i]);
+    d.count = 0;
+}
+
+void Engine::wake_sleepers_of(const Waitable *obj) {
+    // After a full fence that follows the news.
     if (obj ? obj->sleepers.load(std::memory_order_seq_cst) == 0 &&
                   wildcard_sleepers_.load(std::memory_order_seq_cst) == 0
             : sleepers_.load(std::memory_order_seq_cst) == 0 && passive_sleepers_.load(std::memory_order_seq_cst) == 0)
@@ -176,14 +214,16 @@ void Endpoint::poll_soon() {
     // next wait polls (and writes what is held), and it wakes by itself within
     // PORTICO_PROGRESS_PARK_US if the application stops. Waking it here made it write every held
     // frame as soon as it was held: one futex wake and one write per message of a burst, the
-    // opposite of holding them (TCP put_bw at 8 B was 5 us per put).
+    // opposite of holding them (TCP put_bw at 8 B was 5 us per put). A park that has grown longer
+    // than that (kParkedLong) is ended, once: held frames keep their bound, and the thread parks
+    // again from the short end.
     const uint8_t r = resting.load(std::memory_order_seq_cst);
     if (r == kAwake || r == kParked) return;
     if (r != kArmed) {
         park_word.fetch_add(1, std::memory_order_seq_cst);
         futex_wake(park_word);
     }
-    if (r != kParked) transport->interrupt();
+    if (r != kParked && r != kParkedLong) transport->interrupt();
 }
 
 void Engine::start_progress(Endpoint &ep) {
@@ -202,22 +242,31 @@ void Engine::stop_progress(Endpoint &ep) {
 }
 
 void Engine::poll_once(Endpoint *ep) {
-    ep->app_calls.fetch_add(1, std::memory_order_relaxed);
+    ep->note_app_call();
     ep->poll();
 }
 
 void Engine::progress_loop(Endpoint &ep) {
     const Tunables &t = Tunables::get();
     uint64_t idle_since = 0;
+    // Each park that passes with the application still polling doubles the next one, up to
+    // PORTICO_PROGRESS_PARK_MAX_US: on two cores, a wake-up every 250 us preempted a spinning
+    // application thread often enough to cost a shared-memory ping-pong a quarter of its speed
+    // (docs/PERFORMANCE.md, "Issue 31: the progress thread's park"). Arming or an early end
+    // starts again from PORTICO_PROGRESS_PARK_US.
+    uint64_t park_ns = t.progress_park_ns;
+    // A park that ran its course goes straight to the next decision, without a poll: while the
+    // application polls, a poll here only takes its frames (and their cache lines) away from it.
+    bool decide_now = false;
     uint64_t calls_seen = ep.app_calls.load(std::memory_order_relaxed);
     while (!ep.stop.load(std::memory_order_acquire)) {
-        if (ep.poll() > 0) {
+        if (!decide_now && ep.poll() > 0) {
             idle_since = 0;
             continue;
         }
         const uint64_t now = monotonic_ns();
         if (idle_since == 0) idle_since = now;
-        if (now - idle_since < t.progress_spin_ns) {
+        if (!decide_now && now - idle_since < t.progress_spin_ns) {
             cpu_relax();
             continue;
         }
@@ -235,23 +284,28 @@ void Engine::progress_loop(Endpoint &ep) {
                 // Frames wait for a poll (coalescing, see poll_soon): poll instead of resting.
                 ep.resting.store(Endpoint::kAwake, std::memory_order_relaxed);
                 idle_since = 0;
+                decide_now = false;
                 continue;
             }
             park = !ep.arm_request && sleepers_.load(std::memory_order_relaxed) == 0 && app_active;
             ep.arm_request = false;
             if (park) {
                 ep.progress = Endpoint::Progress::Parked;
-                ep.resting.store(Endpoint::kParked, std::memory_order_seq_cst);
+                ep.resting.store(park_ns > t.progress_park_ns ? Endpoint::kParkedLong : Endpoint::kParked,
+                                 std::memory_order_seq_cst);
             } else {
+                park_ns = t.progress_park_ns;
                 ep.progress = Endpoint::Progress::Armed;
                 ep.transport->arm_sleep();
                 ep.armed = true;
                 ep.resting.store(Endpoint::kArmed, std::memory_order_seq_cst);
             }
         }
-        if (park)
-            futex_wait(ep.park_word, park_seen, static_cast<int64_t>(t.progress_park_ns));
-        else if (!ep.transport->has_pending() && !ep.stop.load())
+        if (park) {
+            futex_wait(ep.park_word, park_seen, static_cast<int64_t>(park_ns));
+            const bool ended_early = ep.park_word.load(std::memory_order_relaxed) != park_seen;
+            park_ns = ended_early ? t.progress_park_ns : std::min(2 * park_ns, t.progress_park_max_ns);
+        } else if (!ep.transport->has_pending() && !ep.stop.load())
             ep.transport->wait(*ep.receiver, -1);
         {
             std::lock_guard g(ep.sleep_mutex);
@@ -262,17 +316,13 @@ void Engine::progress_loop(Endpoint &ep) {
                 ep.armed = false;
             }
         }
-        // After a park, decide again at once if there is nothing to do: a parked thread that woke
-        // to check must not spin while the application runs.
+        // After a park, decide again at once: a parked thread that woke to check must not spin
+        // (or poll) while the application runs. An early end (a waiter about to sleep wants it
+        // armed) polls first.
+        decide_now = park && park_ns > t.progress_park_ns;
         idle_since = park ? 1 : 0;
     }
 }
-
-namespace {
-// This thread holds the engine lock for a run of frames (begin_frames). A thread, not a receiver,
-// property: the transports of one endpoint may be polled by two threads at once.
-thread_local bool t_in_frame_run = false;
-} // namespace
 
 void EndpointReceiver::begin_frames() {
     engine_.mutex_.lock();
@@ -282,6 +332,7 @@ void EndpointReceiver::end_frames() {
     t_in_frame_run = false;
     engine_.mutex_.unlock();
 }
+void EndpointReceiver::frames_published() { engine_.notify_deferred_waiters(); }
 void EndpointReceiver::on_frame(transport::Link &link, const transport::FrameHeader &h, const std::byte *payload) {
     if (t_in_frame_run)
         engine_.handle_frame_locked(ep_, link, h, payload);

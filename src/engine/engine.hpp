@@ -278,6 +278,7 @@ public:
     // The engine lock is taken once for a run of frames instead of once per frame.
     void begin_frames() override;
     void end_frames() override;
+    void frames_published() override;
 
 private:
     Engine &engine_;
@@ -298,7 +299,8 @@ struct Endpoint {
     // The progress thread is in one of three states. Running: it polls. Armed: it sleeps in the
     // transport and peers ring its doorbell; this is how a process whose application is away
     // (computing, or asleep in a wait) still makes progress. Parked: it sleeps on park_word for at
-    // most PORTICO_PROGRESS_PARK_US while the application itself polls (waits, PtlEQGet, ...); no
+    // most PORTICO_PROGRESS_PARK_US (doubling up to PORTICO_PROGRESS_PARK_MAX_US while the
+    // application goes on polling) while the application itself polls (waits, PtlEQGet, ...); no
     // doorbell is rung and no thread is handed a frame, which is what a ping-pong needs. A parked
     // thread arms as soon as a waiter goes to sleep, or when a whole park passes without a call.
     enum class Progress { Running, Parked, Armed };
@@ -311,8 +313,13 @@ struct Endpoint {
     bool arm_request = false;              // a waiter went to sleep: listen to peers (guarded by sleep_mutex)
     std::atomic<uint32_t> park_word{0};    // bumped (under sleep_mutex) to end a park early
     std::atomic<uint64_t> app_calls{0};    // calls that poll; the progress thread parks while this moves
+    // A load and a store, not an atomic add: two threads may count one call between them, and the
+    // value still moves, which is all the progress thread looks at.
+    void note_app_call() { app_calls.store(app_calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
     // What poll_soon must do to make the progress thread poll (set by the progress thread).
-    static constexpr uint8_t kAwake = 0, kDeciding = 1, kParked = 2, kArmed = 3;
+    // kParkedLong: parked for longer than PORTICO_PROGRESS_PARK_US (the park grows while the
+    // application keeps polling); poll_soon ends such a park.
+    static constexpr uint8_t kAwake = 0, kDeciding = 1, kParked = 2, kArmed = 3, kParkedLong = 4;
     std::atomic<uint8_t> resting{kAwake};
 
     // Unpark and arm: a thread is about to sleep and needs the progress thread to listen.
@@ -464,7 +471,11 @@ private:
             ep, timeout_ms, timeout_rc, ready, [] { return uint64_t{0}; }, nullptr, 0);
     }
     // Wakes the sleepers that wait on obj (an EQ or a CT that has news), or every sleeper.
+    // Wakes the threads asleep on obj (nullptr: everybody). Inside a frame run the look at the
+    // sleepers waits for the run's closing fence (EndpointReceiver::frames_published).
     void notify_waiters(const Waitable *obj = nullptr);
+    void wake_sleepers_of(const Waitable *obj);
+    void notify_deferred_waiters();
     // A non-blocking check found nothing: poll the endpoint once (no thread hand-off for an
     // application that polls with PtlEQGet/PtlCTGet) and note that the application is active.
     void poll_once(Endpoint *ep);
@@ -716,6 +727,7 @@ struct Tunables {
     uint64_t wait_pause_ns; // the first part of a wait's polling, with `pause`; sched_yield after it
     uint64_t progress_spin_ns;
     uint64_t progress_park_ns;
+    uint64_t progress_park_max_ns; // at least progress_park_ns
     static const Tunables &get();
     // How long a wait polls before it sleeps: PORTICO_WAIT_SPIN_US, else what
     // portico_set_wait_spin_us (portico_ext.h) set last, else the default.

@@ -35,9 +35,18 @@ inline constexpr Number kProgressParkUs{"PORTICO_PROGRESS_PARK_US",
                                         250,
                                         1,
                                         UINT64_MAX,
-                                        "microseconds the progress thread stays parked while the application "
+                                        "microseconds the progress thread first parks while the application "
                                         "polls by itself; about the longest a message waits when the application "
-                                        "stops calling Portals"};
+                                        "stops calling Portals after a short run of calls"};
+inline constexpr Number kProgressParkMaxUs{"PORTICO_PROGRESS_PARK_MAX_US",
+                                           Layer::engine,
+                                           4000,
+                                           1,
+                                           UINT64_MAX,
+                                           "microseconds the progress thread's park grows to, doubling from "
+                                           "PORTICO_PROGRESS_PARK_US each time it wakes to find the application still "
+                                           "polling; the longest a message waits when the application stops calling "
+                                           "Portals (frames that TCP holds end a longer park at once)"};
 inline constexpr Number kMaxEntries{
     "PORTICO_MAX_ENTRIES", Layer::engine, 1 << 20, 1, INT_MAX, "NI limit max_entries (LEs/MEs per NI)"};
 inline constexpr Number kMaxUnexpectedHeaders{"PORTICO_MAX_UNEXPECTED_HEADERS",
@@ -108,6 +117,7 @@ inline constexpr const Setting *kEngineSettings[] = {&kWaitSpinUs,
                                                      &kWaitPauseUs,
                                                      &kProgressSpinUs,
                                                      &kProgressParkUs,
+                                                     &kProgressParkMaxUs,
                                                      &kMaxEntries,
                                                      &kMaxUnexpectedHeaders,
                                                      &kMaxMds,

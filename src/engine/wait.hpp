@@ -61,16 +61,18 @@ template <class Ready, class Activity>
 int Engine::wait_for(Endpoint *ep, ptl_time_t timeout_ms, int timeout_rc, Ready ready, Activity activity,
                      Waitable *const *objs, unsigned nobjs, WaitStyle style) {
     const bool passive = style == WaitStyle::Passive;
-    if (!passive) {
-        // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
-        ep->transport->flush_wakeups();
-        // While we poll, the progress thread parks (see Endpoint).
-        ep->app_calls.fetch_add(1, std::memory_order_relaxed);
-    }
+    // A thread that waits wants its bundled messages delivered: never deadlock inside a bundle.
+    if (!passive) ep->transport->flush_wakeups();
     // What is there already (a SEND event, or what one poll brings) needs none of the bookkeeping
     // below: a ping-pong waits for several events per message and most are ready at once.
     if (ready()) return PTL_OK;
-    if (!passive && ep->poll() > 0 && ready()) return PTL_OK;
+    if (!passive) {
+        // While we poll, the progress thread parks (see Endpoint). Counted only once we poll: a
+        // loop of waits that are all satisfied at once moves no frame, and a progress thread that
+        // took it for polling would leave the frames to nobody.
+        ep->note_app_call();
+        if (ep->poll() > 0 && ready()) return PTL_OK;
+    }
     if (timeout_ms == 0) return aborted_.load(std::memory_order_acquire) ? PTL_ABORTED : timeout_rc;
 
     const Tunables &t = Tunables::get();

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <sys/uio.h>
 
+#include "common/fence.hpp"
+
 namespace portico::transport {
 
 // Frames travel as they sit in memory, so every field is little-endian on the wire. A big-endian
@@ -145,14 +147,27 @@ public:
     // between begin_frames() and end_frames(), so a receiver may take its lock once for the run.
     virtual void begin_frames() {}
     virtual void end_frames() {}
+    // After end_frames, once a full fence has followed it: the stores of the run are visible to
+    // every thread, so a receiver may now make the looks its own sleep handshakes (Dekker) need
+    // after such a fence, without paying one of its own. A shared-memory drain ends with that
+    // fence anyway (for its producers' flags); elsewhere FrameRun pays it.
+    virtual void frames_published() {}
 };
 
-// A transport's side of Receiver::begin_frames/end_frames: begun before the first frame of a run,
-// ended before anything else is said to the receiver (and at the end of the scope).
+// A transport's side of Receiver::begin_frames/end_frames/frames_published: begun before the
+// first frame of a run, ended before anything else is said to the receiver (and at the end of the
+// scope). A transport that fences after the run itself says so (fences_after) and calls
+// published() after its fence; otherwise end() fences and publishes.
 class FrameRun {
 public:
-    explicit FrameRun(Receiver &r) : r_(r) {}
-    ~FrameRun() { end(); }
+    explicit FrameRun(Receiver &r, bool fences_after = false) : r_(r), fences_after_(fences_after) {}
+    ~FrameRun() {
+        end();
+        if (ended_) {
+            full_fence();
+            published();
+        }
+    }
     FrameRun(const FrameRun &) = delete;
     FrameRun &operator=(const FrameRun &) = delete;
     void frame(Link &link, const FrameHeader &h, const std::byte *payload) {
@@ -161,13 +176,27 @@ public:
         r_.on_frame(link, h, payload);
     }
     void end() {
-        if (open_) r_.end_frames();
+        if (!open_) return;
+        r_.end_frames();
         open_ = false;
+        ended_ = true;
+        if (!fences_after_) {
+            full_fence();
+            published();
+        }
+    }
+    // The caller has executed a full fence since end().
+    void published() {
+        if (!ended_) return;
+        ended_ = false;
+        r_.frames_published();
     }
 
 private:
     Receiver &r_;
+    bool fences_after_;
     bool open_ = false;
+    bool ended_ = false; // ended, not yet published
 };
 
 // The payload of a message: a gather list read at the time the bytes are pushed.

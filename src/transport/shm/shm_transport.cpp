@@ -102,9 +102,9 @@ public:
     size_t seg_bytes = 0;
     pid_t os_pid = 0;
     RingView tx, rx;
-    std::mutex tx_mutex;
+    SpinLock tx_lock; // the producer side of tx (a short hold: copying one message in)
     std::deque<OutMessage> backlog;
-    bool dead = false;                 // guarded by tx_mutex
+    bool dead = false;                 // guarded by tx_lock
     std::atomic<bool> reported{false}; // on_link_failed delivered (set under the poll lock, read anywhere)
     int side = 0;                      // 0: we connected, 1: we accepted
     size_t frame_max = 0;              // the largest frame payload its rings take
@@ -285,7 +285,7 @@ ShmLink *ShmTransport::connect_to(PeerId to) {
 }
 
 void ShmTransport::accept_one(Receiver &) {
-    // Caller holds poll_mutex_. Nothing here waits for a connector: one that has not sent its
+    // Caller holds poll_lock_. Nothing here waits for a connector: one that has not sent its
     // hello yet is kept pending and finished when its socket becomes readable (a silent or hostile
     // local process must never stall this endpoint's progress).
     for (;;) {
@@ -501,7 +501,7 @@ bool take_sleeping_consumer(ShmLink &l) {
 } // namespace
 
 bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
-    // Caller holds l.tx_mutex.
+    // Caller holds l.tx_lock.
     Cursor &c = m.cur;
     bool pushed = false, complete = true;
     while (!c.header_sent || c.sent < c.total) {
@@ -548,7 +548,7 @@ SendStatus ShmTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
                               bool defer_wakeup, Hold) {
     ShmLink *l = link_for(to);
     if (!l) return SendStatus::Unreachable;
-    std::unique_lock g(l->tx_mutex);
+    std::unique_lock g(l->tx_lock);
     if (l->dead) return SendStatus::Unreachable;
     OutMessage direct;
     direct.h = h;
@@ -604,7 +604,7 @@ int ShmTransport::flush_backlog(ShmLink &l, Receiver &r) {
     int work = 0;
     std::vector<std::pair<uint64_t, bool>> done;
     {
-        std::lock_guard g(l.tx_mutex);
+        std::lock_guard g(l.tx_lock);
         while (!l.backlog.empty()) {
             OutMessage &m = l.backlog.front();
             if (!push_frames(l, m, false)) {
@@ -695,7 +695,7 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
         probe_peer(l);
     int work = 0;
     const DrainRun drain(this);
-    FrameRun run(r);
+    FrameRun run(r, /*fences_after=*/true);
     while (work < budget) {
         size_t bytes = 0;
         bool corrupt = false;
@@ -729,6 +729,7 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
         // head unchanged is sure to be woken. The same fence follows the answers sent meanwhile.
         l.rx.publish_head();
         full_fence();
+        run.published(); // the receiver's own looks after the run share this fence
         auto &waiting = l.rx.control()->producer_waiting;
         if (waiting.load(std::memory_order_relaxed) && waiting.exchange(0)) l.poke();
     } else if (drain.outermost() && t_owed.count > 0) {
@@ -743,8 +744,10 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
 }
 
 void ShmTransport::farewell() {
-    // Said in the segment, which outlives the peer's socket: no frame, no room needed.
-    std::lock_guard g(links_mutex_);
+    // Said in the segment, which outlives the peer's socket: no frame, no room needed. The lock
+    // may be held by a thread that will not run again (see TcpTransport::farewell).
+    if (!lock_within(links_mutex_, std::chrono::milliseconds(100))) return;
+    std::lock_guard g(links_mutex_, std::adopt_lock);
     for (auto &l : owned_)
         if (l->seg) l->header()->goodbye[l->side].store(1, std::memory_order_release);
 }
@@ -756,7 +759,7 @@ void ShmTransport::fail_link(ShmLink &l, Receiver &r) {
     l.said_goodbye = l.seg && l.header()->goodbye[1 - l.side].load(std::memory_order_acquire) != 0;
     std::deque<OutMessage> abandoned;
     {
-        std::lock_guard g(l.tx_mutex);
+        std::lock_guard g(l.tx_lock);
         l.dead = true;
         if (!l.backlog.empty()) backlogged_.fetch_sub(1);
         abandoned.swap(l.backlog);
@@ -781,7 +784,7 @@ void ShmTransport::fail_link(ShmLink &l, Receiver &r) {
 }
 
 void ShmTransport::service_events(const void *events, int count, Receiver &r) {
-    // Caller holds poll_mutex_. Reads first, expires after: a connection whose hello is already
+    // Caller holds poll_lock_. Reads first, expires after: a connection whose hello is already
     // here is a link, however late this process comes to read it (descheduled acceptors of a
     // 256-rank job used to drop their own peers' connections "for want of a hello").
     const uint64_t started = monotonic_ns();
@@ -829,7 +832,7 @@ int ShmTransport::poll(Receiver &r) {
     poll_turns_.store(turn, std::memory_order_relaxed);
     const bool idle = backlogged_.load(std::memory_order_relaxed) == 0 && !has_pending();
     if (idle && (turn & 1023) != 0) return 0;
-    std::unique_lock lock(poll_mutex_, std::try_to_lock);
+    std::unique_lock lock(poll_lock_, std::try_to_lock);
     if (!lock.owns_lock()) return 0; // somebody else is polling right now
     if (idle) return look_at_sockets(r);
     int work = 0;
@@ -845,7 +848,7 @@ int ShmTransport::poll(Receiver &r) {
 }
 
 int ShmTransport::look_at_sockets(Receiver &r) {
-    // Caller holds poll_mutex_. While the progress thread sleeps armed the doorbells are its own:
+    // Caller holds poll_lock_. While the progress thread sleeps armed the doorbells are its own:
     // a one-shot poll (PtlEQGet, PtlCTGet, the first look of a wait) that ate one would leave the
     // frames it announced to nobody.
     if (sleeping_.load(std::memory_order_relaxed)) return 0;
@@ -860,7 +863,7 @@ void ShmTransport::arm_sleep() {
     {
         // Under the poll lock: a poller that is reading doorbells right now finishes first, and
         // any later one sees sleeping_ and leaves them alone (see poll()).
-        std::lock_guard g(poll_mutex_);
+        std::lock_guard g(poll_lock_);
         sleeping_.store(true, std::memory_order_seq_cst);
     }
     const size_t n = nlinks_.load(std::memory_order_acquire);
@@ -872,7 +875,7 @@ void ShmTransport::arm_sleep() {
         // A producer waiting for room only needs the consumer's doorbell while it sleeps: a
         // polling producer would turn every drained frame into a system call on the other side.
         if (backlog) {
-            std::lock_guard g(l.tx_mutex);
+            std::lock_guard g(l.tx_lock);
             if (!l.backlog.empty()) l.tx.control()->producer_waiting.store(1, std::memory_order_relaxed);
         }
     }
@@ -892,7 +895,7 @@ void ShmTransport::wait(Receiver &r, int timeout_ms) {
     epoll_event evs[32];
     int k = epoll_wait(epoll_fd_, evs, 32, timeout_ms);
     if (k <= 0) return;
-    std::lock_guard lock(poll_mutex_);
+    std::lock_guard lock(poll_lock_);
     service_events(evs, k, r);
 }
 

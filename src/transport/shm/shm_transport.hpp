@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/spin_lock.hpp"
 #include "transport/shm/rendezvous.hpp"
 #include "transport/shm/ring.hpp"
 #include "transport/transport.hpp"
@@ -123,7 +124,7 @@ private:
     std::vector<std::unique_ptr<ShmLink>> owned_;
     std::atomic<int> backlogged_{0};      // links with queued messages
     std::atomic<bool> sleeping_{false};   // between arm_sleep() and disarm_sleep()
-    std::mutex poll_mutex_;               // one poller at a time: each ring has a single consumer
+    SpinLock poll_lock_;                  // one poller at a time: each ring has a single consumer
     std::atomic<unsigned> poll_turns_{0}; // spaces out looks at the sockets (a racy count is fine)
 
     std::mutex deferred_mutex_;

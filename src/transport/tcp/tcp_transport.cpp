@@ -16,6 +16,7 @@
 #include "common/futex.hpp"
 #include "common/guarded_copy.hpp"
 #include "common/log.hpp"
+#include "common/spin_lock.hpp"
 #include "common/netif.hpp"
 #include "transport/tcp/frame_decoder.hpp"
 #include "transport/tcp/handshake.hpp"
@@ -1226,7 +1227,9 @@ void TcpTransport::flush_wakeups() {
     // Only a bundle's frames must leave here (PtlEndBundle, or a thread about to wait, which
     // calls this on every wait): a held ack keeps waiting for the application's next put, which
     // in a ping-pong comes right after the wait, or for the next poll.
-    if (bundle_held_.exchange(false, std::memory_order_relaxed) && held_links_.load(std::memory_order_relaxed) > 0)
+    // Read before it is cleared: every wait of every thread comes here, and most find nothing.
+    if (bundle_held_.load(std::memory_order_relaxed) && bundle_held_.exchange(false, std::memory_order_relaxed) &&
+        held_links_.load(std::memory_order_relaxed) > 0)
         flush_held();
 }
 
@@ -1286,9 +1289,15 @@ void TcpTransport::farewell() {
     bye.t.version = kFrameVersion;
     bye.t.flags = kFrameGoodbye;
     const auto *b = reinterpret_cast<const std::byte *>(&bye);
-    std::lock_guard g(links_mutex_);
+    // A lock that does not come free is held by a thread that will not run again (the exit runs
+    // from a signal handler's exit, which interrupted it): no goodbye then, the peer sees an
+    // unexplained close, as behind a backlog.
+    constexpr std::chrono::milliseconds kPatience{100};
+    if (!lock_within(links_mutex_, kPatience)) return;
+    std::lock_guard g(links_mutex_, std::adopt_lock);
     for (auto &l : owned_) {
-        std::lock_guard t(l->tx_mutex);
+        if (!lock_within(l->tx_mutex, kPatience)) continue;
+        std::lock_guard t(l->tx_mutex, std::adopt_lock);
         // Behind a backlog the goodbye could not go now; the peer then sees an unexplained close.
         if (l->state != LinkState::Up || l->broken.load() || !l->backlog.empty()) continue;
         l->held.insert(l->held.end(), b, b + wire_header_bytes(bye)); // after any held acks
