@@ -144,9 +144,13 @@ void Engine::abort() {
 namespace {
 // The EQs and CTs whose sleepers a frame run owes a look (see notify_waiters). Plain data, like
 // the shared-memory transport's owed doorbells: Portals may be called from atexit handlers.
+// Initial-exec, as every thread-local of the message path: a general-dynamic access is a call to
+// __tls_get_addr, and they added up to 7 % of a hop's software (self_ct). That model takes static
+// TLS from the surplus a dlopen'ed library may use, so these stay small (a run that completes on
+// more objects than this pays a fence for each of the others).
 struct DeferredWakes {
     unsigned count = 0;
-    const Waitable *objs[16];
+    const Waitable *objs[4];
     bool add(const Waitable *obj) {
         for (unsigned i = 0; i < count; ++i)
             if (objs[i] == obj) return true;
@@ -155,10 +159,10 @@ struct DeferredWakes {
         return true;
     }
 };
-thread_local DeferredWakes t_deferred_wakes;
+__attribute__((tls_model("initial-exec"))) thread_local DeferredWakes t_deferred_wakes;
 // This thread holds the engine lock for a run of frames (begin_frames). A thread, not a receiver,
 // property: the transports of one endpoint may be polled by two threads at once.
-thread_local bool t_in_frame_run = false;
+__attribute__((tls_model("initial-exec"))) thread_local bool t_in_frame_run = false;
 } // namespace
 
 void Engine::notify_waiters(const Waitable *obj) {

@@ -464,7 +464,7 @@ namespace {
 struct OwedDoorbells {
     const ShmTransport *owner = nullptr; // the transport whose drain_link runs on this thread
     unsigned count = 0;
-    ShmLink *links[16];
+    ShmLink *links[4]; // few: initial-exec TLS is static (see engine.cpp, DeferredWakes)
     bool owe(ShmLink *l) {
         for (unsigned i = 0; i < count; ++i)
             if (links[i] == l) return true;
@@ -473,7 +473,7 @@ struct OwedDoorbells {
         return true;
     }
 };
-thread_local OwedDoorbells t_owed;
+__attribute__((tls_model("initial-exec"))) thread_local OwedDoorbells t_owed;
 
 // Opens a drain run on this thread, unless one is open already (the outermost closes it).
 class DrainRun {
