@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <iterator>
 #include <system_error>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include "common/fence.hpp"
 #include "common/futex.hpp"
 #include "common/log.hpp"
+#include "common/small_set.hpp"
 #include "engine/engine_settings.hpp"
 
 namespace portico::engine {
@@ -142,24 +142,9 @@ void Engine::abort() {
 }
 
 namespace {
-// The EQs and CTs whose sleepers a frame run owes a look (see notify_waiters). Plain data, like
-// the shared-memory transport's owed doorbells: Portals may be called from atexit handlers.
-// Initial-exec, as every thread-local of the message path: a general-dynamic access is a call to
-// __tls_get_addr, and they added up to 7 % of a hop's software (self_ct). That model takes static
-// TLS from the surplus a dlopen'ed library may use, so these stay small (a run that completes on
-// more objects than this pays a fence for each of the others).
-struct DeferredWakes {
-    unsigned count = 0;
-    const Waitable *objs[4];
-    bool add(const Waitable *obj) {
-        for (unsigned i = 0; i < count; ++i)
-            if (objs[i] == obj) return true;
-        if (count == std::size(objs)) return false;
-        objs[count++] = obj;
-        return true;
-    }
-};
-__attribute__((tls_model("initial-exec"))) thread_local DeferredWakes t_deferred_wakes;
+// The EQs and CTs whose sleepers a frame run owes a look (see notify_waiters); a run that
+// completes on more objects than this pays a fence for each of the others.
+__attribute__((tls_model("initial-exec"))) thread_local SmallSet<const Waitable *, 4> t_deferred_wakes;
 // This thread holds the engine lock for a run of frames (begin_frames). A thread, not a receiver,
 // property: the transports of one endpoint may be polled by two threads at once.
 __attribute__((tls_model("initial-exec"))) thread_local bool t_in_frame_run = false;
@@ -178,8 +163,8 @@ void Engine::notify_waiters(const Waitable *obj) {
 }
 
 void Engine::notify_deferred_waiters() {
-    DeferredWakes &d = t_deferred_wakes;
-    for (unsigned i = 0; i < d.count; ++i) wake_sleepers_of(d.objs[i]);
+    auto &d = t_deferred_wakes;
+    for (unsigned i = 0; i < d.count; ++i) wake_sleepers_of(d.items[i]);
     d.count = 0;
 }
 
@@ -255,9 +240,9 @@ void Engine::progress_loop(Endpoint &ep) {
     uint64_t idle_since = 0;
     // Each park that passes with the application still polling doubles the next one, up to
     // PORTICO_PROGRESS_PARK_MAX_US: on two cores, a wake-up every 250 us preempted a spinning
-    // application thread often enough to cost a shared-memory ping-pong a quarter of its speed
-    // (docs/PERFORMANCE.md, "Issue 31: the progress thread's park"). Arming or an early end
-    // starts again from PORTICO_PROGRESS_PARK_US.
+    // application thread often enough to cost a shared-memory ping-pong a fifth of its speed
+    // (docs/PERFORMANCE.md, "Issue 31: the progress thread's park and fewer locked instructions").
+    // Arming or an early end starts again from PORTICO_PROGRESS_PARK_US.
     uint64_t park_ns = t.progress_park_ns;
     // A park that ran its course goes straight to the next decision, without a poll: while the
     // application polls, a poll here only takes its frames (and their cache lines) away from it.

@@ -20,6 +20,7 @@
 #include "common/guarded_copy.hpp"
 #include "common/futex.hpp"
 #include "common/log.hpp"
+#include "common/small_set.hpp"
 #include "transport/shm/hello.hpp"
 #include "transport/shm/sizing.hpp"
 
@@ -458,20 +459,11 @@ namespace {
 // The links whose doorbell a drain run owes a look (docs/FASTPATH.md §2): the frames this thread
 // sends while it drains a ring (acks, replies) are published with a release store each, and the
 // fence that must come between a record and the look at the consumer's "sleeping" flag is the
-// one the drain ends with anyway. One fence per run of frames instead of one per answer. Plain
-// data (no destructor): Portals may be called from atexit handlers, after glibc has destroyed
-// the thread's objects; a run that answers on more links than this pays their fences at once.
+// one the drain ends with anyway. One fence per run of frames instead of one per answer (a run
+// that answers on more links than the set holds pays their fences at once).
 struct OwedDoorbells {
     const ShmTransport *owner = nullptr; // the transport whose drain_link runs on this thread
-    unsigned count = 0;
-    ShmLink *links[4]; // few: initial-exec TLS is static (see engine.cpp, DeferredWakes)
-    bool owe(ShmLink *l) {
-        for (unsigned i = 0; i < count; ++i)
-            if (links[i] == l) return true;
-        if (count == std::size(links)) return false;
-        links[count++] = l;
-        return true;
-    }
+    SmallSet<ShmLink *, 4> links;
 };
 __attribute__((tls_model("initial-exec"))) thread_local OwedDoorbells t_owed;
 
@@ -527,7 +519,7 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
     }
     if (pushed) {
         // An answer sent while this thread drains: the drain's closing fence serves it.
-        if (t_owed.owner == this && !defer_wakeup && t_owed.owe(&l)) return complete;
+        if (t_owed.owner == this && !defer_wakeup && t_owed.links.add(&l)) return complete;
         // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
         full_fence();
         if (take_sleeping_consumer(l)) {
@@ -732,13 +724,13 @@ int ShmTransport::drain_link(ShmLink &l, Receiver &r, int budget) {
         run.published(); // the receiver's own looks after the run share this fence
         auto &waiting = l.rx.control()->producer_waiting;
         if (waiting.load(std::memory_order_relaxed) && waiting.exchange(0)) l.poke();
-    } else if (drain.outermost() && t_owed.count > 0) {
+    } else if (drain.outermost() && t_owed.links.count > 0) {
         full_fence();
     }
     if (drain.outermost()) {
-        for (unsigned i = 0; i < t_owed.count; ++i)
-            if (take_sleeping_consumer(*t_owed.links[i])) t_owed.links[i]->poke();
-        t_owed.count = 0;
+        for (unsigned i = 0; i < t_owed.links.count; ++i)
+            if (take_sleeping_consumer(*t_owed.links.items[i])) t_owed.links.items[i]->poke();
+        t_owed.links.count = 0;
     }
     return work;
 }
