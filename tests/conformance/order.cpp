@@ -3,7 +3,9 @@
 //
 // Rank 0 is the target, rank 1 the initiator.
 #include <map>
+#include <sched.h>
 #include <set>
+#include <vector>
 
 #include "ptl_helpers.hpp"
 
@@ -189,6 +191,48 @@ TEST_F(Ordering, BurstArrivesWhileTheInitiatorIsAway) {
         }
         barrier();
     }
+}
+
+// §3.3 again, at the moment the application stops: while a process polls by itself (a long
+// ping-pong of waits) its progress thread parks for longer and longer, and it must still take the
+// traffic over once the application stops calling Portals. Rank 0 answers a ping-pong of puts
+// with PtlCTWait, then spins on its own memory (loads only, no Portals call) until rank 1's last
+// put lands there: only rank 0's progress thread can deliver it.
+TEST_F(Ordering, ProgressTakesOverWhenTheApplicationStopsPolling) {
+    REQUIRE_RANKS(2);
+    Ni ni = open_ni(kMatchingPhysical);
+    constexpr ptl_pt_index_t pt = kPt + 3;
+    constexpr ptl_size_t kRounds = 3000;
+    constexpr uint64_t kMarker = 0x600df00d;
+    std::vector<uint64_t> box(2, 0);
+    uint64_t out[2] = {0, 0};
+    ptl_handle_ct_t ct = make_ct(ni);
+    make_pt(ni, PTL_EQ_NONE, 0, pt);
+    append_me(ni, pt,
+              me_desc(box.data(), box.size() * sizeof box[0],
+                      PTL_ME_OP_PUT | PTL_ME_EVENT_CT_COMM | PTL_ME_EVENT_COMM_DISABLE, 0, 0, ct),
+              PTL_PRIORITY_LIST, tag(1), PTL_EQ_NONE);
+    const ptl_handle_md_t md = bind_md(ni, out, sizeof out, PTL_EQ_NONE);
+    barrier();
+    const ptl_process_t peer = ni.id_of(1 - rank());
+    auto put = [&](uint64_t value, ptl_size_t at) {
+        out[at / 8] = value;
+        ASSERT_PTL(PtlPut(md, at, 8, PTL_NO_ACK_REQ, peer, pt, 0, at, nullptr, 0));
+    };
+    for (ptl_size_t i = 1; i <= kRounds; ++i) {
+        if (rank() == 1) put(i, 0);
+        ASSERT_EQ((Ct{i, 0}), ct_wait(ct, i));
+        ASSERT_EQ(i, box[0]);
+        if (rank() == 0) put(i, 0);
+    }
+    if (rank() == 1) {
+        put(kMarker, 8);
+    } else {
+        // Loads only: the put can land only through the progress thread.
+        while (__atomic_load_n(&box[1], __ATOMIC_ACQUIRE) != kMarker) sched_yield();
+        EXPECT_EQ((Ct{kRounds + 1, 0}), ct_get(ct));
+    }
+    barrier();
 }
 
 // Builds an iovec array over separately allocated segments of the given sizes.
