@@ -689,6 +689,25 @@ void attach_local_segments(const std::vector<portico_segment_t> &ids, const std:
     }
 }
 
+// What gasnet.h's inline puts and gets copy to and from (gasnetp_mapped): every node whose segment
+// is mapped here, as the library's own checks (extended.cpp) would find it.
+void publish_inline_map() {
+    g->inline_map.assign(g->nodes, gasnetp_local_segment_t{0, 0, 0});
+    if (g->seg_mode == 2) { // EVERYTHING: only this node, all of its memory
+        g->inline_map[g->mynode] = {0, ~uintptr_t{0}, 0};
+    } else {
+        for (gasnet_node_t n = 0; n < g->nodes; ++n) {
+            char *here = n == g->mynode ? static_cast<char *>(g->seg_base) : g->local_segs[n];
+            const auto base = reinterpret_cast<uintptr_t>(g->segs[n].addr);
+            if (here && g->segs[n].size > 0)
+                g->inline_map[n] = {base, g->segs[n].size,
+                                    reinterpret_cast<intptr_t>(here) - static_cast<intptr_t>(base)};
+        }
+    }
+    gasnetp_local_nodes = g->nodes;
+    __atomic_store_n(&gasnetp_local_segments, g->inline_map.data(), __ATOMIC_RELEASE);
+}
+
 // The landing zones of every node of this machine must fit in its memory with room to spare; the
 // first node of the machine says so when they may not (an explicit GASNET_AM_CREDIT_BYTES with
 // many nodes), naming what to set, before the buffers grow.
@@ -758,7 +777,10 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
         }
         if (all[n].status != GASNET_OK && status == GASNET_OK) status = GASNET_ERR_RESOURCE;
     }
-    if (status == GASNET_OK) g->attached.store(true, std::memory_order_release);
+    if (status == GASNET_OK) {
+        publish_inline_map();
+        g->attached.store(true, std::memory_order_release);
+    }
     return status;
 }
 

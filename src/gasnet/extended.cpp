@@ -33,11 +33,11 @@ uint64_t remote_offset(const char *fn, gasnet_node_t node, const void *addr, siz
 
 // A put or get to oneself or to a node whose segment is mapped here (PSHM) is a memory copy: it
 // moves no message, so a thread that loops on such calls waiting for a flag an AM handler sets
-// (GASNet 1.28's testcontend does) would never run that handler. Every 16th copy polls, as GASNet's
-// own blocking calls poll.
+// (GASNet 1.28's testcontend does) would never run that handler. Every 256th copy polls, as GASNet's
+// own blocking calls poll (a poll costs as much as a hundred copies of a few bytes). The copies
+// gasnet.h's inline functions make count too: they leave the 256th to the library.
 void copied_locally() {
-    ThreadState &t = ts();
-    if (++t.local_copies % 16 == 0 && g->attached.load(std::memory_order_acquire)) poll(ctx_of(t));
+    if (++gasnetp_local_copies % 256 == 0 && g->attached.load(std::memory_order_acquire)) poll(ctx_of(ts()));
 }
 
 // Starts a put counted in ctr. bulk: the source stays untouched until the operation completes;
@@ -161,23 +161,29 @@ void check_no_region(const ThreadState &t, const char *fn) {
 
 using namespace gasnetp;
 
+// gasnet.h's inline node-local copies (published by gasnet_attach).
+// (gasnet.h declares them extern "C" with default visibility.)
+const gasnetp_local_segment_t *gasnetp_local_segments = nullptr;
+gasnet_node_t gasnetp_local_nodes = 0;
+__thread unsigned gasnetp_local_copies = 0;
+
 // ---- blocking ------------------------------------------------------------------------------------------
-GASNETP_EXPORT void gasnet_get(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
+GASNETP_EXPORT void(gasnet_get)(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
     OpCounter c;
     start_get("gasnet_get", dest, node, src, nbytes, &c);
     wait_counter(c);
 }
-GASNETP_EXPORT void gasnet_put(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
+GASNETP_EXPORT void(gasnet_put)(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
     OpCounter c;
     start_put("gasnet_put", node, dest, src, nbytes, &c, true);
     wait_counter(c);
 }
-GASNETP_EXPORT void gasnet_get_bulk(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
+GASNETP_EXPORT void(gasnet_get_bulk)(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
     OpCounter c;
     start_get("gasnet_get_bulk", dest, node, src, nbytes, &c);
     wait_counter(c);
 }
-GASNETP_EXPORT void gasnet_put_bulk(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
+GASNETP_EXPORT void(gasnet_put_bulk)(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
     OpCounter c;
     start_put("gasnet_put_bulk", node, dest, src, nbytes, &c, true);
     wait_counter(c);
@@ -189,25 +195,25 @@ GASNETP_EXPORT void gasnet_memset(gasnet_node_t node, void *dest, int val, size_
 }
 
 // ---- explicit handle -------------------------------------------------------------------------------------
-GASNETP_EXPORT gasnet_handle_t gasnet_get_nb(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
+GASNETP_EXPORT gasnet_handle_t(gasnet_get_nb)(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
     ThreadState &t = ts();
     gasnetp_op *op = new_op(t);
     start_get("gasnet_get_nb", dest, node, src, nbytes, op);
     return finish_nb(t, op);
 }
-GASNETP_EXPORT gasnet_handle_t gasnet_get_nb_bulk(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
+GASNETP_EXPORT gasnet_handle_t(gasnet_get_nb_bulk)(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
     ThreadState &t = ts();
     gasnetp_op *op = new_op(t);
     start_get("gasnet_get_nb_bulk", dest, node, src, nbytes, op);
     return finish_nb(t, op);
 }
-GASNETP_EXPORT gasnet_handle_t gasnet_put_nb(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
+GASNETP_EXPORT gasnet_handle_t(gasnet_put_nb)(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
     ThreadState &t = ts();
     gasnetp_op *op = new_op(t);
     start_put("gasnet_put_nb", node, dest, src, nbytes, op, false);
     return finish_nb(t, op);
 }
-GASNETP_EXPORT gasnet_handle_t gasnet_put_nb_bulk(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
+GASNETP_EXPORT gasnet_handle_t(gasnet_put_nb_bulk)(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
     ThreadState &t = ts();
     gasnetp_op *op = new_op(t);
     start_put("gasnet_put_nb_bulk", node, dest, src, nbytes, op, true);
@@ -296,19 +302,19 @@ GASNETP_EXPORT int gasnet_try_syncnb_some(gasnet_handle_t *handles, size_t numha
 }
 
 // ---- implicit handle -------------------------------------------------------------------------------------
-GASNETP_EXPORT void gasnet_get_nbi(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
+GASNETP_EXPORT void(gasnet_get_nbi)(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
     ThreadState &t = ts();
     start_get("gasnet_get_nbi", dest, node, src, nbytes, nbi_counter(t, false));
 }
-GASNETP_EXPORT void gasnet_get_nbi_bulk(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
+GASNETP_EXPORT void(gasnet_get_nbi_bulk)(void *dest, gasnet_node_t node, void *src, size_t nbytes) {
     ThreadState &t = ts();
     start_get("gasnet_get_nbi_bulk", dest, node, src, nbytes, nbi_counter(t, false));
 }
-GASNETP_EXPORT void gasnet_put_nbi(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
+GASNETP_EXPORT void(gasnet_put_nbi)(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
     ThreadState &t = ts();
     start_put("gasnet_put_nbi", node, dest, src, nbytes, nbi_counter(t, true), false);
 }
-GASNETP_EXPORT void gasnet_put_nbi_bulk(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
+GASNETP_EXPORT void(gasnet_put_nbi_bulk)(gasnet_node_t node, void *dest, void *src, size_t nbytes) {
     ThreadState &t = ts();
     start_put("gasnet_put_nbi_bulk", node, dest, src, nbytes, nbi_counter(t, true), true);
 }

@@ -137,7 +137,6 @@ struct ThreadState {
     bool tick_mode = false;    // bound engine waits with a loopback tick (poll_try)
     unsigned idle_ticks = 0;   // waits in a row that only the tick ended (poll_try backs off)
     unsigned sends = 0;        // AM requests sent (am_request polls every 16th)
-    unsigned local_copies = 0; // puts and gets done as memory copies (every 16th polls: extended.cpp)
 };
 ThreadState &ts();
 
@@ -225,6 +224,9 @@ struct State {
     bool seg_shared = false;
     portico_segment_t seg_id{};
     std::vector<char *> local_segs;
+    // The same for gasnet.h's inline copies (gasnetp_local_segments), with this node's segment
+    // also when it is private; never freed (a thread may still be in a copy at exit).
+    std::vector<gasnetp_local_segment_t> inline_map;
     std::vector<gasnet_node_t> hosts;
 
     // Active messages.

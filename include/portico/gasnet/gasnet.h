@@ -732,6 +732,103 @@ GASNETP_API int gasnet_try_syncnbi_all(void);
 GASNETP_API void gasnet_begin_nbi_accessregion(void);
 GASNETP_API gasnet_handle_t gasnet_end_nbi_accessregion(void);
 
+/* ---- node-local transfers, inline ------------------------------------------------------------
+ * A put or get to this node, or to a node of this machine whose segment this process maps (PSHM),
+ * is a memory copy, done here in the caller as GASNet's own headers do it: the calls above are
+ * macros over the inline functions below, which copy when the address lies in such a segment and
+ * call the library's function otherwise (which checks the arguments and reports what is wrong).
+ * Every 256th copy of a thread goes through the library too, which then polls: a thread looping
+ * on local copies while it waits for a flag that an AM handler sets still runs the handler.
+ * The names without an argument list (&gasnet_put) are the library's functions. */
+typedef struct {
+    uintptr_t base; /* the node's segment, as the node sees it; size 0: not mapped here */
+    uintptr_t size;
+    intptr_t shift; /* where byte base + i of the node's segment is in this process: base + i + shift */
+} gasnetp_local_segment_t;
+/* Set once by gasnet_attach (gasnetp_local_nodes entries), NULL before. */
+GASNETP_API extern const gasnetp_local_segment_t *gasnetp_local_segments;
+GASNETP_API extern gasnet_node_t gasnetp_local_nodes;
+GASNETP_API extern __thread unsigned gasnetp_local_copies __attribute__((__tls_model__("initial-exec")));
+
+/* Where [addr, addr + nbytes) of node's segment is in this process, or NULL. */
+static __inline__ __attribute__((__always_inline__)) char *gasnetp_mapped(gasnet_node_t node, const void *addr,
+                                                                          size_t nbytes) {
+    const gasnetp_local_segment_t *map = gasnetp_local_segments;
+    const gasnetp_local_segment_t *s;
+    uintptr_t off;
+    unsigned copies;
+    if (__builtin_expect(map == NULL || node >= gasnetp_local_nodes, 0)) return NULL;
+    s = map + node;
+    off = (uintptr_t)addr - s->base;
+    if (__builtin_expect(off >= s->size || nbytes > s->size - off || nbytes == 0, 0)) return NULL;
+    copies = gasnetp_local_copies;
+    if (__builtin_expect((copies & 255u) == 255u, 0)) return NULL; /* the library copies this one, and polls */
+    gasnetp_local_copies = copies + 1;
+    return (char *)addr + s->shift;
+}
+static __inline__ __attribute__((__always_inline__)) int gasnetp_put_here(gasnet_node_t node, void *dest,
+                                                                          const void *src, size_t nbytes) {
+    char *d = gasnetp_mapped(node, dest, nbytes);
+    if (d == NULL) return 0;
+    memmove(d, src, nbytes);
+    return 1;
+}
+static __inline__ __attribute__((__always_inline__)) int gasnetp_get_here(void *dest, gasnet_node_t node,
+                                                                          const void *src, size_t nbytes) {
+    const char *s = gasnetp_mapped(node, src, nbytes);
+    if (s == NULL) return 0;
+    memmove(dest, s, nbytes);
+    return 1;
+}
+/* One inline function per call (each argument evaluated once), calling the library's function
+ * when the copy cannot be done here. */
+#define GASNETP_INLINE static __inline__ __attribute__((__always_inline__))
+#define GASNETP_LOCAL_PUT(name)                                                                                        \
+    GASNETP_INLINE void gasnetp_inline_##name(gasnet_node_t node, void *dest, void *src, size_t nbytes) {              \
+        if (!gasnetp_put_here(node, dest, src, nbytes)) name(node, dest, src, nbytes);                                 \
+    }
+#define GASNETP_LOCAL_PUT_NB(name)                                                                                     \
+    GASNETP_INLINE gasnet_handle_t gasnetp_inline_##name(gasnet_node_t node, void *dest, void *src, size_t nbytes) {   \
+        return gasnetp_put_here(node, dest, src, nbytes) ? GASNET_INVALID_HANDLE : name(node, dest, src, nbytes);      \
+    }
+#define GASNETP_LOCAL_GET(name)                                                                                        \
+    GASNETP_INLINE void gasnetp_inline_##name(void *dest, gasnet_node_t node, void *src, size_t nbytes) {              \
+        if (!gasnetp_get_here(dest, node, src, nbytes)) name(dest, node, src, nbytes);                                 \
+    }
+#define GASNETP_LOCAL_GET_NB(name)                                                                                     \
+    GASNETP_INLINE gasnet_handle_t gasnetp_inline_##name(void *dest, gasnet_node_t node, void *src, size_t nbytes) {   \
+        return gasnetp_get_here(dest, node, src, nbytes) ? GASNET_INVALID_HANDLE : name(dest, node, src, nbytes);      \
+    }
+GASNETP_LOCAL_PUT(gasnet_put)
+GASNETP_LOCAL_PUT(gasnet_put_bulk)
+GASNETP_LOCAL_PUT(gasnet_put_nbi)
+GASNETP_LOCAL_PUT(gasnet_put_nbi_bulk)
+GASNETP_LOCAL_PUT_NB(gasnet_put_nb)
+GASNETP_LOCAL_PUT_NB(gasnet_put_nb_bulk)
+GASNETP_LOCAL_GET(gasnet_get)
+GASNETP_LOCAL_GET(gasnet_get_bulk)
+GASNETP_LOCAL_GET(gasnet_get_nbi)
+GASNETP_LOCAL_GET(gasnet_get_nbi_bulk)
+GASNETP_LOCAL_GET_NB(gasnet_get_nb)
+GASNETP_LOCAL_GET_NB(gasnet_get_nb_bulk)
+#undef GASNETP_LOCAL_PUT
+#undef GASNETP_LOCAL_PUT_NB
+#undef GASNETP_LOCAL_GET
+#undef GASNETP_LOCAL_GET_NB
+#undef GASNETP_INLINE
+#define gasnet_put(node, dest, src, nbytes) gasnetp_inline_gasnet_put(node, dest, src, nbytes)
+#define gasnet_put_bulk(node, dest, src, nbytes) gasnetp_inline_gasnet_put_bulk(node, dest, src, nbytes)
+#define gasnet_put_nbi(node, dest, src, nbytes) gasnetp_inline_gasnet_put_nbi(node, dest, src, nbytes)
+#define gasnet_put_nbi_bulk(node, dest, src, nbytes) gasnetp_inline_gasnet_put_nbi_bulk(node, dest, src, nbytes)
+#define gasnet_put_nb(node, dest, src, nbytes) gasnetp_inline_gasnet_put_nb(node, dest, src, nbytes)
+#define gasnet_put_nb_bulk(node, dest, src, nbytes) gasnetp_inline_gasnet_put_nb_bulk(node, dest, src, nbytes)
+#define gasnet_get(dest, node, src, nbytes) gasnetp_inline_gasnet_get(dest, node, src, nbytes)
+#define gasnet_get_bulk(dest, node, src, nbytes) gasnetp_inline_gasnet_get_bulk(dest, node, src, nbytes)
+#define gasnet_get_nbi(dest, node, src, nbytes) gasnetp_inline_gasnet_get_nbi(dest, node, src, nbytes)
+#define gasnet_get_nbi_bulk(dest, node, src, nbytes) gasnetp_inline_gasnet_get_nbi_bulk(dest, node, src, nbytes)
+#define gasnet_get_nb(dest, node, src, nbytes) gasnetp_inline_gasnet_get_nb(dest, node, src, nbytes)
+#define gasnet_get_nb_bulk(dest, node, src, nbytes) gasnetp_inline_gasnet_get_nb_bulk(dest, node, src, nbytes)
+
 /* ---- register-memory operations (§3.4) -------------------------------------------------------- */
 GASNETP_API void gasnet_put_val(gasnet_node_t node, void *dest, gasnet_register_value_t value, size_t nbytes);
 GASNETP_API gasnet_handle_t gasnet_put_nb_val(gasnet_node_t node, void *dest, gasnet_register_value_t value,
