@@ -9,7 +9,7 @@ namespace portico {
 
 template <class T, unsigned N> struct SmallSet {
     unsigned count = 0;
-    T items[N];
+    T items[N]{}; // initialized, so that a thread-local set needs no guard (constant initialization)
     // False when the set is full and x is not in it.
     bool add(T x) {
         for (unsigned i = 0; i < count; ++i)
