@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
     CHECK_EQ(round_trip(next, 2 + me), mapped ? 12 : 0);
     barrier();
 
-    {   /* Each argument once (a macro that named one twice would copy from src + 2, or twice). */
+    { /* Each argument once (a macro that named one twice would copy from src + 2, or twice). */
         gasnet_node_t node = me;
         char *dest = (char *)segs[me].addr + 512;
         unsigned char *from = src;
