@@ -249,7 +249,7 @@ void Engine::progress_loop(Endpoint &ep) {
     bool decide_now = false;
     uint64_t calls_seen = ep.app_calls.load(std::memory_order_relaxed);
     while (!ep.stop.load(std::memory_order_acquire)) {
-        if (!decide_now && ep.poll() > 0) {
+        if (!decide_now && ep.poll_in_background() > 0) {
             idle_since = 0;
             continue;
         }

@@ -330,6 +330,7 @@ struct Endpoint {
     void poll_soon();
 
     int poll() { return transport->poll(*receiver); }
+    int poll_in_background() { return transport->poll_in_background(*receiver); } // the progress thread's
 
     // Tracked operations of this endpoint not yet done (most wait for an ack or a reply). Changed
     // under the engine lock, read without it by puts that take none.

@@ -53,6 +53,11 @@ public:
         for (Member &m : members_) work += m.transport->poll(r);
         return work;
     }
+    int poll_in_background(Receiver &r) override {
+        int work = 0;
+        for (Member &m : members_) work += m.transport->poll_in_background(r);
+        return work;
+    }
     void arm_sleep() override {
         for (Member &m : members_) m.transport->arm_sleep();
     }

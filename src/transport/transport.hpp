@@ -209,9 +209,10 @@ struct Gather {
 enum class SendStatus {
     Sent, // every frame is in the peer's queue; the payload memory may be reused
     // Every frame was taken (the payload copied: its memory may be reused), but it waits in the
-    // transport for the next poll(), flush_wakeups() or arm_sleep() of any thread (Hold::Burst),
-    // and nothing else held makes one come: the caller sees to it that one comes soon, waking a
-    // resting poller (holds_frames() tells a thread about to rest to poll instead).
+    // transport for the next poll(), flush_wakeups() or arm_sleep() (Hold::Burst), or for a
+    // poll_in_background() once it has waited long enough, and nothing else held makes one come:
+    // the caller sees to it that one comes soon, waking a resting poller (holds_frames() tells a
+    // thread about to rest to poll instead).
     Held,
     SourceFault, // nothing was sent: the payload could not be read (unmapped memory)
     Queued,      // part or all of it waits for room; on_send_complete(token) reports the end
@@ -224,8 +225,8 @@ enum class Hold : uint8_t {
     // A header-only frame (an ack): it may wait for the next write to that peer or the next
     // poll(), whichever comes first (never past a sleep: arm_sleep() writes it). Returns Sent.
     Ack,
-    // A request of the application's: it may wait for the next poll() if the transport finds the
-    // link streaming (TCP: it wrote to that peer moments ago, and nothing came back since: a
+    // A request of the application's: it may wait for the next poll() (or a background poll
+    // once it has waited its time) if the transport finds the link streaming (TCP: it wrote to that peer moments ago, and nothing came back since: a
     // request that answers the peer, as in a ping-pong, leaves at once), so that a burst of small
     // messages leaves in a few system calls while a lone message leaves at once. Returns Held if
     // it waits.
@@ -256,7 +257,14 @@ public:
     virtual bool holds_frames() const { return false; }
 
     // Delivers waiting frames to r and pushes queued messages; returns the amount of work done.
+    // A poll by the application (it stopped sending to look for what came) also sends everything
+    // held back (SendStatus::Held).
     virtual int poll(Receiver &r) = 0;
+    // The same by the progress thread, which polls while the application may still be sending: a
+    // request held back to share a write with the next ones leaves only once it has waited as
+    // long as the transport lets it (TCP: PORTICO_TCP_COALESCE_US), unless the application polls
+    // or waits first. Held acks leave as from poll().
+    virtual int poll_in_background(Receiver &r) { return poll(r); }
 
     // Sleeping without losing a wakeup: arm_sleep() tells peers to wake us, then the caller polls
     // once more with has_pending(), and only if that found nothing calls wait(); disarm_sleep() after waking.

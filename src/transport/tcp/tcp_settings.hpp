@@ -37,9 +37,9 @@ inline constexpr Number kTcpCoalesceUs{"PORTICO_TCP_COALESCE_US",
                                        0,
                                        1000000,
                                        "a small request sent to a peer less than this many microseconds after the "
-                                       "previous one waits for the next poll to share its system call (a lone "
-                                       "message, or one answering the peer, never waits); 0: one system call per "
-                                       "message"};
+                                       "previous one waits to share its system call with the next ones, until the "
+                                       "application polls or waits or for at most this long (a lone message, or one "
+                                       "answering the peer, never waits); 0: one system call per message"};
 
 inline constexpr const Setting *kTcpSettings[] = {&kTcpPortBase, &kTcpMaxLinks, &kTcpConnectTimeoutMs, &kTcpKeepaliveS,
                                                   &kTcpCoalesceUs};

@@ -98,8 +98,14 @@ public:
     // tx_mutex; they always leave before anything else on the link.
     std::vector<std::byte> held;
     size_t held_off = 0;
-    uint64_t last_request_ns = 0;  // when the last Hold::Burst frame was sent (under tx_mutex)
-    uint64_t reads_at_request = 0; // *reads then (under tx_mutex)
+    // What they are (under tx_mutex): an ack leaves at the next poll of any thread; requests
+    // alone wait for the application's next poll or wait, or until they have waited coalesce_ns
+    // (the progress thread's poll), so that a window of puts leaves in one write even while the
+    // progress thread polls all along.
+    bool held_ack = false;
+    uint64_t held_requests_since_ns = 0; // 0: no request held
+    uint64_t last_request_ns = 0;        // when the last Hold::Burst frame was sent (under tx_mutex)
+    uint64_t reads_at_request = 0;       // *reads then (under tx_mutex)
     // recv calls that brought bytes from this peer, on any of its links (two processes that
     // connect at the same moment keep a link each, and answers come on the other one): a request
     // sent after something came in answers it, as in a ping-pong, and is never held. Set when
@@ -127,6 +133,12 @@ public:
 
     ~TcpLink() override {
         if (fd >= 0) ::close(fd);
+    }
+    // After a write that may have taken the held bytes.
+    void held_written() {
+        if (!held.empty()) return;
+        held_ack = false;
+        held_requests_since_ns = 0;
     }
     bool handshaking() const {
         return state == LinkState::Connecting || state == LinkState::AwaitChallenge || state == LinkState::AwaitHello ||
@@ -517,6 +529,7 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         // peer, in a ping-pong) or the next poll, whichever comes first: one system call less.
         const bool first = l->held.empty();
         hold_frame(*l, h, payload);
+        l->held_ack = true;
         g.unlock();
         if (first) enlist_held(*l, true);
         return SendStatus::Sent;
@@ -536,10 +549,12 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         const bool first = l->held.empty();
         if (!hold_frame(*l, h, payload)) return SendStatus::SourceFault;
         if (defer_wakeup) bundle_held_.store(true, std::memory_order_relaxed);
+        if (l->held_requests_since_ns == 0) l->held_requests_since_ns = now;
         l->last_request_ns = now;
         l->reads_at_request = reads;
         if (l->held.size() - l->held_off >= kHeldFlushBytes) {
             const Push p = write_raw(l->fd, {&l->held, &l->held_off});
+            l->held_written();
             if (p == Push::Blocked) want_write(*l, true);
             if (p == Push::Broken) {
                 l->broken = true;
@@ -559,7 +574,9 @@ SendStatus TcpTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         l->reads_at_request = reads;
     }
     if (idle_link) {
-        switch (write_message_frames(l->fd, m, cfg_.max_frame_payload, {&l->held, &l->held_off})) {
+        const Push p = write_message_frames(l->fd, m, cfg_.max_frame_payload, {&l->held, &l->held_off});
+        l->held_written();
+        switch (p) {
         case Push::Done: return m.fault_from != UINT64_MAX ? SendStatus::SourceFault : SendStatus::Sent;
         case Push::FirstFault: return SendStatus::SourceFault;
         case Push::Broken: {
@@ -591,9 +608,11 @@ int TcpTransport::flush_backlog(TcpLink &l, Receiver &r) {
         if (l.state != LinkState::Up) return 0;
         if (l.backlog.empty() && !l.held.empty() && write_raw(l.fd, {&l.held, &l.held_off}) == Push::Broken)
             l.broken = broken = true;
+        l.held_written();
         while (!l.backlog.empty() && !broken) {
             TcpOutMessage &m = l.backlog.front();
             const Push p = write_message_frames(l.fd, m, cfg_.max_frame_payload, {&l.held, &l.held_off});
+            l.held_written();
             if (p == Push::Blocked) break;
             if (p == Push::Broken) {
                 l.broken = broken = true;
@@ -1198,21 +1217,28 @@ int TcpTransport::service_ready(Receiver &r, int timeout_ms) {
     return k > 0 ? k : 0;
 }
 
-void TcpTransport::flush_held() {
+void TcpTransport::flush_held(bool due_only) {
     // Under held_mutex_ throughout (then each link's tx_mutex; send() never holds both): the list
     // keeps its capacity, so holding an ack allocates nothing.
     std::lock_guard hg(held_mutex_);
+    const uint64_t now = due_only ? monotonic_ns() : 0;
     bool broken = false;
+    size_t kept = 0; // links whose requests are not due yet stay listed, in place
     for (TcpLink *l : held_list_) {
         std::lock_guard g(l->tx_mutex);
         // With a backlog the held bytes go first when it is pushed (EPOLLOUT is already asked for).
         if (l->state != LinkState::Up || l->held.empty() || !l->backlog.empty()) continue;
+        if (due_only && !l->held_ack && now - l->held_requests_since_ns < cfg_.coalesce_ns) {
+            held_list_[kept++] = l;
+            continue;
+        }
         const Push p = write_raw(l->fd, {&l->held, &l->held_off});
+        l->held_written();
         if (p == Push::Blocked) want_write(*l, true);
         if (p == Push::Broken) l->broken = broken = true;
     }
-    held_list_.clear();
-    held_links_.store(0, std::memory_order_seq_cst);
+    held_list_.resize(kept);
+    held_links_.store(kept, std::memory_order_seq_cst);
     if (broken) interrupt(); // the poller fails the link
 }
 
@@ -1233,7 +1259,7 @@ void TcpTransport::flush_wakeups() {
         flush_held();
 }
 
-int TcpTransport::poll(Receiver &r) {
+int TcpTransport::poll_links(Receiver &r, bool background) {
     // With no connection at all only the listening socket matters; look at it now and then (and
     // without the lock: this is every turn of every waiting thread on a machine without TCP peers).
     if (live_links_.load(std::memory_order_relaxed) == 0) {
@@ -1243,7 +1269,7 @@ int TcpTransport::poll(Receiver &r) {
         idle_polls_.store(k, std::memory_order_relaxed);
         if ((k & 1023) != 0) return 0;
     }
-    if (held_links_.load(std::memory_order_relaxed) > 0) flush_held();
+    if (held_links_.load(std::memory_order_relaxed) > 0) flush_held(background);
     std::unique_lock lock(poll_mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return 0;
     // With a few connections, all up and none waiting to write, read them directly: one system
@@ -1266,6 +1292,9 @@ void TcpTransport::wait(Receiver &r, int timeout_ms) {
     epoll_event evs[64];
     const int k = epoll_wait(epoll_fd_, evs, 64, timeout_ms);
     if (k <= 0) return;
+    // The sleeper is awake, and polls before it sleeps again (arm_sleep): the acks of the frames
+    // it serves now may be held for that poll instead of each leaving at once (enlist_held).
+    sleeping_.store(false, std::memory_order_relaxed);
     std::lock_guard lock(poll_mutex_);
     for (int i = 0; i < k; ++i) service(evs[i].data.u64, evs[i].events, r);
     end_batch();

@@ -63,7 +63,8 @@ public:
     SendStatus send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
                     bool defer_wakeup = false, Hold hold = Hold::No) override;
     bool holds_frames() const override { return held_links_.load(std::memory_order_seq_cst) > 0; }
-    int poll(Receiver &r) override;
+    int poll(Receiver &r) override { return poll_links(r, false); }
+    int poll_in_background(Receiver &r) override { return poll_links(r, true); }
     void arm_sleep() override;
     void disarm_sleep() override;
     void flush_wakeups() override;
@@ -108,7 +109,10 @@ private:
     void pause_listening();
     void resume_listening();
     void refused(const std::string &what); // counted; logged at 1, 2, 4, 8, ... refusals
-    void flush_held();                     // writes the frames held back (see send)
+    int poll_links(Receiver &r, bool background);
+    // Writes the frames held back (see send); due_only: only acks, and requests held for
+    // coalesce_ns (the progress thread's poll).
+    void flush_held(bool due_only = false);
     // Appends a frame to l's held bytes (l.tx_mutex held); false if the payload is unreadable.
     bool hold_frame(TcpLink &l, const FrameHeader &h, const Gather &payload);
     void enlist_held(TcpLink &l, bool ack);
