@@ -235,7 +235,8 @@ TEST_F(Ordering, ProgressTakesOverWhenTheApplicationStopsPolling) {
     } else {
         // Loads only: the put can land only through the progress thread.
         while (__atomic_load_n(&box[1], __ATOMIC_ACQUIRE) != kMarker) sched_yield();
-        EXPECT_EQ((Ct{kRounds + 1, 0}), ct_get(ct));
+        // The count follows the data (the progress thread may be between the two): wait for it.
+        EXPECT_EQ((Ct{kRounds + 1, 0}), ct_wait(ct, kRounds + 1));
     }
     barrier();
 }
