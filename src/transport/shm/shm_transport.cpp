@@ -517,23 +517,25 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
         c.header_sent = true;
         c.sent += chunk;
     }
-    if (pushed) {
-        // An answer sent while this thread drains: the drain's closing fence serves it.
-        if (t_owed.owner == this && !defer_wakeup && t_owed.links.add(&l)) return complete;
-        // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
-        full_fence();
-        if (take_sleeping_consumer(l)) {
-            if (defer_wakeup) {
-                // In a bundle: the system call waits for PtlEndBundle (§3.17, note 17).
-                std::lock_guard g(deferred_mutex_);
-                deferred_.push_back(&l);
-                have_deferred_.store(true, std::memory_order_release);
-            } else {
-                l.poke();
-            }
+    if (pushed) published(l, defer_wakeup);
+    return complete;
+}
+
+void ShmTransport::published(ShmLink &l, bool defer_wakeup) {
+    // An answer sent while this thread drains: the drain's closing fence serves it.
+    if (t_owed.owner == this && !defer_wakeup && t_owed.links.add(&l)) return;
+    // Pairs with the consumer's store of consumer_sleeping before its last look at the ring.
+    full_fence();
+    if (take_sleeping_consumer(l)) {
+        if (defer_wakeup) {
+            // In a bundle: the system call waits for PtlEndBundle (§3.17, note 17).
+            std::lock_guard g(deferred_mutex_);
+            deferred_.push_back(&l);
+            have_deferred_.store(true, std::memory_order_release);
+        } else {
+            l.poke();
         }
     }
-    return complete;
 }
 
 SendStatus ShmTransport::send(PeerId to, const FrameHeader &h, const Gather &payload, uint64_t token, bool copy_payload,
@@ -542,6 +544,26 @@ SendStatus ShmTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
     if (!l) return SendStatus::Unreachable;
     std::unique_lock g(l->tx_lock);
     if (l->dead) return SendStatus::Unreachable;
+    if (l->backlog.empty() && payload.length <= l->frame_max) {
+        // One frame with room for it, nearly every small message: the header goes from the
+        // caller's straight into the ring (push_frames copies it twice on the way).
+        const size_t header_bytes = wire_header_bytes(h);
+        if (std::byte *p = l->tx.reserve(header_bytes + payload.length)) {
+            // A reservation not committed publishes nothing.
+            if (!gather_copy(p + header_bytes, payload.iov, payload.iovcnt, 0, payload.length))
+                return SendStatus::SourceFault;
+            TransportHeader t = h.t;
+            t.version = kFrameVersion;
+            t.flags = kFrameFirst;
+            t.frame_payload = static_cast<uint32_t>(payload.length);
+            t.payload_total = payload.length;
+            std::memcpy(p, &t, sizeof t);
+            std::memcpy(p + sizeof t, h.protocol, header_bytes - sizeof t);
+            l->tx.commit();
+            published(*l, defer_wakeup);
+            return SendStatus::Sent;
+        }
+    }
     OutMessage direct;
     direct.h = h;
     direct.cur = Cursor{payload.iov, payload.iovcnt, payload.length, 0, false, false};

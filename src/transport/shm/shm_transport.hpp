@@ -102,6 +102,7 @@ private:
     int drain_link(ShmLink &l, Receiver &r, int budget);
     int flush_backlog(ShmLink &l, Receiver &r);
     bool push_frames(ShmLink &l, struct OutMessage &m, bool defer_wakeup);
+    void published(ShmLink &l, bool defer_wakeup); // frames were committed to l: its doorbell (l.tx_lock held)
     void service_events(const void *events, int count, Receiver &r);
     int look_at_sockets(Receiver &r); // new connections, hang-ups, stray doorbells (poll lock held)
     void probe_peer(ShmLink &l);
