@@ -2,6 +2,7 @@
 #include <cstring>
 #include <gtest/gtest.h>
 #include <random>
+#include <string>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -75,6 +76,34 @@ TEST(GuardedCopy, FaultBecomesFalseNotACrash) {
     EXPECT_TRUE(guarded_copy(buf, src, sizeof src));
     EXPECT_STREQ("still works", buf);
     munmap(hole, static_cast<size_t>(page));
+}
+
+// Every size, small (guarded by where it faults) and large (by sigsetjmp), faulting at the first
+// byte or in the middle (a range that runs from a mapped page into an unmapped one), in either
+// direction; and the same copies within the mapped page succeed byte for byte.
+TEST(GuardedCopy, EverySizeFaultsAtTheBoundaryAndCopiesBeforeIt) {
+    install_fault_guard();
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    auto *two =
+        static_cast<char *>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(MAP_FAILED, static_cast<void *>(two));
+    ASSERT_EQ(0, mprotect(two + page, page, PROT_NONE));
+    std::vector<char> src(2 * page), dst(2 * page);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + 1);
+    for (size_t n :
+         {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{255}, size_t{256}, size_t{257}, size_t{1000}, page}) {
+        SCOPED_TRACE("n = " + std::to_string(n));
+        char *tail = two + page - n; // n mapped bytes just before the hole
+        EXPECT_TRUE(guarded_copy(tail, src.data(), n));
+        EXPECT_EQ(0, std::memcmp(tail, src.data(), n));
+        EXPECT_TRUE(guarded_copy(dst.data(), tail, n));
+        EXPECT_EQ(0, std::memcmp(dst.data(), src.data(), n));
+        EXPECT_FALSE(guarded_copy(tail + 1, src.data(), n)); // the last byte is in the hole
+        EXPECT_FALSE(guarded_copy(dst.data(), tail + 1, n));
+        EXPECT_FALSE(guarded_copy(two + page, src.data(), n)); // the first byte is
+        EXPECT_FALSE(guarded_copy(dst.data(), two + page, n));
+    }
+    munmap(two, 2 * page);
 }
 
 TEST(FrameHeader, InsaneFrameHeadersAreRejected) {
