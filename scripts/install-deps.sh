@@ -18,6 +18,8 @@ packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
           # libfabric-bin: fi_info/fi_pingpong, real PSM2 clients run over Portico's libpsm2;
           # libfabric-dev: the RMA test program for libfabric's psm2 provider (RMA over PSM2 AM)
           libpsm2-dev libfabric-bin libfabric-dev
+          # valgrind: callgrind counts the instructions of a hop (bench/instructions)
+          valgrind
           # libopenmpi-dev: mpicc.openmpi builds the MPI program the mtl psm2 tests run
           libopenmpi-dev
           # tests/clients (opt-in): Open MPI 4.1 built from Debian's sources against Portico uses
