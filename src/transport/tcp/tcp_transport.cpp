@@ -104,6 +104,7 @@ public:
     // progress thread polls all along.
     bool held_ack = false;
     uint64_t held_requests_since_ns = 0; // 0: no request held
+    bool held_listed = false;            // in TcpTransport::held_list_ (under held_mutex_)
     uint64_t last_request_ns = 0;        // when the last Hold::Burst frame was sent (under tx_mutex)
     uint64_t reads_at_request = 0;       // *reads then (under tx_mutex)
     // recv calls that brought bytes from this peer, on any of its links (two processes that
@@ -498,8 +499,13 @@ bool TcpTransport::hold_frame(TcpLink &l, const FrameHeader &h, const Gather &pa
 void TcpTransport::enlist_held(TcpLink &l, bool ack) {
     {
         std::lock_guard hg(held_mutex_);
-        held_list_.push_back(&l);
-        held_links_.store(held_list_.size(), std::memory_order_seq_cst);
+        // Once per link: a link whose requests are not due stays listed across flushes, and its
+        // held bytes may meanwhile have left with a write and been held anew.
+        if (!l.held_listed) {
+            l.held_listed = true;
+            held_list_.push_back(&l);
+            held_links_.store(held_list_.size(), std::memory_order_seq_cst);
+        }
     }
     // An ack's sender promised no poll: once the progress thread sleeps nothing may be held.
     if (ack && sleeping_.load(std::memory_order_seq_cst)) flush_held();
@@ -1226,9 +1232,11 @@ void TcpTransport::flush_held(bool due_only) {
     size_t kept = 0; // links whose requests are not due yet stay listed, in place
     for (TcpLink *l : held_list_) {
         std::lock_guard g(l->tx_mutex);
+        l->held_listed = false;
         // With a backlog the held bytes go first when it is pushed (EPOLLOUT is already asked for).
         if (l->state != LinkState::Up || l->held.empty() || !l->backlog.empty()) continue;
         if (due_only && !l->held_ack && now - l->held_requests_since_ns < cfg_.coalesce_ns) {
+            l->held_listed = true;
             held_list_[kept++] = l;
             continue;
         }
