@@ -821,6 +821,14 @@ void Engine::answer_get(Endpoint &ep, transport::Link &link, const Arrival &a, c
 
 void Engine::complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t offset, ptl_size_t mlength,
                              ptl_ni_fail_t fail) {
+    const bool unexpected = e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE);
+    if (!unexpected && !entry_wants_event(*e, target_event_kind(h.kind), fail)) {
+        // Counted only (a persistent landing entry without events, the usual target of small
+        // puts): no event to build.
+        const CompletionWindow window(*this);
+        entry_count(e, false, fail, mlength);
+        return;
+    }
     const bool atomic = h.kind == wire::Kind::Atomic || h.kind == wire::Kind::FetchAtomic;
     ptl_event_t ev{};
     ev.start = address_at(region_of(*e), offset);
@@ -842,7 +850,7 @@ void Engine::complete_target(PT &pt, Entry *e, const wire::Header &h, ptl_size_t
         entry_event(e, target_event_kind(h.kind), ev);
         entry_count(e, false, fail, mlength);
     }
-    if (e->list == PTL_OVERFLOW_LIST && !(e->d.options & PTL_LE_UNEXPECTED_HDR_DISABLE)) {
+    if (unexpected) {
         // Its data stays in the overflow buffer for a later append or search to claim.
         pt.unexpected.push_back({h.kind, ev.atomic_operation, ev.atomic_type, ev.initiator, h.src_rank, h.uid,
                                  h.match_bits, h.match_bits_hi, ev.hdr_data, h.length, mlength, h.remote_offset,

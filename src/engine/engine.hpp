@@ -539,6 +539,8 @@ private:
     void retire_entries(NI *ni);
     void destroy_entry(Entry *e);
     void entry_event(Entry *e, ptl_event_kind_t type, const ptl_event_t &base);
+    // Whether entry_event would queue an event of this type and outcome for e.
+    static bool entry_wants_event(const Entry &e, ptl_event_kind_t type, ptl_ni_fail_t fail);
     void entry_count(Entry *e, bool overflow_kind, ptl_ni_fail_t fail, ptl_size_t mlength);
     int consume_unexpected(NI *ni, PT &pt, Entry *e, bool searching, ptl_search_op_t op, bool *linked);
 

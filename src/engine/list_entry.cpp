@@ -76,16 +76,21 @@ bool Engine::entry_matches(const NI &ni, const Entry &e, ptl_match_bits_t bits, 
     return true;
 }
 
+bool Engine::entry_wants_event(const Entry &e, ptl_event_kind_t type, ptl_ni_fail_t fail) {
+    if (!e.ni->pts[e.pt_index].eq) return false;
+    const unsigned o = e.d.options;
+    if (is_comm(type) && (o & PTL_LE_EVENT_COMM_DISABLE)) return false;
+    if (is_overflow(type) && (o & PTL_LE_EVENT_OVER_DISABLE)) return false;
+    if ((is_comm(type) || is_overflow(type)) && fail == PTL_NI_OK && (o & PTL_LE_EVENT_SUCCESS_DISABLE)) return false;
+    if (type == PTL_EVENT_LINK && (o & PTL_LE_EVENT_LINK_DISABLE)) return false;
+    if ((type == PTL_EVENT_AUTO_UNLINK || type == PTL_EVENT_AUTO_FREE) && (o & PTL_LE_EVENT_UNLINK_DISABLE))
+        return false;
+    return true;
+}
+
 void Engine::entry_event(Entry *e, ptl_event_kind_t type, const ptl_event_t &base) {
+    if (!entry_wants_event(*e, type, base.ni_fail_type)) return;
     EQ *eq = e->ni->pts[e->pt_index].eq;
-    if (!eq) return;
-    const unsigned o = e->d.options;
-    if (is_comm(type) && (o & PTL_LE_EVENT_COMM_DISABLE)) return;
-    if (is_overflow(type) && (o & PTL_LE_EVENT_OVER_DISABLE)) return;
-    if ((is_comm(type) || is_overflow(type)) && base.ni_fail_type == PTL_NI_OK && (o & PTL_LE_EVENT_SUCCESS_DISABLE))
-        return;
-    if (type == PTL_EVENT_LINK && (o & PTL_LE_EVENT_LINK_DISABLE)) return;
-    if ((type == PTL_EVENT_AUTO_UNLINK || type == PTL_EVENT_AUTO_FREE) && (o & PTL_LE_EVENT_UNLINK_DISABLE)) return;
     ptl_event_t ev = base;
     ev.type = type;
     ev.pt_index = e->pt_index;
