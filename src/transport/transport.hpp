@@ -92,6 +92,33 @@ inline FrameHeader frame_header(const FrameHeader &first, uint64_t total, uint64
     return h;
 }
 
+// Writes the wire header of frame `index` of that message straight to p, as
+// write_wire_header(p, frame_header(first, total, index, frame_bytes)) would, without building the
+// header first; extra_flags go into its flags (kFrameSourceFault). Returns its length.
+inline size_t write_frame_header(std::byte *p, const FrameHeader &first, uint64_t total, uint64_t index,
+                                 uint32_t frame_bytes, uint8_t extra_flags = 0) {
+    TransportHeader t{};
+    size_t protocol_bytes = 0;
+    if (index == 0) {
+        t = first.t;
+        t.flags = kFrameFirst;
+        t.payload_total = total;
+        protocol_bytes = first.t.protocol_bytes;
+    } else {
+        t.protocol = first.t.protocol;
+    }
+    t.version = kFrameVersion;
+    t.frame_payload = frame_bytes;
+    t.flags = static_cast<uint8_t>(t.flags | extra_flags);
+    std::memcpy(p, &t, sizeof t);
+    std::memcpy(p + sizeof t, first.protocol, protocol_bytes);
+    return sizeof t + protocol_bytes;
+}
+// The length of that header.
+inline size_t frame_header_bytes(const FrameHeader &first, uint64_t index) {
+    return index == 0 ? wire_header_bytes(first) : sizeof(TransportHeader);
+}
+
 // What a transport checks before trusting a frame header from the network (the protocol checks
 // its own header).
 inline bool frame_is_sane(const FrameHeader &h, size_t frame_bytes_available) {

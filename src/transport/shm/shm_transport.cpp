@@ -498,20 +498,20 @@ bool ShmTransport::push_frames(ShmLink &l, OutMessage &m, bool defer_wakeup) {
     bool pushed = false, complete = true;
     while (!c.header_sent || c.sent < c.total) {
         const size_t chunk = std::min(l.frame_max, c.total - c.sent);
-        FrameHeader h = frame_header(m.h, c.total, c.header_sent ? 1 : 0, static_cast<uint32_t>(chunk));
-        const size_t header_bytes = wire_header_bytes(h);
+        const uint64_t index = c.header_sent ? 1 : 0;
+        const size_t header_bytes = frame_header_bytes(m.h, index);
         std::byte *p = l.tx.reserve(header_bytes + chunk);
         if (!p) {
             complete = false;
             break;
         }
-        bool ok = gather_copy(p + header_bytes, c.iov, c.iovcnt, c.sent, chunk);
-        if (!ok) {
+        uint8_t flags = 0;
+        if (!gather_copy(p + header_bytes, c.iov, c.iovcnt, c.sent, chunk)) {
             if (!c.header_sent) return false; // nothing sent yet: the caller reports the fault
-            h.t.flags |= kFrameSourceFault;
+            flags = kFrameSourceFault;
             c.fault = true;
         }
-        write_wire_header(p, h);
+        write_frame_header(p, m.h, c.total, index, static_cast<uint32_t>(chunk), flags);
         l.tx.commit();
         pushed = true;
         c.header_sent = true;
@@ -545,20 +545,13 @@ SendStatus ShmTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
     std::unique_lock g(l->tx_lock);
     if (l->dead) return SendStatus::Unreachable;
     if (l->backlog.empty() && payload.length <= l->frame_max) {
-        // One frame with room for it, nearly every small message: the header goes from the
-        // caller's straight into the ring (push_frames copies it twice on the way).
+        // One frame with room for it, nearly every small message: no OutMessage, no cursor.
         const size_t header_bytes = wire_header_bytes(h);
         if (std::byte *p = l->tx.reserve(header_bytes + payload.length)) {
             // A reservation not committed publishes nothing.
             if (!gather_copy(p + header_bytes, payload.iov, payload.iovcnt, 0, payload.length))
                 return SendStatus::SourceFault;
-            TransportHeader t = h.t;
-            t.version = kFrameVersion;
-            t.flags = kFrameFirst;
-            t.frame_payload = static_cast<uint32_t>(payload.length);
-            t.payload_total = payload.length;
-            std::memcpy(p, &t, sizeof t);
-            std::memcpy(p + sizeof t, h.protocol, header_bytes - sizeof t);
+            write_frame_header(p, h, payload.length, 0, static_cast<uint32_t>(payload.length));
             l->tx.commit();
             published(*l, defer_wakeup);
             return SendStatus::Sent;

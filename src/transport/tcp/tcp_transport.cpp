@@ -481,10 +481,9 @@ void TcpTransport::want_write(TcpLink &l, bool on) {
 
 bool TcpTransport::hold_frame(TcpLink &l, const FrameHeader &h, const Gather &payload) {
     const size_t at = l.held.size();
-    const FrameHeader fh = frame_header(h, payload.length, 0, static_cast<uint32_t>(payload.length));
-    const size_t header_bytes = wire_header_bytes(fh);
+    const size_t header_bytes = wire_header_bytes(h);
     l.held.resize(at + header_bytes + payload.length);
-    write_wire_header(l.held.data() + at, fh);
+    write_frame_header(l.held.data() + at, h, payload.length, 0, static_cast<uint32_t>(payload.length));
     std::byte *dst = l.held.data() + at + header_bytes;
     for (int i = 0; i < payload.iovcnt; ++i) {
         if (!guarded_copy(dst, payload.iov[i].iov_base, payload.iov[i].iov_len)) {
