@@ -20,7 +20,8 @@ run_suite() { # build-dir cmake-args... -- ctest-args...
   ctest_args=("$@")
   echo "=== $dir: configure ${cmake_args[*]:-}"
   cmake -S . -B "$dir" "${cmake_args[@]}" >/dev/null
-  cmake --build "$dir" -j"$jobs"
+  # shellcheck disable=SC2086 # BUILD_TARGETS: one word per target
+  cmake --build "$dir" -j"$jobs" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
   echo "=== $dir: test"
   ctest --test-dir "$dir" -j"$jobs" --output-on-failure "${ctest_args[@]}"
 }
@@ -30,7 +31,9 @@ run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo --
 # Not psm2.client.*: Debian's fi_pingpong and Open MPI are not built with ASan, and an instrumented
 # libpsm2 cannot be loaded into them (the PSM2 conformance tests, our own programs, do run).
 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=address -DPORTICO_BENCH=OFF -- -E "hydra_compat|psm2\\.client"
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
+# It builds only those tests' programs (target engine-tests), not the client libraries.
+BUILD_TARGETS=engine-tests \
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=7 suppressions=$PWD/tests/tsan.supp" \
   run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DPORTICO_SANITIZE=thread -DPORTICO_BENCH=OFF -- -R "conformance|completion|unit|standalone|^engine\\."
 # libFuzzer (clang) on the TCP handshake and frame decoder, for a bounded time. Only the fuzz
 # target is built with clang.
