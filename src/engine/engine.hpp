@@ -22,6 +22,7 @@
 
 #include <portals4.h>
 
+#include "common/futex_mutex.hpp"
 #include "engine/event_ring.hpp"
 #include "engine/handles.hpp"
 #include "transport/transport.hpp"
@@ -651,7 +652,7 @@ private:
                     ptl_size_t offset, ptl_list_t list);
     void initiator_reply_data(RxState &rx, const std::byte *payload, size_t n, bool fault);
 
-    std::mutex mutex_; // the engine lock
+    FutexMutex mutex_; // the engine lock
     // A completion's full event and its count reach the application as one: the event goes first
     // (a counter that reached its threshold has its events queued), and PtlCTGet waits out a
     // completion in progress, so a counter read after an event was seen includes that event. Odd

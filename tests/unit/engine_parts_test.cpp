@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 #include <random>
 #include <string>
+#include <mutex>
+#include <thread>
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <vector>
 
+#include "common/futex_mutex.hpp"
 #include "common/guarded_copy.hpp"
 #include "engine/handles.hpp"
 #include "transport/transport.hpp"
@@ -241,4 +244,33 @@ TEST(WireHeader, OnlyKnownKindsAreSane) {
         h.kind = static_cast<wire::Kind>(k);
         EXPECT_FALSE(wire::header_is_sane(h)) << k;
     }
+}
+
+TEST(FutexMutex, TryLockFailsWhileHeldAndSucceedsAfter) {
+    FutexMutex m;
+    ASSERT_TRUE(m.try_lock());
+    EXPECT_FALSE(m.try_lock());
+    m.unlock();
+    EXPECT_TRUE(m.try_lock());
+    m.unlock();
+}
+
+TEST(FutexMutex, ThreadsThatSleepOnItAllGetInAndNoIncrementIsLost) {
+    // More threads than cores and long sections: takers run out of spins and sleep on the futex,
+    // so every unlock that finds sleepers must wake one, or the test hangs (ctest's timeout).
+    FutexMutex m;
+    uint64_t counter = 0; // plain: only the lock orders the increments
+    constexpr int kThreads = 6, kRounds = 20000;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&] {
+            for (int i = 0; i < kRounds; ++i) {
+                std::lock_guard g(m);
+                const uint64_t seen = counter;
+                if (i % 64 == 0) std::this_thread::yield(); // a holder descheduled in its section
+                counter = seen + 1;
+            }
+        });
+    for (auto &th : threads) th.join();
+    EXPECT_EQ(counter, uint64_t(kThreads) * kRounds);
 }
