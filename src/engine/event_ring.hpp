@@ -14,7 +14,8 @@
 // The queue holds `limit` events (PtlEQAlloc's count, plus the reserved slots below) but its
 // storage starts small and grows with the events actually pending (grow: the producer copies the
 // pending events into a storage twice as large, up to the limit, and publishes it), so that a
-// queue asked for a million events costs what its busiest moment needed: GASNet sizes its
+// queue asked for a million events costs what its busiest moment needed (rounded up to a power of
+// two, so that a slot is found with a mask, not a division, on every push and take): GASNet sizes its
 // active-message queues for every event its credits allow, which with many peers is hundreds of
 // megabytes that no run ever fills. A consumer may still read an old storage, so it is kept
 // until the ring is reset, which the engine does only when no thread is inside (EQ users); the
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -47,7 +49,7 @@ public:
     void reset(size_t capacity) {
         retired_.clear();
         limit_ = capacity;
-        current_ = std::make_unique<Storage>(std::min(capacity, kFirstStorage));
+        current_ = std::make_unique<Storage>(std::bit_ceil(std::min(capacity, kFirstStorage)));
         storage_.store(current_.get(), std::memory_order_release);
         head_.store(0, std::memory_order_relaxed);
         tail_.store(0, std::memory_order_relaxed);
@@ -62,7 +64,7 @@ public:
     // The events the queue holds before it drops the oldest (reserved slots included).
     size_t capacity() const { return limit_; }
     size_t reserved() const { return reserved_; }
-    // Slots allocated now: at most capacity(), grown with the events pending at once.
+    // Slots allocated now: a power of two below twice capacity(), grown with the events pending at once.
     size_t storage_slots() const { return current_ ? current_->capacity : 0; }
     // An ordinary event fits without taking a reserved slot.
     bool has_room() const { return size() + reserved_ < capacity(); }
@@ -88,7 +90,7 @@ public:
         // Fewer than limit_ events are pending now; the storage grows when they fill it (a
         // consumer taking one meanwhile only makes the growth early). Should the memory for that
         // be refused, the queue is full at the size it has.
-        if (t - (h & ~kDropped) >= current_->capacity && !grow(std::min(limit_, 2 * current_->capacity))) {
+        if (t - (h & ~kDropped) >= current_->capacity && !grow(2 * current_->capacity)) {
             while (t - (h & ~kDropped) >= current_->capacity)
                 head_.compare_exchange_weak(h, ((h & ~kDropped) + 1) | kDropped, std::memory_order_acq_rel);
         }
@@ -103,16 +105,21 @@ public:
             const uint64_t index = h & ~kDropped;
             if (index == tail_.load(std::memory_order_acquire)) return Take::Empty;
             const Storage *s = storage_.load(std::memory_order_acquire);
-            const Slot &slot = s->slots[index % s->capacity];
+            const Slot &slot = s->slots[index & (s->capacity - 1)];
             const uint64_t stamp = slot.seq.load(std::memory_order_acquire);
             if (stamp != 2 * index + 2) continue; // overwritten meanwhile, or the ring grew: look again
             // Acquire loads: a word of a later overwrite brings its odd stamp along, so the check
             // after the copy sees it (no fences: ThreadSanitizer does not model them).
-            uint64_t words[kWords];
-            for (size_t i = 0; i < kWords; ++i) words[i] = slot.words[i].load(std::memory_order_acquire);
+            // Copied straight into *ev, word by word (through a buffer, then a memcpy, it cost
+            // twice the instructions); a torn copy is overwritten by the retry.
+            auto *to = reinterpret_cast<std::byte *>(ev);
+#pragma GCC unroll 16
+            for (size_t i = 0; i < kWords; ++i) {
+                const uint64_t w = slot.words[i].load(std::memory_order_acquire);
+                std::memcpy(to + 8 * i, &w, 8);
+            }
             if (slot.seq.load(std::memory_order_relaxed) != stamp) continue;
             if (!head_.compare_exchange_strong(h, index + 1, std::memory_order_acq_rel)) continue;
-            std::memcpy(ev, words, sizeof *ev);
             return (h & kDropped) ? Take::Dropped : Take::Ok;
         }
     }
@@ -127,23 +134,28 @@ public:
 private:
     static constexpr uint64_t kDropped = uint64_t{1} << 63;
     static constexpr size_t kFirstStorage = 256; // slots a new queue starts with (26 KiB)
-    static constexpr size_t kWords = (sizeof(ptl_event_t) + 7) / 8;
+    static constexpr size_t kWords = sizeof(ptl_event_t) / 8;
+    static_assert(sizeof(ptl_event_t) % 8 == 0, "an event is copied in whole words");
     struct Slot {
         std::atomic<uint64_t> seq{0};
         std::atomic<uint64_t> words[kWords];
     };
     struct Storage {
         explicit Storage(size_t n) : capacity(n), slots(new (std::nothrow) Slot[n]) {}
-        size_t capacity;
+        size_t capacity;               // a power of two
         std::unique_ptr<Slot[]> slots; // nullptr: the memory was refused
     };
 
     static void write_slot(Storage &s, uint64_t index, const ptl_event_t &ev) {
-        Slot &slot = s.slots[index % s.capacity];
-        uint64_t words[kWords] = {};
-        std::memcpy(words, &ev, sizeof ev);
+        Slot &slot = s.slots[index & (s.capacity - 1)];
+        const auto *from = reinterpret_cast<const std::byte *>(&ev);
         slot.seq.store(2 * index + 1, std::memory_order_relaxed);
-        for (size_t i = 0; i < kWords; ++i) slot.words[i].store(words[i], std::memory_order_release);
+#pragma GCC unroll 16
+        for (size_t i = 0; i < kWords; ++i) {
+            uint64_t w;
+            std::memcpy(&w, from + 8 * i, 8);
+            slot.words[i].store(w, std::memory_order_release);
+        }
         slot.seq.store(2 * index + 2, std::memory_order_release);
     }
 
@@ -154,8 +166,8 @@ private:
         if (!bigger || !bigger->slots) return false;
         const uint64_t t = tail_.load(std::memory_order_relaxed);
         for (uint64_t i = head_.load(std::memory_order_acquire) & ~kDropped; i < t; ++i) {
-            const Slot &from = current_->slots[i % current_->capacity];
-            Slot &to = bigger->slots[i % capacity];
+            const Slot &from = current_->slots[i & (current_->capacity - 1)];
+            Slot &to = bigger->slots[i & (capacity - 1)];
             for (size_t w = 0; w < kWords; ++w)
                 to.words[w].store(from.words[w].load(std::memory_order_relaxed), std::memory_order_relaxed);
             to.seq.store(from.seq.load(std::memory_order_relaxed), std::memory_order_relaxed);

@@ -24,7 +24,7 @@ namespace portico::transport {
 // port would byte-swap here; until one exists, building for such a machine fails.
 static_assert(std::endian::native == std::endian::little, "Portico's frames are little-endian");
 
-inline constexpr uint8_t kFrameVersion = 3;
+inline constexpr uint8_t kFrameVersion = 4;
 
 // The protocols that share an endpoint's transports (links, progress, sleep and wake-up).
 enum class Protocol : uint8_t {

@@ -46,6 +46,8 @@ inline constexpr uint8_t kFlagOperand = 128;   // (Fetch)Atomic: the payload sta
 // A message's header as the engine handles it. On the wire it is encoded (encode/decode below):
 // most of it is zero for the common small operation, and a small put's frame fits in one cache line.
 struct Header {
+    // The first eight bytes are laid out as the wire's small word with the lead's two bytes in
+    // it (see kSmallWordMask), so that encoding and decoding them is a mask, not eight shifts.
     Kind kind;
     uint8_t ni_kind;
     uint8_t flags;
@@ -56,11 +58,11 @@ struct Header {
     uint8_t atomic_type; // ptl_datatype_t of an Atomic/FetchAtomic
     uint32_t pt_index;
     uint32_t uid;
+    uint32_t src_rank; // sender's rank when it sent from a logical NI (after uid: the wire's ids word)
     // Physical id of the sender: not carried on the wire. The receiver takes it from the link the
     // message came on, which the transport authenticated, so a peer cannot speak for another.
     uint32_t src_nid;
     uint32_t src_pid;
-    uint32_t src_rank;   // sender's rank when it sent from a logical NI
     uint32_t unused = 0; // not on the wire; keeps the struct free of padding (it is compared bytewise)
     // The wide-match extension's upper 64 match bits (portico_put_wide; PSM2's 96-bit tags and
     // more); zero for Portals' own operations.
@@ -72,6 +74,8 @@ struct Header {
     uint64_t cookie;        // initiator's operation id, echoed in Ack/Reply
     uint64_t rdv_addr;      // kFlagRendezvous: initiator address of the source (Put) or destination (Get)
 };
+static_assert(offsetof(Header, ni_kind) == 1 && offsetof(Header, flags) == 2 && offsetof(Header, atomic_type) == 7);
+static_assert(offsetof(Header, src_rank) == offsetof(Header, uid) + 4);
 
 // The encoded header: 8 lead bytes, then, in this order, only the 8-byte words that are not all
 // zero, each announced by its bit in `present`. An 8-byte put with ack from a matching NI is
@@ -84,7 +88,7 @@ struct EncodedLead {
 };
 static_assert(sizeof(EncodedLead) == 8);
 enum EncodedWord : unsigned {
-    kWordSmall,     // ni_kind, ack_req, ni_fail, list, atomic_op, atomic_type, 2 zero bytes
+    kWordSmall,     // Header's first 8 bytes with kind and flags (the lead's) zero: see kSmallWordMask
     kWordIds,       // uid, src_rank
     kWordMatchBits, //
     kWordHdrData,   //
@@ -98,74 +102,94 @@ enum EncodedWord : unsigned {
 inline constexpr size_t kMaxEncodedBytes = sizeof(EncodedLead) + 8 * kEncodedWords;
 static_assert(kMaxEncodedBytes == 80, "the encoded header fits the transport's protocol header");
 
+// The bytes of Header's first eight that the small word carries: all but kind (byte 0) and flags
+// (byte 2), which the lead carries.
+inline constexpr uint64_t kSmallWordMask = ~uint64_t{0x00ff00ff};
+
 namespace detail {
-inline uint64_t pack(uint32_t lo, uint32_t hi) { return lo | (uint64_t(hi) << 32); }
-inline uint64_t pack_small(const Header &h) {
-    return uint64_t(h.ni_kind) | uint64_t(h.ack_req) << 8 | uint64_t(h.ni_fail) << 16 | uint64_t(h.list) << 24 |
-           uint64_t(h.atomic_op) << 32 | uint64_t(h.atomic_type) << 40;
+inline uint64_t first_word(const Header &h) {
+    uint64_t v;
+    std::memcpy(&v, &h, 8);
+    return v;
+}
+inline uint64_t ids_word(const Header &h) {
+    uint64_t v;
+    std::memcpy(&v, reinterpret_cast<const std::byte *>(&h) + offsetof(Header, uid), 8);
+    return v;
 }
 } // namespace detail
 
 // Writes h's wire form (without src_nid/src_pid) to out; returns its size, 8..kMaxEncodedBytes.
+// Written word by word, straight: on the message path a loop over an array of the words cost
+// twice the instructions (bench/instructions/hop_instructions.sh).
 inline size_t encode(const Header &h, std::byte *out) {
-    const uint64_t words[kEncodedWords] = {detail::pack_small(h),
-                                           detail::pack(h.uid, h.src_rank),
-                                           h.match_bits,
-                                           h.hdr_data,
-                                           h.remote_offset,
-                                           h.length,
-                                           h.cookie,
-                                           h.rdv_addr,
-                                           h.match_bits_hi};
-    EncodedLead lead{h.kind, h.flags, 0, h.pt_index};
-    size_t n = sizeof lead;
-    for (unsigned i = 0; i < kEncodedWords; ++i) {
-        if (words[i] == 0) continue;
-        lead.present = static_cast<uint16_t>(lead.present | (1u << i));
-        std::memcpy(out + n, &words[i], 8);
-        n += 8;
-    }
+    std::byte *p = out + sizeof(EncodedLead);
+    unsigned present = 0;
+    const auto word = [&p, &present](unsigned i, uint64_t v) {
+        if (v == 0) return;
+        std::memcpy(p, &v, 8);
+        p += 8;
+        present |= 1u << i;
+    };
+    word(kWordSmall, detail::first_word(h) & kSmallWordMask);
+    word(kWordIds, detail::ids_word(h));
+    word(kWordMatchBits, h.match_bits);
+    word(kWordHdrData, h.hdr_data);
+    word(kWordRemoteOffset, h.remote_offset);
+    word(kWordLength, h.length);
+    word(kWordCookie, h.cookie);
+    word(kWordRdvAddr, h.rdv_addr);
+    word(kWordMatchBitsHi, h.match_bits_hi);
+    const EncodedLead lead{h.kind, h.flags, static_cast<uint16_t>(present), h.pt_index};
     std::memcpy(out, &lead, sizeof lead);
-    return n;
+    return static_cast<size_t>(p - out);
 }
+
+namespace detail {
+// The number of words `present` announces (its bits), without relying on a POPCNT instruction.
+inline unsigned words_announced(unsigned present) {
+    constexpr uint8_t kBits[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+    return unsigned{kBits[present & 15]} + kBits[(present >> 4) & 15] + kBits[(present >> 8) & 15];
+}
+} // namespace detail
 
 // Reads a header of exactly n bytes (from the network: nothing is trusted). src_nid/src_pid are
 // left zero for the caller to fill in from the link. False if the bytes are not an encoded header.
+// Every byte is read once (a peer that shares the memory may still be writing it).
 inline bool decode(const std::byte *in, size_t n, Header *h) {
     EncodedLead lead;
     if (n < sizeof lead) return false;
     std::memcpy(&lead, in, sizeof lead);
-    if (lead.present >> kEncodedWords) return false;
-    uint64_t words[kEncodedWords] = {};
-    size_t at = sizeof lead;
-    for (unsigned i = 0; i < kEncodedWords; ++i) {
-        if (!(lead.present & (1u << i))) continue;
-        if (n - at < 8) return false; // fewer words than announced
-        std::memcpy(&words[i], in + at, 8);
-        at += 8;
-    }
-    if (at != n) return false; // more bytes than announced
-    const uint64_t small = words[kWordSmall];
-    if ((small >> 48) != 0) return false;
-    *h = Header{};
-    h->kind = lead.kind;
-    h->flags = lead.flags;
+    const unsigned present = lead.present;
+    if (present >> kEncodedWords) return false;
+    if (n != sizeof lead + 8 * detail::words_announced(present)) return false; // fewer or more bytes than announced
+    const std::byte *p = in + sizeof lead;
+    const auto word = [&p, present](unsigned i) {
+        uint64_t v = 0;
+        if (present & (1u << i)) {
+            std::memcpy(&v, p, 8);
+            p += 8;
+        }
+        return v;
+    };
+    const uint64_t small = word(kWordSmall);
+    if (small & ~kSmallWordMask) return false;
+    const uint64_t first = small | uint64_t(lead.kind) | uint64_t(lead.flags) << 16;
+    const uint64_t ids = word(kWordIds);
+    auto *bytes = reinterpret_cast<std::byte *>(h);
+    std::memcpy(bytes, &first, 8);
     h->pt_index = lead.pt_index;
-    h->ni_kind = static_cast<uint8_t>(small);
-    h->ack_req = static_cast<uint8_t>(small >> 8);
-    h->ni_fail = static_cast<uint8_t>(small >> 16);
-    h->list = static_cast<uint8_t>(small >> 24);
-    h->atomic_op = static_cast<uint8_t>(small >> 32);
-    h->atomic_type = static_cast<uint8_t>(small >> 40);
-    h->uid = static_cast<uint32_t>(words[kWordIds]);
-    h->src_rank = static_cast<uint32_t>(words[kWordIds] >> 32);
-    h->match_bits = words[kWordMatchBits];
-    h->hdr_data = words[kWordHdrData];
-    h->remote_offset = words[kWordRemoteOffset];
-    h->length = words[kWordLength];
-    h->cookie = words[kWordCookie];
-    h->rdv_addr = words[kWordRdvAddr];
-    h->match_bits_hi = words[kWordMatchBitsHi];
+    std::memcpy(bytes + offsetof(Header, uid), &ids, 8);
+    h->src_nid = 0;
+    h->src_pid = 0;
+    h->unused = 0;
+    h->match_bits = word(kWordMatchBits);
+    h->hdr_data = word(kWordHdrData);
+    h->remote_offset = word(kWordRemoteOffset);
+    h->length = word(kWordLength);
+    h->cookie = word(kWordCookie);
+    h->rdv_addr = word(kWordRdvAddr);
+    h->match_bits_hi = word(kWordMatchBitsHi);
     return true;
 }
 

@@ -228,9 +228,11 @@ TEST(WireHeader, DecodingRejectsWhatNoEncoderWrites) {
     std::memcpy(bad, out, sizeof bad);
     bad[3] = std::byte{0x80}; // present bit 15: no such word
     EXPECT_FALSE(wire::decode(bad, n, &back));
-    std::memcpy(bad, out, sizeof bad);
-    bad[8 + 7] = std::byte{1}; // the small word's padding
-    EXPECT_FALSE(wire::decode(bad, n, &back));
+    for (size_t lead_byte : {0, 2}) { // the small word's bytes of kind and flags, which the lead carries
+        std::memcpy(bad, out, sizeof bad);
+        bad[8 + lead_byte] = std::byte{1};
+        EXPECT_FALSE(wire::decode(bad, n, &back)) << lead_byte;
+    }
 }
 
 TEST(WireHeader, OnlyKnownKindsAreSane) {
