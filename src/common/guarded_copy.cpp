@@ -11,18 +11,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-// Small copies, nearly every message's payload, are guarded by where they fault instead of by a
-// sigsetjmp each (about 50 instructions, as much as the rest of an 8-byte copy's path): the copy
-// below is a leaf that touches no stack, so the fault handler can resume a faulting instruction of
-// it at portico_small_copy_fault, which returns false. (Not under the sanitizers: their runtimes
-// must see the copy; they use the sigsetjmp path, or the kernel's under TSan.)
-#define PORTICO_GUARD_BY_PC 1
+#ifdef PORTICO_GUARD_BY_PC
 #include <ucontext.h>
-extern "C" {
-bool portico_small_copy(void *dst, const void *src, size_t n); // true, or false through the handler
-extern const char portico_small_copy_fault[], portico_small_copy_end[];
-}
+extern "C" const char portico_small_copy_fault[], portico_small_copy_end[];
 asm(R"(
     .text
     .p2align 4
@@ -64,10 +55,6 @@ namespace portico {
 
 namespace {
 #ifdef PORTICO_GUARD_BY_PC
-// The largest copy made by portico_small_copy; larger ones pay for their sigsetjmp many times over
-// in bytes, and glibc's memcpy moves them faster than a loop of words.
-constexpr size_t kSmallCopyMax = 256;
-
 // A fault at an instruction of portico_small_copy: resume at its failure return.
 bool resume_small_copy(void *ctx) {
     auto *uc = static_cast<ucontext_t *>(ctx);
@@ -178,10 +165,11 @@ bool guarded_readable(const void *p, size_t n) {
     return true;
 }
 #else
+#ifdef PORTICO_GUARD_BY_PC
+bool guarded_copy_large(void *dst, const void *src, size_t n) {
+#else
 bool guarded_copy(void *dst, const void *src, size_t n) {
     if (n == 0) return true;
-#ifdef PORTICO_GUARD_BY_PC
-    if (n <= kSmallCopyMax) return portico_small_copy(dst, src, n);
 #endif
     sigjmp_buf env;
     if (sigsetjmp(env, 0) != 0) return false; // a fault inside memcpy landed here

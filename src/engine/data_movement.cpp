@@ -444,7 +444,11 @@ void Engine::handle_frame_locked(Endpoint &ep, transport::Link &link, const tran
             target_data(ep, *streaming, payload, f.t.frame_payload, fault);
         return;
     }
-    Arrival a{{}, payload, f.t.frame_payload, f.t.payload_total, fault};
+    Arrival a; // not zeroed first: decode writes the whole header, or it is not read
+    a.payload = payload;
+    a.frame_bytes = f.t.frame_payload;
+    a.total = f.t.payload_total;
+    a.fault = fault;
     const bool decoded = wire::decode(f.protocol, f.t.protocol_bytes, &a.h);
     // The sender is who the transport says the link is with, whatever the peer might claim.
     a.h.src_nid = link.peer.nid;
