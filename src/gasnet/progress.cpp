@@ -94,15 +94,17 @@ int drain_am(int cls, int max) {
 }
 } // namespace
 
-ThreadState &ts() {
-    thread_local ThreadState *t = nullptr;
-    if (!t) {
-        t = new ThreadState;
+constinit thread_local ThreadState *t_thread_state = nullptr;
+
+ThreadState &first_thread_state() {
+    auto *t = new ThreadState;
+    {
         std::lock_guard lk(thread_states_mu);
         if (!thread_states) thread_states = new std::vector<ThreadState *>;
         thread_states->push_back(t);
-        client_threads.fetch_add(1, std::memory_order_relaxed);
     }
+    client_threads.fetch_add(1, std::memory_order_relaxed);
+    t_thread_state = t;
     return *t;
 }
 
