@@ -149,7 +149,10 @@ void Engine::release_header(Unexpected &u) {
 void Engine::destroy_entry(Entry *e) {
     if (e->handle_live) entries_.remove(e->handle);
     --e->ni->n_entries;
-    delete e;
+    if (spare_entries_.size() < kSpareEntries)
+        spare_entries_.emplace_back(e);
+    else
+        delete e;
 }
 
 void Engine::retire_entries(NI *ni) {
@@ -203,7 +206,8 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
     if (ni->n_entries >= ni->limits.max_entries) return PTL_NO_SPACE;
     if (pt.lists[list].size() >= static_cast<size_t>(ni->limits.max_list_size)) return PTL_LIST_TOO_LONG;
 
-    auto *e = new Entry;
+    Entry *e = reuse_or_new(spare_entries_);
+    *e = Entry{};
     e->ni = ni;
     e->is_me = is_me;
     e->pt_index = pt_index;
