@@ -23,8 +23,7 @@ int main(int argc, char **argv) {
     const long rounds = argc > 1 ? atol(argv[1]) : 10000;
     gasnet_handlerentry_t handlers[] = {{H_PING, (void (*)(void))ping}, {H_PONG, (void (*)(void))pong}};
     long i;
-    if (gasnet_init(&argc, &argv) != GASNET_OK ||
-        gasnet_attach(handlers, 2, 0, 0) != GASNET_OK) {
+    if (gasnet_init(&argc, &argv) != GASNET_OK || gasnet_attach(handlers, 2, 0, 0) != GASNET_OK) {
         fprintf(stderr, "am_loop: gasnet_init/gasnet_attach failed\n");
         return 1;
     }

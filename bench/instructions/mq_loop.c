@@ -14,7 +14,7 @@
     do {                                                                                                               \
         psm2_error_t err_ = (call);                                                                                    \
         if (err_ != PSM2_OK) {                                                                                         \
-            fprintf(stderr, "mq_loop: %s returned %d\n", #call, (int)err_);                                           \
+            fprintf(stderr, "mq_loop: %s returned %d\n", #call, (int)err_);                                            \
             return 1;                                                                                                  \
         }                                                                                                              \
     } while (0)

@@ -741,7 +741,7 @@ void Engine::claim_entry(const wire::Header &h, Landing *at) {
         (e->d.options & PTL_LE_USE_ONCE) ||
         (local && e->d.min_free && (e->local_offset > e->length || e->length - e->local_offset < e->d.min_free));
     if (at->spent && e->linked) {
-        at->pt->lists[e->list].erase(e->pos);
+        at->pt->lists[e->list].erase(e);
         at->pt->lists_changed();
         e->linked = false;
     }

@@ -134,13 +134,42 @@ struct MatchCache {
     ptl_size_t rlength = 0, remote_offset = 0;
 };
 
+// A PT's priority or overflow list, linked through its entries (Entry::list_prev/list_next), so
+// that an append allocates nothing and an unlink frees nothing: a std::list node cost a malloc
+// and a free per message to clients that post an entry per receive (PSM2, MPI over Portals).
+// Range-for iterates it; an entry may be unlinked only once the iterator has moved past it.
+class EntryList {
+public:
+    class iterator {
+    public:
+        explicit iterator(Entry *e) : e_(e) {}
+        Entry *operator*() const { return e_; }
+        inline iterator &operator++();
+        bool operator!=(const iterator &o) const { return e_ != o.e_; }
+
+    private:
+        Entry *e_;
+    };
+    iterator begin() const { return iterator(head_); }
+    iterator end() const { return iterator(nullptr); }
+    bool empty() const { return head_ == nullptr; }
+    size_t size() const { return size_; }
+    inline void push_back(Entry *e);
+    inline void erase(Entry *e); // e is on this list
+
+private:
+    Entry *head_ = nullptr;
+    Entry *tail_ = nullptr;
+    size_t size_ = 0;
+};
+
 // clang-tidy 14 sees the implicit copy of lists[] as code naming __i0 (a false positive).
 struct PT { // NOLINT(bugprone-reserved-identifier)
     bool allocated = false;
     bool enabled = false;
     unsigned options = 0;
     EQ *eq = nullptr;
-    std::list<Entry *> lists[2]; // PTL_PRIORITY_LIST, PTL_OVERFLOW_LIST
+    EntryList lists[2]; // PTL_PRIORITY_LIST, PTL_OVERFLOW_LIST
     std::list<Unexpected> unexpected;
     int streams = 0; // messages partly received into entries of this PT
     // Bumped by every append to, unlink from and search of this PT's lists (engine lock held):
@@ -164,13 +193,32 @@ struct Entry {
     void *user_ptr = nullptr;
     ptl_size_t local_offset = 0;
     bool linked = false;
-    std::list<Entry *>::iterator pos;
+    Entry *list_prev = nullptr; // neighbours on its PT's list while linked (EntryList)
+    Entry *list_next = nullptr;
     int busy = 0;               // messages partly received into it
     int uh_refs = 0;            // unexpected headers whose data lives in it
     bool auto_unlinked = false; // unlinked by the engine; the object is in NI::retired
     bool handle_live = true;    // false once nothing more can happen to it (retire_handle)
     bool free_pending = false;  // AUTO_FREE owed once uh_refs drops to 0
 };
+
+EntryList::iterator &EntryList::iterator::operator++() {
+    e_ = e_->list_next;
+    return *this;
+}
+void EntryList::push_back(Entry *e) {
+    e->list_prev = tail_;
+    e->list_next = nullptr;
+    (tail_ ? tail_->list_next : head_) = e;
+    tail_ = e;
+    ++size_;
+}
+void EntryList::erase(Entry *e) {
+    (e->list_prev ? e->list_prev->list_next : head_) = e->list_next;
+    (e->list_next ? e->list_next->list_prev : tail_) = e->list_prev;
+    e->list_prev = e->list_next = nullptr;
+    --size_;
+}
 
 // An operation started by this process and not yet complete.
 struct Op {

@@ -112,7 +112,7 @@ void Engine::entry_count(Entry *e, bool overflow_kind, ptl_ni_fail_t fail, ptl_s
 void Engine::auto_unlink(Entry *e) {
     PT &pt = e->ni->pts[e->pt_index];
     if (e->linked) {
-        pt.lists[e->list].erase(e->pos);
+        pt.lists[e->list].erase(e);
         pt.lists_changed();
         e->linked = false;
     }
@@ -273,7 +273,7 @@ int Engine::append(ptl_handle_ni_t h, ptl_pt_index_t pt_index, const ptl_me_t &m
         }
     }
     if (link) {
-        e->pos = pt.lists[list].insert(pt.lists[list].end(), e);
+        pt.lists[list].push_back(e);
         e->linked = true;
         entry_event(e, PTL_EVENT_LINK, ptl_event_t{});
     } else {
@@ -292,7 +292,7 @@ int Engine::unlink(ptl_handle_any_t h, bool is_me) {
     if (e->auto_unlinked || e->busy > 0 || e->uh_refs > 0) return PTL_IN_USE;
     if (trace::enabled()) trace::line("unlink %#lx", static_cast<unsigned long>(h));
     PT &pt = e->ni->pts[e->pt_index];
-    if (e->linked) pt.lists[e->list].erase(e->pos);
+    if (e->linked) pt.lists[e->list].erase(e);
     pt.lists_changed();
     destroy_entry(e); // an explicit unlink raises no event
     return PTL_OK;

@@ -175,7 +175,9 @@ void Engine::destroy_ni(NI *ni) {
     // Caller holds the engine lock. Everything allocated on the NI goes with it.
     for (PT &pt : ni->pts) {
         for (auto &l : pt.lists)
-            for (Entry *e : l) {
+            for (auto it = l.begin(); it != l.end();) {
+                Entry *e = *it;
+                ++it; // before the entry goes: the list runs through it
                 entries_.remove(e->handle);
                 delete e;
             }
