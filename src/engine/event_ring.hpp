@@ -13,7 +13,7 @@
 //
 // The queue holds `limit` events (PtlEQAlloc's count, plus the reserved slots below) but its
 // storage starts small and grows with the events actually pending (grow: the producer copies the
-// pending events into a storage twice as large, up to the limit, and publishes it), so that a
+// pending events into a storage twice as large and publishes it), so that a
 // queue asked for a million events costs what its busiest moment needed (rounded up to a power of
 // two, so that a slot is found with a mask, not a division, on every push and take): GASNet sizes its
 // active-message queues for every event its credits allow, which with many peers is hundreds of
@@ -111,7 +111,9 @@ public:
             // Acquire loads: a word of a later overwrite brings its odd stamp along, so the check
             // after the copy sees it (no fences: ThreadSanitizer does not model them).
             // Copied straight into *ev, word by word (through a buffer, then a memcpy, it cost
-            // twice the instructions); a torn copy is overwritten by the retry.
+            // twice the instructions). A copy that another consumer or the producer spoiled is
+            // overwritten by the retry, or left if the queue turns out empty (the spec defines
+            // the event only on success).
             auto *to = reinterpret_cast<std::byte *>(ev);
 #pragma GCC unroll 16
             for (size_t i = 0; i < kWords; ++i) {
