@@ -13,9 +13,8 @@ namespace portico {
 // get the default action if it was SIG_DFL: the application sees what it would without Portico.
 void install_fault_guard();
 
-// memcpy(dst, src, n); returns false (and leaves dst partly written) if either range faults.
-bool guarded_copy(void *dst, const void *src, size_t n);
-
+// guarded_copy(dst, src, n): memcpy(dst, src, n); returns false (and leaves dst partly written)
+// if either range faults.
 #if defined(__x86_64__) && defined(__linux__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 // Small copies, nearly every message's payload, are guarded by where they fault instead of by a
 // sigsetjmp each (about 50 instructions, as much as the rest of an 8-byte copy's path):
@@ -32,6 +31,8 @@ bool guarded_copy_large(void *dst, const void *src, size_t n);
 inline bool guarded_copy(void *dst, const void *src, size_t n) {
     return n <= kSmallCopyMax ? portico_small_copy(dst, src, n) : guarded_copy_large(dst, src, n);
 }
+#else
+bool guarded_copy(void *dst, const void *src, size_t n);
 #endif
 
 // True if every byte of [p, p+n) can be read (touches one byte per page). For senders that hand

@@ -62,7 +62,7 @@ void Engine::push_event(EQ *eq, const ptl_event_t &ev) {
 }
 
 namespace {
-int take_event(EQ *eq, ptl_event_t *ev) {
+[[gnu::noinline]] int take_from_ring(EQ *eq, ptl_event_t *ev) {
     const EventRing::Take took = eq->events.take(ev);
     if (took == EventRing::Take::Empty) return PTL_EQ_EMPTY;
     if (trace::enabled())
@@ -70,6 +70,9 @@ int take_event(EQ *eq, ptl_event_t *ev) {
                     ev->user_ptr, took == EventRing::Take::Dropped ? " after dropped events" : "");
     return took == EventRing::Take::Dropped ? PTL_EQ_DROPPED : PTL_OK;
 }
+// Most queues a poll looks at are empty (GASNet's steps look at three, PtlEQGet spins): that is
+// two loads here, not a call.
+inline int take_event(EQ *eq, ptl_event_t *ev) { return eq->events.empty() ? PTL_EQ_EMPTY : take_from_ring(eq, ev); }
 } // namespace
 
 int Engine::eq_get(ptl_handle_eq_t h, ptl_event_t *ev) {
@@ -99,9 +102,7 @@ int Engine::eq_poll(const ptl_handle_eq_t *hs, unsigned n, ptl_time_t timeout, p
     int result = PTL_EQ_EMPTY;
     auto ready = [&] {
         for (unsigned i = 0; i < n; ++i) {
-            // The first EQ of the array that has an event wins. Most of those a poll looks at are
-            // empty (GASNet's steps look at three): that is two loads, not a call.
-            if (eqs[i]->events.empty()) continue;
+            // The first EQ of the array that has an event wins.
             int rc = take_event(eqs[i], ev);
             if (rc != PTL_EQ_EMPTY) {
                 result = rc;
