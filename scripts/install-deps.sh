@@ -2,6 +2,8 @@
 # Installs the Debian packages that building and testing Portico need (only those missing).
 set -euo pipefail
 packages=(cmake g++ make pkg-config libgtest-dev libgmock-dev googletest
+          # ninja: scripts/test.sh builds with it (keeps both cores busy, no per-target make overhead)
+          ninja-build
           # mpich: its mpiexec (hydra) launches Portico jobs too; a test checks that compatibility
           mpich libmpich-dev
           # PMIx: libpmix-dev builds the PMIx bootstrap client; openmpi-bin's mpirun (Open MPI 4.1,

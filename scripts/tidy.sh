@@ -3,15 +3,22 @@
 # are clean, with every finding an error: CI runs this after the format check. It configures its
 # own build directory (build-tidy, configure only: nothing is compiled) for compile_commands.json.
 #
-#   scripts/tidy.sh            the checks of .clang-tidy (2-4 minutes on 2 cores)
+#   scripts/tidy.sh            the checks of .clang-tidy over what Portico ships and runs: the
+#                              libraries, tools, benchmarks and the tests' shared support (about 4
+#                              minutes on 2 cores)
+#   scripts/tidy.sh --all      also the test programs (tests/): about 10 minutes. Not part of CI,
+#                              which must stay within 40 minutes: the test programs are built
+#                              with -Wall -Wextra -Werror and run under ASan, UBSan and TSan, which
+#                              catch what bugprone-* would in them. Run it when changing tests.
 #   scripts/tidy.sh --deep     also the static analyzer (clang-analyzer-*): about 5 times slower,
 #                              so not part of CI; run it by hand on larger changes
 #   scripts/tidy.sh FILE...    only these files (paths relative to the repository root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The parts checked (and HeaderFilterRegex in .clang-tidy): all of src/, tools, bench, tests.
-dirs=(src/engine src/transport src/capi src/gasnet src/upc src/psm2 src/pmi src/bootstrap src/common src/clientkit tools bench tests)
+# The parts checked (HeaderFilterRegex in .clang-tidy covers all of them): all of src/, tools,
+# bench, tests/support; with --all, all of tests.
+dirs=(src/engine src/transport src/capi src/gasnet src/upc src/psm2 src/pmi src/bootstrap src/common src/clientkit tools bench tests/support)
 # Left out, with the reason:
 #   tests/conformance, tests/completion: their helpers take a std::source_location, which clang 14
 #   cannot compile against libstdc++ 12 (no __builtin_source_location): add them with clang-tidy 15.
@@ -20,10 +27,16 @@ skip_re='^(tests/conformance|tests/completion)/'
 tidy=$(command -v clang-tidy-14 || command -v clang-tidy || true)
 [ -n "$tidy" ] || { echo "tidy.sh: clang-tidy not found (scripts/install-deps.sh installs it)" >&2; exit 1; }
 checks=()
-if [ "${1:-}" = "--deep" ]; then
+case "${1:-}" in
+--deep)
     checks=(--checks=clang-analyzer-*)
     shift
-fi
+    ;;
+--all)
+    dirs+=(tests)
+    shift
+    ;;
+esac
 
 build=build-tidy
 # Without link-time optimization: clang-tidy reads the compile commands, and GCC's LTO flags are not clang's.

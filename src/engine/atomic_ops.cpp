@@ -124,9 +124,9 @@ int Engine::atomic_locked(MD *get_md, ptl_size_t local_get_offset, MD *md, ptl_s
     gather(region_of(*md), local_offset, length, iov_scratch_);
     const size_t total = length + (operand ? item : 0);
     // Always copied if it has to wait: the operand is the caller's and atomics are small.
-    const auto st = ni->ep->transport->send(peer, portals_frame(h),
-                                            {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total}, cookie,
-                                            true, bundled, hold);
+    const auto st =
+        send_message(*ni->ep->transport, peer, h, {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), total},
+                     {.token = cookie, .copy_payload = true, .defer_wakeup = bundled, .hold = hold});
     switch (st) {
     case transport::SendStatus::Held: ni->ep->poll_soon(); [[fallthrough]];
     case transport::SendStatus::Sent: complete_send(cookie, PTL_NI_OK); break;

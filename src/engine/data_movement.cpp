@@ -243,7 +243,8 @@ wire::Header Engine::put_header(const MD *md, ptl_size_t length, ptl_ack_req_t a
 
 void Engine::send_untracked(NI *ni, transport::PeerId peer, const wire::Header &h, const transport::Gather &payload,
                             bool bundled) {
-    const auto st = ni->ep->transport->send(peer, portals_frame(h), payload, 0, true, bundled, ni->ep->request_hold());
+    const auto st = send_message(*ni->ep->transport, peer, h, payload,
+                                 {.copy_payload = true, .defer_wakeup = bundled, .hold = ni->ep->request_hold()});
     if (st == transport::SendStatus::Held) ni->ep->poll_soon();
     if (st == transport::SendStatus::SourceFault || st == transport::SendStatus::Unreachable)
         log_debug("put to %08x/%u: %s", peer.nid, peer.pid,
@@ -309,7 +310,9 @@ int Engine::put_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_a
         gather(region_of(*md), local_offset, length, iov_scratch_);
         payload = {iov_scratch_.data(), static_cast<int>(iov_scratch_.size()), length};
     }
-    const auto st = tr.send(peer, portals_frame(h), payload, cookie, copy || payload.iov == &ref_iov, bundled, hold);
+    const auto st = send_message(
+        tr, peer, h, payload,
+        {.token = cookie, .copy_payload = copy || payload.iov == &ref_iov, .defer_wakeup = bundled, .hold = hold});
     switch (st) {
     case transport::SendStatus::Held: ni->ep->poll_soon(); [[fallthrough]];
     case transport::SendStatus::Sent:
@@ -365,8 +368,9 @@ int Engine::get_locked(MD *md, ptl_size_t local_offset, ptl_size_t length, ptl_p
         h.flags |= wire::kFlagSegment;
         payload = {&ref_iov, 1, sizeof ref};
     }
-    const auto st =
-        ni->ep->transport->send(peer, portals_frame(h), payload, cookie, how == SingleCopy::Segment, bundled, hold);
+    const auto st = send_message(
+        *ni->ep->transport, peer, h, payload,
+        {.token = cookie, .copy_payload = how == SingleCopy::Segment, .defer_wakeup = bundled, .hold = hold});
     if (st == transport::SendStatus::Held) ni->ep->poll_soon();
     if (st == transport::SendStatus::Unreachable) complete_reply(cookie, nullptr, PTL_NI_UNDELIVERABLE);
     return PTL_OK;
@@ -551,13 +555,14 @@ ptl_ni_fail_t Engine::send_response(Endpoint &ep, const wire::Header &req, wire:
     // leaves at once, the rest of the batch waits for the poll that follows).
     const transport::Hold hold =
         may_hold ? transport::Hold::Ack : (kind == wire::Kind::Reply ? transport::Hold::Burst : transport::Hold::No);
-    auto st = ep.transport->send({req.src_nid, req.src_pid}, portals_frame(h), payload, 0, true, false, hold);
+    const transport::PeerId initiator{req.src_nid, req.src_pid};
+    auto st = send_message(*ep.transport, initiator, h, payload, {.copy_payload = true, .hold = hold});
     if (st == transport::SendStatus::Held) ep.poll_soon();
     if (st == transport::SendStatus::SourceFault) {
         // The entry's memory could not be read: the reply says so instead of carrying data.
         h.ni_fail = PTL_NI_SEGV;
         h.length = 0;
-        ep.transport->send({req.src_nid, req.src_pid}, portals_frame(h), {}, 0, false);
+        send_message(*ep.transport, initiator, h, {}, {});
         return PTL_NI_SEGV;
     }
     return fail;

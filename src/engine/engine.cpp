@@ -81,9 +81,11 @@ ptl_ni_limits_t default_limits() {
     return l;
 }
 
-Engine &Engine::instance() {
+Engine &Engine::make_instance() {
     // Never destroyed: an application may call Portals from atexit handlers or other threads.
+    // The first callers of several threads meet here: the static's guard makes exactly one.
     static Engine *e = new Engine;
+    instance_.store(e, std::memory_order_release);
     return *e;
 }
 

@@ -261,15 +261,23 @@ struct Landing {
     bool spent = false; // the entry unlinks once this request is done with it
 };
 
-// Portals' header, encoded, as the protocol header of a message's first frame
-// (transport/transport.hpp).
-inline transport::FrameHeader portals_frame(const wire::Header &h) {
+// How a message is handed to the transport (Transport::send's arguments, named).
+struct SendOptions {
+    uint64_t token = 0;        // names the message in on_send_complete, should it have to wait
+    bool copy_payload = false; // a message that waits keeps a copy, not the caller's memory
+    bool defer_wakeup = false; // inside a bundle: a sleeping peer's wakeup waits for flush_wakeups()
+    transport::Hold hold = transport::Hold::No;
+};
+
+// Sends a Portals message: header h, encoded as the protocol header of its first frame, and its payload.
+inline transport::SendStatus send_message(transport::Transport &tr, transport::PeerId to, const wire::Header &h,
+                                          const transport::Gather &payload, SendOptions o) {
     static_assert(wire::kMaxEncodedBytes <= transport::kProtocolHeaderBytes);
     transport::FrameHeader f; // only the encoded bytes of the protocol part are ever read
     f.t = transport::TransportHeader{};
     f.t.protocol = transport::Protocol::Portals;
     f.t.protocol_bytes = static_cast<uint8_t>(wire::encode(h, f.protocol));
-    return f;
+    return tr.send(to, f, payload, o.token, o.copy_payload, o.defer_wakeup, o.hold);
 }
 
 struct RxState {
@@ -396,7 +404,11 @@ struct Endpoint {
 
 class Engine {
 public:
-    static Engine &instance();
+    // The process's engine, made on first use. Inline: every Portals call asks for it, twice.
+    static Engine &instance() {
+        Engine *e = instance_.load(std::memory_order_acquire);
+        return e ? *e : make_instance();
+    }
 
     // ---- library (engine.cpp)
     int init();
@@ -550,11 +562,12 @@ private:
     // Without the engine lock: the live object h names, its users count raised so that a
     // concurrent free keeps it (the caller lowers it), or nullptr.
     template <class T> static T *pin(const HandleTable<T> &table, ObjType type, ptl_handle_any_t h) {
-        T *o = table.lookup(type, h);
+        const auto *slot = table.slot_of(type, h);
+        T *o = slot ? slot->object(h) : nullptr;
         if (!o) return nullptr;
         o->users.fetch_add(1, std::memory_order_seq_cst);
         // Pairs with the freer's removal from the table before its look at users (Dekker).
-        if (table.lookup(type, h) == o) return o;
+        if (slot->object(h) == o) return o;
         o->users.fetch_sub(1, std::memory_order_seq_cst);
         return nullptr;
     }
@@ -727,6 +740,8 @@ private:
     };
     // PORTICO_FAST_PATH, read at the first init; off: every message takes the generic path.
     bool fast_path_ = true;
+    static Engine &make_instance();
+    static constinit inline std::atomic<Engine *> instance_{nullptr};
     std::atomic<int> init_count_{0};
     bool finalized_ = false;
     std::atomic<bool> aborted_{false};

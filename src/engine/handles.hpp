@@ -54,16 +54,24 @@ public:
         s.obj.store(obj, std::memory_order_release);
         return make_handle(type, s.gen.load(std::memory_order_relaxed), slot);
     }
+    struct Slot;
     // Engine lock held, or not (then the answer may be stale the next moment).
     T *lookup(ObjType type, ptl_handle_any_t h) const {
+        const Slot *s = slot_of(type, h);
+        return s ? s->object(h) : nullptr;
+    }
+    // The slot h names (nullptr: none): a caller that looks twice (Engine::pin) finds it once.
+    const Slot *slot_of(ObjType type, ptl_handle_any_t h) const {
         if (handle_type(h) != type) return nullptr;
         const uint32_t slot = handle_slot(h);
+        // Nearly every object lives in the first chunk: no chunk arithmetic for it.
+        if (slot < kFirstSlots) {
+            const Slot *first = chunks_[0].load(std::memory_order_acquire);
+            return first ? first + slot : nullptr;
+        }
         const unsigned k = chunk_of(slot);
         const Slot *chunk = chunks_[k].load(std::memory_order_acquire);
-        if (!chunk) return nullptr;
-        const Slot &s = chunk[slot - chunk_base(k)];
-        T *obj = s.obj.load(std::memory_order_seq_cst);
-        return s.gen.load(std::memory_order_seq_cst) == handle_gen(h) ? obj : nullptr;
+        return chunk ? chunk + (slot - chunk_base(k)) : nullptr;
     }
     // Engine lock held.
     void remove(ptl_handle_any_t h) {
@@ -84,13 +92,20 @@ public:
             if (T *o = at(i).obj.load(std::memory_order_relaxed)) f(o);
     }
 
-private:
-    static constexpr unsigned kFirstBits = 10; // chunk 0: 1024 slots
-    static constexpr unsigned kChunks = 23;    // 1024 * (2^23 - 1) slots > 2^32
     struct Slot {
         std::atomic<uint32_t> gen{1};
         std::atomic<T *> obj{nullptr};
+        // The object, if the slot still holds the one h was made for.
+        T *object(ptl_handle_any_t h) const {
+            T *o = obj.load(std::memory_order_seq_cst);
+            return gen.load(std::memory_order_seq_cst) == handle_gen(h) ? o : nullptr;
+        }
     };
+
+private:
+    static constexpr unsigned kFirstBits = 10; // chunk 0: 1024 slots
+    static constexpr uint32_t kFirstSlots = uint32_t{1} << kFirstBits;
+    static constexpr unsigned kChunks = 23; // 1024 * (2^23 - 1) slots > 2^32
     static unsigned chunk_of(uint32_t slot) {
         return static_cast<unsigned>(std::bit_width((uint64_t{slot} >> kFirstBits) + 1)) - 1;
     }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "clientkit.hpp"
+#include "common/futex_mutex.hpp"
 
 #define GASNETP_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -173,7 +174,8 @@ struct Zone {
     ptl_pt_index_t pt = 0;
     ptl_handle_eq_t eq = PTL_INVALID_HANDLE;
     uint64_t buf_len = 0;
-    std::mutex mu;
+    // Taken for every message that lands (handle_am_event): a futex word, inline, not a std::mutex.
+    portico::FutexMutex mu;
     std::vector<Buffer *> bufs;
     // slack = E + S - R (docs/GASNET.md, "Flow control"): E the guaranteed capacity of the linked
     // buffers, S the credit charges of the messages seen, R the credits returned. Credits are

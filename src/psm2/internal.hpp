@@ -34,6 +34,8 @@
 
 #include <sched.h>
 
+#include "common/futex_mutex.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -131,8 +133,10 @@ struct psm2_mq_req {
     psm2_ep *ep = nullptr;
     bool complete = false;
     bool in_completions = false; // on Ep::completed (ipeek's order)
-    bool user_released = false;  // test/wait/req_free handed it back
-    int engine_refs = 0;         // Portals events still to come that name it
+    psm2_mq_req *done_prev = nullptr;
+    psm2_mq_req *done_next = nullptr;
+    bool user_released = false; // test/wait/req_free handed it back
+    int engine_refs = 0;        // Portals events still to come that name it
     // Receive state.
     ptl_handle_me_t me = PTL_INVALID_HANDLE;
     bool matched = false;
@@ -215,6 +219,35 @@ private:
     std::vector<Req *> spare_;
 };
 
+// The requests completed and not yet handed back, in completion order (psm2_mq_ipeek's), linked
+// through the requests themselves: a wait takes its own out of the middle without a search.
+class Completions {
+public:
+    bool empty() const { return !head_; }
+    Req *front() const { return head_; }
+    void push_back(Req *r) {
+        r->in_completions = true;
+        r->done_prev = tail_;
+        r->done_next = nullptr;
+        (tail_ ? tail_->done_next : head_) = r;
+        tail_ = r;
+    }
+    void remove(Req *r) {
+        if (!r->in_completions) return;
+        r->in_completions = false;
+        (r->done_prev ? r->done_prev->done_next : head_) = r->done_next;
+        (r->done_next ? r->done_next->done_prev : tail_) = r->done_prev;
+    }
+    void pop_front() { remove(head_); }
+    void clear() {
+        while (head_) pop_front();
+    }
+
+private:
+    Req *head_ = nullptr;
+    Req *tail_ = nullptr;
+};
+
 // An overflow-list buffer for unexpected messages. An MQ slab is relinked once it has unlinked
 // itself, the engine said that no unexpected header points into it (AUTO_FREE) and no improbe'd
 // message waits in it: it raises no event per arrival, so a flood cannot overflow the queue.
@@ -283,19 +316,32 @@ struct RetainRing {
 // that kept it while it waited would stop every other thread of the process, and with it the peer
 // whose message it waits for when that peer waits for one of those threads (GASNet's psm-conduit
 // in PAR mode, MPI_THREAD_MULTIPLE).
+//
+// Every PSM2 call takes it, a message four times: it is a futex word (common/futex_mutex.hpp: one
+// locked instruction to take and one to leave, inline) with the holder's identity beside it for
+// the recursion, not a std::recursive_mutex (three calls into libc and about 110 instructions per
+// lock and unlock).
 class EpLock {
 public:
     void lock() {
+        const uintptr_t me = self();
+        // Only this thread ever stores its own identity here, so a relaxed look is exact for it.
+        if (holder_.load(std::memory_order_relaxed) == me) {
+            ++depth_;
+            return;
+        }
         if (!mutex_.try_lock()) {
             waiting_.fetch_add(1, std::memory_order_acq_rel);
             mutex_.lock();
             waiting_.fetch_sub(1, std::memory_order_acq_rel);
             handovers_.fetch_add(1, std::memory_order_acq_rel);
         }
-        ++depth_;
+        holder_.store(me, std::memory_order_relaxed);
+        depth_ = 1;
     }
     void unlock() {
-        --depth_;
+        if (--depth_ > 0) return;
+        holder_.store(0, std::memory_order_relaxed);
         mutex_.unlock();
     }
     // Called by the holder while it blocks: when other threads wait for the lock and the holder
@@ -310,8 +356,14 @@ public:
     }
 
 private:
-    std::recursive_mutex mutex_;
-    int depth_ = 0; // the holder's nesting (written by the holder only)
+    // A thread's identity: the address of a thread-local of its own (initial-exec: no call).
+    static uintptr_t self() {
+        static constinit __attribute__((tls_model("initial-exec"))) thread_local char tag = 0;
+        return reinterpret_cast<uintptr_t>(&tag);
+    }
+    FutexMutex mutex_;
+    std::atomic<uintptr_t> holder_{0}; // self() of the thread that holds it, or 0
+    int depth_ = 0;                    // the holder's nesting (written by the holder only)
     std::atomic<int> waiting_{0};
     std::atomic<uint64_t> handovers_{0}; // times a waiting thread got it
 };
@@ -351,9 +403,9 @@ struct psm2_ep {
     psm2_mq_stats_t stats{};
     uint64_t next_send_id = 1;
     std::map<psm2_epid_t, std::unique_ptr<psm2_epaddr>> peers;
-    std::deque<psm2_mq_req *> completed; // completion order, for ipeek
-    std::deque<psm2_mq_req *> fetches;   // receives waiting to ask a network peer for a piece
-    int net_gets = 0;                    // pieces under way over the network
+    portico::psm2::Completions completed; // completion order, for ipeek
+    std::deque<psm2_mq_req *> fetches;    // receives waiting to ask a network peer for a piece
+    int net_gets = 0;                     // pieces under way over the network
     portico::psm2::Requests requests;
     // Control: connect's identity reads and active messages, on their own queue and MD.
     ptl_handle_eq_t ctl_eq = PTL_INVALID_HANDLE;

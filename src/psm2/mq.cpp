@@ -35,10 +35,7 @@ uint64_t low64(const Tag96 &t) { return t.w[0] | uint64_t{t.w[1]} << 32; }
 
 void queue_completion(Ep &ep, Req *r) {
     r->complete = true;
-    if (!r->user_released) {
-        r->in_completions = true;
-        ep.completed.push_back(r);
-    }
+    if (!r->user_released) ep.completed.push_back(r);
 }
 
 void maybe_free(Ep &ep, Req *r) {
@@ -464,17 +461,10 @@ void unprobe(Ep &ep, Req *r) {
     r->stash = nullptr;
 }
 
-void drop_from_completions(Ep &ep, Req *r) {
-    if (!r->in_completions) return;
-    r->in_completions = false;
-    auto it = std::find(ep.completed.begin(), ep.completed.end(), r);
-    if (it != ep.completed.end()) ep.completed.erase(it);
-}
-
 // Hands a finished request back: it is freed now, or when the last event naming it comes.
 void release(Ep &ep, Req *r) {
     if (r->kind == Req::Kind::Probed) unprobe(ep, r); // improbe'd, never received
-    drop_from_completions(ep, r);
+    ep.completed.remove(r);
     r->user_released = true;
     maybe_free(ep, r);
 }
@@ -830,7 +820,6 @@ PSM2_API psm2_error_t psm2_mq_ipeek_dequeue(psm2_mq_t mq, psm2_mq_req_t *req) {
     if (err != PSM2_OK) return err;
     Ep &ep = *mq->ep;
     ep.completed.pop_front();
-    (*req)->in_completions = false;
     return PSM2_OK;
 }
 
@@ -850,7 +839,6 @@ PSM2_API psm2_error_t psm2_mq_ipeek_dequeue_multi(psm2_mq_t mq, void *status_arr
             return PSM2_INTERNAL_ERR;
         }
         ep.completed.pop_front();
-        r->in_completions = false;
         release(ep, r);
         if (rc == 0) continue; // skipped: freed, not stored
         ++stored;
@@ -903,7 +891,7 @@ void portico::psm2::drop_requests(Ep &ep) {
         if (r->me != PTL_INVALID_HANDLE) PtlMEUnlink(r->me);
         if (r->rndv_me != PTL_INVALID_HANDLE) PtlMEUnlink(r->rndv_me);
     });
+    ep.completed.clear(); // before the requests it links go
     ep.requests.clear();
-    ep.completed.clear();
     ep.fetches.clear();
 }
