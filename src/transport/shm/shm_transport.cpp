@@ -76,6 +76,16 @@ bool gather_copy(std::byte *dst, const iovec *iov, int iovcnt, size_t off, size_
     return ok;
 }
 
+// The whole of a gather list, for a message that fits one frame: gather_copy without the search
+// for a starting piece, inlined into the send.
+[[gnu::always_inline]] inline bool copy_pieces(std::byte *dst, const Gather &payload) {
+    for (int i = 0; i < payload.iovcnt; ++i) {
+        if (!guarded_copy(dst, payload.iov[i].iov_base, payload.iov[i].iov_len)) return false;
+        dst += payload.iov[i].iov_len;
+    }
+    return true;
+}
+
 } // namespace
 
 // The state of one message being pushed, frame by frame.
@@ -549,8 +559,7 @@ SendStatus ShmTransport::send(PeerId to, const FrameHeader &h, const Gather &pay
         const size_t header_bytes = wire_header_bytes(h);
         if (std::byte *p = l->tx.reserve(header_bytes + payload.length)) {
             // A reservation not committed publishes nothing.
-            if (!gather_copy(p + header_bytes, payload.iov, payload.iovcnt, 0, payload.length))
-                return SendStatus::SourceFault;
+            if (!copy_pieces(p + header_bytes, payload)) return SendStatus::SourceFault;
             write_frame_header(p, h, payload.length, 0, static_cast<uint32_t>(payload.length));
             l->tx.commit();
             published(*l, defer_wakeup);
