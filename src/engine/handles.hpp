@@ -62,16 +62,7 @@ public:
     }
     // The slot h names (nullptr: none): a caller that looks twice (Engine::pin) finds it once.
     const Slot *slot_of(ObjType type, ptl_handle_any_t h) const {
-        if (handle_type(h) != type) return nullptr;
-        const uint32_t slot = handle_slot(h);
-        // Nearly every object lives in the first chunk: no chunk arithmetic for it.
-        if (slot < kFirstSlots) {
-            const Slot *first = chunks_[0].load(std::memory_order_acquire);
-            return first ? first + slot : nullptr;
-        }
-        const unsigned k = chunk_of(slot);
-        const Slot *chunk = chunks_[k].load(std::memory_order_acquire);
-        return chunk ? chunk + (slot - chunk_base(k)) : nullptr;
+        return handle_type(h) == type ? slot_at(handle_slot(h)) : nullptr;
     }
     // Engine lock held.
     void remove(ptl_handle_any_t h) {
@@ -111,10 +102,18 @@ private:
     }
     static uint64_t chunk_base(unsigned k) { return ((uint64_t{1} << k) - 1) << kFirstBits; }
     static uint64_t chunk_size(unsigned k) { return uint64_t{1} << (k + kFirstBits); }
-    Slot &at(uint32_t slot) const {
+    // The slot, or nullptr when its chunk was never made.
+    Slot *slot_at(uint32_t slot) const {
+        // Nearly every object lives in the first chunk: no chunk arithmetic for it.
+        if (slot < kFirstSlots) {
+            Slot *first = chunks_[0].load(std::memory_order_acquire);
+            return first ? first + slot : nullptr;
+        }
         const unsigned k = chunk_of(slot);
-        return chunks_[k].load(std::memory_order_relaxed)[slot - chunk_base(k)];
+        Slot *chunk = chunks_[k].load(std::memory_order_acquire);
+        return chunk ? chunk + (slot - chunk_base(k)) : nullptr;
     }
+    Slot &at(uint32_t slot) const { return *slot_at(slot); } // a slot below size_
 
     std::atomic<Slot *> chunks_[kChunks] = {};
     uint32_t size_ = 0;
