@@ -28,6 +28,19 @@ extern "C" {
  * setting is kept and the call returns PTL_IGNORED. Otherwise it returns PTL_OK. */
 int portico_set_wait_spin_us(unsigned us);
 
+/* The transports the NIs this process opens from now on use, as PORTICO_TRANSPORT names them:
+ * "auto", or a comma-separated list in order of preference ("tcp": every peer over TCP, this
+ * machine's too; `portico-info` lists the transports). A client that needs one (Portico's PSM2
+ * without its shm device) asks for it here instead of setting the variable, which would reach
+ * every other Portals client of the process and its children. Like a PORTICO_TRANSPORT that
+ * names transports, a transport chosen here that cannot open makes PtlNIInit fail.
+ *
+ * Callable before or after PtlInit, from any thread; it applies to the endpoints opened after the
+ * call (an NI whose process already has an endpoint for its pid shares it), until the next call.
+ * An explicit PORTICO_TRANSPORT (set and not empty) wins: PTL_IGNORED. PTL_ARG_INVALID: NULL,
+ * empty, or a name no transport has (the reason is logged). Otherwise PTL_OK. */
+int portico_set_transport(const char *transports);
+
 /* PtlEQPoll and PtlCTPoll for a thread that watches for a rare event (a client's exit watcher):
  * same arguments, results and wake-ups, but the thread never moves the network itself and goes
  * to sleep at once, without the polling phase of PORTICO_WAIT_SPIN_US, and its wait does not

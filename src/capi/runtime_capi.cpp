@@ -86,6 +86,9 @@ PORTICO_API void portico_runtime_exit(int code) { Job::exit_process(code); }
 
 // portico_ext.h
 PORTICO_API int portico_set_wait_spin_us(unsigned us) { return portico::engine::Tunables::set_wait_spin_us(us); }
+PORTICO_API int portico_set_transport(const char *transports) {
+    return portico::engine::Tunables::set_transport(transports);
+}
 
 static_assert(sizeof(portico_segment_t) == sizeof(portico::SharedSegmentId), "the segment id is plain data");
 

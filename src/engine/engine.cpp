@@ -12,6 +12,7 @@
 #include "common/log.hpp"
 #include "common/small_set.hpp"
 #include "engine/engine_settings.hpp"
+#include "transport/endpoint.hpp"
 
 namespace portico::engine {
 
@@ -51,6 +52,17 @@ int Tunables::set_wait_spin_us(uint64_t us) {
     if (settings::kWaitSpinUs.is_set()) return PTL_IGNORED;
     wait_spin_store().store(us_to_ns(us), std::memory_order_relaxed);
     return PTL_OK;
+}
+
+int Tunables::set_transport(const char *names) {
+    std::string error;
+    switch (transport::choose_transports(names ? names : "", &error)) {
+    case transport::Choice::taken: return PTL_OK;
+    case transport::Choice::environment_wins: return PTL_IGNORED;
+    case transport::Choice::invalid: break;
+    }
+    log_error("portico_set_transport: %s", error.c_str());
+    return PTL_ARG_INVALID;
 }
 
 namespace {

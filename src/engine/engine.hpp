@@ -809,6 +809,9 @@ struct Tunables {
     // portico_set_wait_spin_us (portico_ext.h) set last, else the default.
     static uint64_t wait_spin_ns();
     static int set_wait_spin_us(uint64_t us); // PTL_OK, or PTL_IGNORED when the environment sets it
+    // The transports an endpoint opened from now on selects (portico_set_transport): PTL_OK;
+    // PTL_IGNORED when PORTICO_TRANSPORT is set; PTL_ARG_INVALID for a name no transport has.
+    static int set_transport(const char *names);
 };
 
 ptl_ni_limits_t default_limits();

@@ -298,11 +298,10 @@ namespace {
 
 // ---- segments ----------------------------------------------------------------------------------------
 uint64_t local_processes() {
-    // The launcher tells how many ranks share this machine; otherwise count the nodes with our nid.
-    uint64_t n = env_u64("PORTICO_LOCAL_SIZE", 0);
-    if (!n) n = env_u64("MPI_LOCALNRANKS", 0);
-    if (!n && !g->hosts.empty()) n = uint64_t(std::count(g->hosts.begin(), g->hosts.end(), g->hosts[g->mynode]));
-    return n ? n : 1;
+    // The nodes on our nid, from exchange_hosts_and_environment (every launcher's count agrees with
+    // it, and a job started without one is a node alone).
+    if (g->hosts.empty()) return 1;
+    return uint64_t(std::count(g->hosts.begin(), g->hosts.end(), g->hosts[g->mynode]));
 }
 
 // GASNET_MAX_SEGSIZE: "<size>[K|M|G|T][B]" or a fraction of physical memory ("0.5"), optionally
@@ -377,8 +376,7 @@ int choose_wait_mode() {
         mode = GASNET_WAIT_BLOCK;
     else if (m && *m && strcasecmp(m, "SPINBLOCK") != 0)
         report("GASNET_WAIT_MODE='%s' ignored (SPIN, BLOCK or SPINBLOCK)", m);
-    uint64_t local = env_u64("PORTICO_LOCAL_SIZE", 0);
-    if (!local) local = env_u64("MPI_LOCALNRANKS", 1);
+    const uint64_t local = local_processes();
     const unsigned us = mode == GASNET_WAIT_SPIN                                                  ? 1000
                         : mode == GASNET_WAIT_SPINBLOCK && local <= uint64_t(gasnett_cpu_count()) ? 200
                                                                                                   : 0;
@@ -549,7 +547,6 @@ int do_init(int threadmode, int segmode) {
     g->thread_mode = threadmode;
     g->seg_mode = segmode;
     g->init_thread = pthread_self();
-    g->wait_mode = choose_wait_mode();
     if (PtlInit() != PTL_OK) return GASNET_ERR_RESOURCE;
     if (const int rc = open_ni(); rc != GASNET_OK) return rc;
     g->vol_max = g->limits.max_volatile_size;
@@ -558,6 +555,8 @@ int do_init(int threadmode, int segmode) {
     post_init_entries();
     g->inited = true; // from here on fatal() names the node and waits can complete operations
     exchange_hosts_and_environment();
+    // Once the processes on this machine are counted (waits before it keep the engine's spin).
+    g->wait_mode = choose_wait_mode();
     exchange_segment_limits();
     start_exit_watcher();
     return GASNET_OK;

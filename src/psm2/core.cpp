@@ -443,8 +443,9 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
     if (!(devices & (kDeviceShm | kDeviceHfi)))
         return report(nullptr, PSM2_PARAM_ERR, "psm2_ep_open: PSM2_DEVICES names neither shm nor hfi");
     // Without shm every peer goes through the network transport, this machine's too (as
-    // upstream's adapter loopback): asked of the engine before it starts, unless the user chose.
-    if (!(devices & kDeviceShm) && l.ni == PTL_INVALID_HANDLE) setenv("PORTICO_TRANSPORT", "tcp", 0);
+    // upstream's adapter loopback): asked of the engine before it starts, unless the user chose
+    // (PORTICO_TRANSPORT wins: PTL_IGNORED).
+    if (!(devices & kDeviceShm) && l.ni == PTL_INVALID_HANDLE) portico_set_transport("tcp");
     if (const psm2_error_t err = open_ni(unique_job_key); err != PSM2_OK)
         return report(nullptr, err, "psm2_ep_open: the Portico engine did not start");
     auto *e = new Ep;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <mutex>
 #include <stdexcept>
 #include <sys/epoll.h>
 #include <system_error>
@@ -161,10 +162,42 @@ std::unique_ptr<Transport> try_pid(const EndpointRequest &req, std::vector<const
 
 } // namespace
 
+namespace {
+struct ClientChoice {
+    std::mutex mutex;
+    std::string selection;
+};
+ClientChoice &client_choice() {
+    static ClientChoice c;
+    return c;
+}
+std::string chosen_by_client() {
+    ClientChoice &c = client_choice();
+    std::lock_guard g(c.mutex);
+    return c.selection.empty() ? std::string("auto") : c.selection;
+}
+} // namespace
+
+Choice choose_transports(std::string_view selection, std::string *error) {
+    Selection unused;
+    if (selection.empty()) {
+        *error = "no transport named";
+        return Choice::invalid;
+    }
+    if (!select_transports(selection, &unused, error)) return Choice::invalid;
+    if (settings::kTransport.is_set()) return Choice::environment_wins;
+    ClientChoice &c = client_choice();
+    std::lock_guard g(c.mutex);
+    c.selection = selection;
+    return Choice::taken;
+}
+
 std::unique_ptr<Transport> open_endpoint(const EndpointRequest &req) {
     Selection selection;
     std::string error;
-    const std::string wanted = req.selection.empty() ? settings::kTransport.get() : req.selection;
+    const std::string wanted = !req.selection.empty()          ? req.selection
+                               : settings::kTransport.is_set() ? settings::kTransport.get()
+                                                               : chosen_by_client();
     if (!select_transports(wanted, &selection, &error)) throw std::invalid_argument(error);
     if (selection.transports.empty()) throw std::invalid_argument("no transport is registered");
     std::vector<const TransportInfo *> selected = selection.transports;

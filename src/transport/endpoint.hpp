@@ -14,7 +14,8 @@ namespace portico::transport {
 struct EndpointRequest {
     uint32_t nid = 0;
     uint32_t pid = UINT32_MAX; // UINT32_MAX: any free pid
-    // "auto", or a comma-separated list of transport names; empty: PORTICO_TRANSPORT's value.
+    // "auto", or a comma-separated list of transport names; empty: PORTICO_TRANSPORT's value, or
+    // else choose_transports's.
     std::string selection;
     std::function<std::string()> job_secret;    // see OpenRequest
     std::function<std::string()> shared_secret; // see OpenRequest
@@ -27,6 +28,13 @@ struct EndpointRequest {
 // Throws std::system_error (EADDRINUSE: the pid is taken) or std::invalid_argument (a selection
 // naming no registered transport).
 std::unique_ptr<Transport> open_endpoint(const EndpointRequest &request);
+
+// A client library's choice of transports (portico_set_transport), for the endpoints opened
+// after it whose request names none: PORTICO_TRANSPORT, when set, wins over it. Kept here, not
+// written to the environment, where it would reach every other client of the process and its
+// children.
+enum class Choice : uint8_t { taken, environment_wins, invalid };
+Choice choose_transports(std::string_view selection, std::string *error);
 
 // Where PTL_PID_ANY searches: below the TCP port range the kernel hands out to outgoing
 // connections (32768 and up by default), so that a listening port rarely collides with one.

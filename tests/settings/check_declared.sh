@@ -38,5 +38,16 @@ if [ -n "$bypass" ]; then
     status=1
 fi
 
+# A library that sets a PORTICO_* variable changes it for every other Portals client of the process
+# and for its children, and races their getenv: clients ask through portico_ext.h instead.
+leak=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' \
+           '(setenv|putenv)[[:space:]]*\([[:space:]]*"PORTICO_' src || true)
+if [ -n "$leak" ]; then
+    echo "PORTICO_* set in the environment by a library (use portico_ext.h: portico_set_transport," \
+         "portico_set_wait_spin_us, ...):" >&2
+    echo "$leak" >&2
+    status=1
+fi
+
 [ $status -eq 0 ] && echo "$(printf '%s\n' "$used" | wc -l) names used, all declared ($(printf '%s\n' "$declared" | wc -l) declared)"
 exit $status
