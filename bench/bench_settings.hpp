@@ -5,11 +5,11 @@
 
 namespace portico::settings {
 
-inline constexpr Choice kBenchTcpRecv{"PORTICO_BENCH_TCP_RECV", Layer::bench, "busy", "busy|block",
+inline constexpr Choice kBenchTcpRecv{"PORTICO_BENCH_TCP_RECV", "bench", "busy", "busy|block",
                                       "how portico-bench's raw TCP baselines receive: busy polling or "
                                       "blocking reads"};
 
-inline constexpr Boolean kBenchSegment{"PORTICO_BENCH_SEGMENT", Layer::bench, false,
+inline constexpr Boolean kBenchSegment{"PORTICO_BENCH_SEGMENT", "bench", false,
                                        "put_bw and get_bw keep their buffers in shared segments "
                                        "(portico_ext.h): on one machine the target copies through its "
                                        "mapping of the initiator's segment"};

@@ -5,8 +5,9 @@
 # a directory of symbolic links to the named parts of src/ (folders, or single headers such as
 # transport/transport.hpp), made at configure time. An #include "layer/x.hpp" of anything else
 # is then "No such file" at compile time, not a review comment. The table of who sees what is in
-# src/CMakeLists.txt (and src/gasnet, src/clientkit: clients see only include/, the public API, and
-# at most the header-only futex primitives of common/, as src/psm2 does for its lock).
+# src/CMakeLists.txt (and src/gasnet, src/upc, src/psm2, src/clientkit: clients see only include/,
+# the public API, the settings' declarations common/settings.hpp, and at most the header-only
+# futex primitives of common/, as src/psm2 does for its lock).
 #
 # Quoted includes are looked up next to the including file first; every layer includes by
 # "layer/file.hpp" from the root, so that finds nothing outside the file's own folder.

@@ -6,37 +6,37 @@
 
 namespace portico::settings {
 
-inline constexpr Text kJobId{"PORTICO_JOB_ID", Layer::bootstrap, nullptr,
+inline constexpr Text kJobId{"PORTICO_JOB_ID", "bootstrap", nullptr,
                              "set by portico-run: the job's id, 16 hex digits, new for every job"};
 inline constexpr Text kJobSecret{
-    "PORTICO_JOB_SECRET", Layer::bootstrap, nullptr,
+    "PORTICO_JOB_SECRET", "bootstrap", nullptr,
     "the job's secret, which TCP connections and shared-memory links prove (any string, the same in "
     "every process); set by portico-run; unset: the ranks agree on one through the PMI (a process "
     "without a launcher draws its own for TCP and has none for shared memory)"};
 inline constexpr Number kLocalRank{"PORTICO_LOCAL_RANK",
-                                   Layer::bootstrap,
+                                   "bootstrap",
                                    0,
                                    0,
                                    UINT64_MAX,
                                    "set by portico-run: this rank's index among the ranks of its host"};
 inline constexpr Number kLocalSize{"PORTICO_LOCAL_SIZE",
-                                   Layer::bootstrap,
+                                   "bootstrap",
                                    0,
                                    0,
                                    UINT64_MAX,
                                    "set by portico-run: the number of ranks on this host (0: unknown)"};
-inline constexpr Boolean kLauncherWatch{"PORTICO_LAUNCHER_WATCH", Layer::bootstrap, true,
+inline constexpr Boolean kLauncherWatch{"PORTICO_LAUNCHER_WATCH", "bootstrap", true,
                                         "end the process when the launcher's PMI connection (PMIx: the "
                                         "connection to the PMIx server) closes"};
 
 inline constexpr Choice kPeerWatch{
-    "PORTICO_PEER_WATCH", Layer::bootstrap, "auto", "auto|on|off",
+    "PORTICO_PEER_WATCH", "bootstrap", "auto", "auto|on|off",
     "the ranks of a machine watch each other and end the job when one ends without leaving it "
     "(bootstrap/peer_watch.hpp); auto: on under PMI-1 launchers, off under PMIx ones (they end the "
     "job themselves); portico-run, which watches its ranks itself, sets off for them"};
 
 inline constexpr Number kPmiTimeoutS{"PORTICO_PMI_TIMEOUT_S",
-                                     Layer::bootstrap,
+                                     "bootstrap",
                                      600,
                                      0,
                                      7 * 86400,

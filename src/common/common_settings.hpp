@@ -12,16 +12,16 @@ namespace portico::settings {
 std::string nid_problem(const char *text);
 std::string iface_problem(const char *text);
 
-inline constexpr Text kNid{"PORTICO_NID", Layer::common, nullptr,
+inline constexpr Text kNid{"PORTICO_NID", "common", nullptr,
                            "force this machine's nid: a dotted IPv4 address, or a number (0x for hex) below "
                            "2^32; unset: the IPv4 address of PORTICO_IFACE",
                            nid_problem};
-inline constexpr Text kIface{"PORTICO_IFACE", Layer::common, nullptr,
+inline constexpr Text kIface{"PORTICO_IFACE", "common", nullptr,
                              "network interface whose IPv4 address is the nid and where TCP (and portico-run's "
                              "PMI port) listens; unset: the first non-loopback interface with an IPv4 address, "
                              "else 127.0.0.1",
                              iface_problem};
-inline constexpr Boolean kDebug{"PORTICO_DEBUG", Layer::common, false, "debug messages on stderr"};
+inline constexpr Boolean kDebug{"PORTICO_DEBUG", "common", false, "debug messages on stderr"};
 
 inline constexpr const Setting *kCommonSettings[] = {&kNid, &kIface, &kDebug};
 

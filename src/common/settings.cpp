@@ -1,6 +1,8 @@
 #include "common/settings.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <strings.h>
@@ -8,21 +10,6 @@
 #include "common/log.hpp"
 
 namespace portico::settings {
-
-const char *layer_name(Layer layer) {
-    switch (layer) {
-    case Layer::common: return "common";
-    case Layer::bootstrap: return "bootstrap";
-    case Layer::transport: return "transport";
-    case Layer::transport_shm: return "transport.shm";
-    case Layer::transport_tcp: return "transport.tcp";
-    case Layer::engine: return "engine";
-    case Layer::launcher: return "launcher";
-    case Layer::gasnet: return "gasnet";
-    case Layer::bench: return "bench";
-    }
-    return "?";
-}
 
 const char *type_name(Type type) {
     switch (type) {
@@ -67,10 +54,16 @@ std::optional<uint64_t> parse_number(std::string_view text, std::string *why) {
         shift = 30;
         ++end;
         break;
+    case 't':
+    case 'T':
+        shift = 40;
+        ++end;
+        break;
     default: break;
     }
+    if (shift && (std::strcmp(end, "B") == 0 || std::strcmp(end, "iB") == 0)) end += std::strlen(end);
     if (*end != '\0') {
-        *why = "not a number (trailing '" + std::string(end) + "'; suffixes: K, M, G)";
+        *why = "not a number (trailing '" + std::string(end) + "'; suffixes: K, M, G, T, each optionally with B or iB)";
         return std::nullopt;
     }
     if (shift && x > (UINT64_MAX >> shift)) {
@@ -190,7 +183,9 @@ Resolved<std::string> Setting::resolve_string(const char *text) const {
     while (start <= words.size()) {
         size_t bar = words.find('|', start);
         if (bar == std::string_view::npos) bar = words.size();
-        if (words.substr(start, bar - start) == text) return {text, {}};
+        // Any case ("spin" for GASNet's SPIN), answered as declared.
+        const std::string word(words.substr(start, bar - start));
+        if (strcasecmp(word.c_str(), text) == 0) return {word, {}};
         start = bar + 1;
     }
     return {d, std::string(name) + "='" + text + "': expected one of " + choices};
@@ -216,6 +211,24 @@ void report(const Setting &s, const std::string &error) {
         if (!reported->insert(s.name).second) return;
     }
     log_error("%s", error.c_str());
+}
+
+namespace {
+std::vector<Table> &registry() {
+    static std::vector<Table> *all = new std::vector<Table>; // filled by static constructors
+    return *all;
+}
+} // namespace
+
+void register_table(Table table) {
+    if (!table.empty()) registry().push_back(table);
+}
+
+std::vector<Table> tables() {
+    std::vector<Table> all = registry();
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Table &a, const Table &b) { return std::strcmp(a[0]->layer, b[0]->layer) < 0; });
+    return all;
 }
 
 } // namespace portico::settings

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "internal.hpp"
+#include "gasnet_settings.hpp"
 #include "sizing.hpp"
 
 namespace gasnetp {
@@ -365,7 +366,7 @@ void credits_setup_ctrl() {
 }
 
 void am_setup() {
-    const uint64_t len = sizing::buffer_bytes(g->nodes, g->credit_bytes, env_u64("GASNET_AM_BUFFER_BYTES", 0));
+    const uint64_t len = sizing::buffer_bytes(g->nodes, g->credit_bytes, settings::kGasnetAmBufferBytes.get());
     for (Zone &z : g->zones) {
         z.buf_len = len;
         std::lock_guard lk(z.mu);

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "internal.hpp"
+#include "gasnet_settings.hpp"
 #include "sizing.hpp"
 
 namespace gasnetp {
@@ -92,10 +93,6 @@ void check_ptl(int rc, const char *what) {
 void append_me(ptl_pt_index_t pt, const ptl_me_t &me, const char *what, void *user_ptr) {
     ptl_handle_me_t h;
     check_ptl(PtlMEAppend(g->ni, pt, &me, PTL_PRIORITY_LIST, user_ptr, &h), what);
-}
-
-uint64_t env_u64(const char *name, uint64_t fallback) {
-    return static_cast<uint64_t>(gasnett_getenv_int_withdefault(name, static_cast<int64_t>(fallback), 1));
 }
 
 // ---- the bootstrap exchange ------------------------------------------------------------------------
@@ -312,22 +309,11 @@ uintptr_t compute_max_local() {
     const uint64_t procs = local_processes();
     const uint64_t page = GASNET_PAGESIZE;
     uint64_t v;
-    const char *s = getenv("GASNET_MAX_SEGSIZE");
-    if (s && *s) {
-        std::string str(s);
-        bool per_host = false;
-        const size_t slash = str.find('/');
-        if (slash != std::string::npos) {
-            const std::string rest = str.substr(slash + 1);
-            if (rest != "H" && rest != "h") fatal("GASNET_MAX_SEGSIZE='%s': expected SIZE or SIZE/H", s);
-            per_host = true;
-            str.resize(slash);
-        }
-        if (str.find('.') != std::string::npos && gasnett_parse_dbl(str.c_str()) <= 1.0)
-            v = uint64_t(gasnett_parse_dbl(str.c_str()) * double(phys));
-        else
-            v = uint64_t(gasnett_parse_int(str.c_str(), 1));
-        if (per_host) v /= procs;
+    settings::MaxSegsize max;
+    if (settings::parse_max_segsize(settings::kGasnetMaxSegsize.get().c_str(), &max).empty() &&
+        settings::kGasnetMaxSegsize.is_set()) {
+        v = max.fraction ? uint64_t(max.of_memory * double(phys)) : max.bytes;
+        if (max.per_host) v /= procs;
     } else {
         v = uint64_t(0.85 * double(phys)) / procs;
     }
@@ -368,14 +354,8 @@ ptl_handle_md_t bind_md(unsigned options, ptl_handle_eq_t eq, ptl_handle_ct_t ct
 // 1 ms, BLOCK keeps the default; an explicit PORTICO_WAIT_SPIN_US always wins (the engine
 // ignores the call then).
 int choose_wait_mode() {
-    const char *m = getenv("GASNET_WAIT_MODE");
-    int mode = GASNET_WAIT_SPINBLOCK;
-    if (m && !strcasecmp(m, "SPIN"))
-        mode = GASNET_WAIT_SPIN;
-    else if (m && !strcasecmp(m, "BLOCK"))
-        mode = GASNET_WAIT_BLOCK;
-    else if (m && *m && strcasecmp(m, "SPINBLOCK") != 0)
-        report("GASNET_WAIT_MODE='%s' ignored (SPIN, BLOCK or SPINBLOCK)", m);
+    const std::string m = settings::kGasnetWaitMode.get();
+    const int mode = m == "SPIN" ? GASNET_WAIT_SPIN : m == "BLOCK" ? GASNET_WAIT_BLOCK : GASNET_WAIT_SPINBLOCK;
     const uint64_t local = local_processes();
     const unsigned us = mode == GASNET_WAIT_SPIN                                                  ? 1000
                         : mode == GASNET_WAIT_SPINBLOCK && local <= uint64_t(gasnett_cpu_count()) ? 200
@@ -414,14 +394,14 @@ int open_ni() {
 // Event queues, portal table entries and MDs. The AM entries get their buffers at attach, when
 // the client's handlers are known; the indices are fixed because every node must use the same.
 void alloc_queues_and_entries() {
-    g->eq_ops_size = std::clamp<uint64_t>(env_u64("GASNET_OPS_EQ_SIZE", 16384), 64, 1u << 24);
+    g->eq_ops_size = settings::kGasnetOpsEqSize.get();
     check_ptl(PtlEQAlloc(g->ni, g->eq_ops_size, &g->eq_ops), "PtlEQAlloc");
     check_ptl(PtlEQAlloc(g->ni, uint64_t(g->nodes) + 16, &g->eq_exit), "PtlEQAlloc");
     // Credit per peer: the zone a class keeps (every message all senders may still send) stays
     // at GASNET_AM_ZONE_BYTES whatever the number of nodes, unless GASNET_AM_CREDIT_BYTES says
     // otherwise (sizing.hpp).
-    g->credit_bytes = uint32_t(sizing::credit_bytes(
-        g->nodes, env_u64("GASNET_AM_ZONE_BYTES", sizing::kDefaultZoneBytes), env_u64("GASNET_AM_CREDIT_BYTES", 0)));
+    g->credit_bytes = uint32_t(
+        sizing::credit_bytes(g->nodes, settings::kGasnetAmZoneBytes.get(), settings::kGasnetAmCreditBytes.get()));
     g->eager_max = uint32_t(sizing::eager_bytes(g->credit_bytes));
     // The queues are sized for every event the credits allow; the engine allocates only what is
     // pending at once.
@@ -550,7 +530,7 @@ int do_init(int threadmode, int segmode) {
     if (PtlInit() != PTL_OK) return GASNET_ERR_RESOURCE;
     if (const int rc = open_ni(); rc != GASNET_OK) return rc;
     g->vol_max = g->limits.max_volatile_size;
-    g->exit_timeout_s = gasnett_getenv_dbl_withdefault("GASNET_EXITTIMEOUT", 2.0);
+    g->exit_timeout_s = std::strtod(settings::kGasnetExitTimeout.get().c_str(), nullptr);
     alloc_queues_and_entries();
     post_init_entries();
     g->inited = true; // from here on fatal() names the node and waits can complete operations
@@ -605,7 +585,7 @@ int assign_handlers(gasnet_handlerentry_t *table, int n) {
 // PSHM (GASNET_PSHM, default on): when other nodes run on this machine, the segment is a Portico
 // shared segment that they map, so that their puts and gets to it are memcpy (docs/GASNET.md).
 bool want_shared_segment() {
-    if (!gasnett_getenv_yesno_withdefault("GASNET_PSHM", 1)) return false;
+    if (!settings::kGasnetPshm.get()) return false;
     for (gasnet_node_t n = 0; n < g->nodes; ++n)
         if (n != g->mynode && g->hosts[n] == g->hosts[g->mynode]) return true;
     return false;
@@ -712,7 +692,7 @@ void publish_inline_map() {
 // many nodes), naming what to set, before the buffers grow.
 void warn_if_am_buffers_do_not_fit() {
     if (g->hosts.empty() || g->hosts[g->mynode] != g->mynode) return;
-    const uint64_t buffer = sizing::buffer_bytes(g->nodes, g->credit_bytes, env_u64("GASNET_AM_BUFFER_BYTES", 0));
+    const uint64_t buffer = sizing::buffer_bytes(g->nodes, g->credit_bytes, settings::kGasnetAmBufferBytes.get());
     const uint64_t each = sizing::zones_bytes(g->nodes, g->credit_bytes, buffer);
     const uint64_t procs = local_processes(), phys = gasnett_getPhysMemSz(0);
     if (!phys || each * procs <= phys / 2) return;

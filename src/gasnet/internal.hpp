@@ -331,6 +331,5 @@ bool exit_under_way(bool wait);
 // Parks the calling thread until the exit under way ends the process (the exit watcher, or this
 // node's own exiting thread, does it with the right code).
 [[noreturn]] void follow_exit();
-uint64_t env_u64(const char *name, uint64_t fallback);
 
 } // namespace gasnetp

@@ -22,6 +22,7 @@
 #include <set>
 #include <string>
 
+#include "gasnet_settings.hpp"
 #include "internal.hpp"
 
 #define GASNETT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -328,8 +329,8 @@ GASNETT_EXPORT int gasnett_print_backtrace(int fd) {
         exe = n > 0 ? self : "(unknown program)";
     }
     dprintf(fd, "backtrace of %s, pid %ld:\n", exe, long(getpid()));
-    const char *order = std::getenv("GASNET_BACKTRACE_TYPE");
-    if (order && *order) {
+    const std::string types = portico::settings::kGasnetBacktraceType.get();
+    if (const char *order = types.c_str(); *order) {
         for (const char *p = order; *p;) {
             const char *end = std::strchr(p, ',');
             const size_t len = end ? size_t(end - p) : std::strlen(p);
@@ -343,16 +344,13 @@ GASNETT_EXPORT int gasnett_print_backtrace(int fd) {
 }
 
 GASNETT_EXPORT int gasnett_print_backtrace_ifenabled(int fd) {
-    const char *v = std::getenv("GASNET_BACKTRACE");
-    int on = 0;
-    if (!v || !yesno(v, &on) || !on) return 1;
+    if (!portico::settings::kGasnetBacktrace.get()) return 1;
     return gasnett_print_backtrace(fd);
 }
 
 // ---- verbose environment reports --------------------------------------------------------------------
 GASNETT_EXPORT int gasnett_verboseenv(void) {
-    const char *v = std::getenv("GASNET_VERBOSEENV");
-    if (!v || !*v) return 0;
+    if (!portico::settings::kGasnetVerboseEnv.get()) return 0;
     // A GASNet job reports once, from node 0; a tools-only program (no gasnet_init) itself.
     return !gasnetp::g || !gasnetp::g->inited || gasnetp::g->mynode == 0;
 }

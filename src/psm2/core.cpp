@@ -11,6 +11,7 @@
 
 #include "clientkit.hpp"
 #include "internal.hpp"
+#include "psm2_settings.hpp"
 
 namespace ck = portico::clientkit;
 using namespace portico::psm2;
@@ -41,19 +42,6 @@ uint64_t now_ns() {
     timespec t{};
     clock_gettime(CLOCK_MONOTONIC, &t);
     return uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec);
-}
-
-bool env_true(const char *name) {
-    const char *v = std::getenv(name);
-    return v && *v && std::strcmp(v, "0") != 0;
-}
-
-uint32_t env_u32(const char *name, uint32_t fallback) {
-    const char *v = std::getenv(name);
-    if (!v || !*v) return fallback;
-    char *end = nullptr;
-    const unsigned long x = std::strtoul(v, &end, 0);
-    return end && *end == '\0' && x <= 0xFFFFFFFFul ? static_cast<uint32_t>(x) : fallback;
 }
 
 [[noreturn]] void defer_exit(const psm2_error_token &t) {
@@ -130,10 +118,9 @@ namespace {
 
 // PSM2_DEVICES (comma-separated; unset: all). "ips" is upstream's name for the adapter path.
 unsigned devices_from_env() {
-    const char *v = std::getenv("PSM2_DEVICES");
-    if (!v || !*v) return kDeviceSelf | kDeviceShm | kDeviceHfi;
+    const std::string list = portico::settings::kPsm2Devices.get();
+    if (list.empty()) return kDeviceSelf | kDeviceShm | kDeviceHfi;
     unsigned mask = 0;
-    std::string list(v);
     for (size_t at = 0; at <= list.size();) {
         const size_t end = std::min(list.find(',', at), list.size());
         const std::string name = list.substr(at, end - at);
@@ -298,7 +285,7 @@ PSM2_API psm2_error_t psm2_init(int *major, int *minor) {
     if (*major != PSM2_VERNO_MAJOR && *major != PSM2_VERNO_COMPAT_MAJOR)
         return report(nullptr, PSM2_INIT_BAD_API_VERSION, "psm2_init: API major version %d is not supported (%d)",
                       *major, PSM2_VERNO_MAJOR);
-    if (l.init_count++ == 0) l.multi_ep = env_true("PSM2_MULTI_EP");
+    if (l.init_count++ == 0) l.multi_ep = portico::settings::kPsm2MultiEp.get();
     *major = PSM2_VERNO_MAJOR;
     *minor = PSM2_VERNO_MINOR;
     return PSM2_OK;
@@ -456,8 +443,8 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
     e->devices = devices;
     e->mq_obj.ep = e;
     // Capped like psm2_mq_setopt's: a larger eager message would never fit a receiver's slab.
-    e->rndv_net = std::min(env_u32("PSM2_MQ_RNDV_HFI_THRESH", e->rndv_net), kMaxEagerBytes);
-    e->rndv_shm = std::min(env_u32("PSM2_MQ_RNDV_SHM_THRESH", e->rndv_shm), kMaxEagerBytes);
+    e->rndv_net = static_cast<uint32_t>(portico::settings::kPsm2RndvHfiThresh.get());
+    e->rndv_shm = static_cast<uint32_t>(portico::settings::kPsm2RndvShmThresh.get());
     l.eps[ctx] = e;
     ++l.open_eps;
     if (const psm2_error_t err = setup_ep(*e); err != PSM2_OK) {
@@ -532,7 +519,7 @@ PSM2_API psm2_error_t psm2_ep_connect(psm2_ep_t ep, int num_of_epid, const psm2_
     std::lock_guard g(e.lock);
     // Upstream's floor of 2 s keeps a short timeout from failing a peer that is merely slow.
     const int64_t floor_ns = 2000000000LL;
-    const int64_t env_ns = static_cast<int64_t>(env_u32("PSM2_CONNECT_TIMEOUT", 0)) * 1000000000LL;
+    const int64_t env_ns = static_cast<int64_t>(portico::settings::kPsm2ConnectTimeout.get()) * 1000000000LL;
     const int64_t limit = timeout > 0 ? std::max(timeout, floor_ns) : env_ns;
     const uint64_t deadline = limit > 0 ? now_ns() + static_cast<uint64_t>(limit) : 0;
     std::vector<Probe> probes;
@@ -816,7 +803,7 @@ PSM2_API psm2_error_t psm2_getopt(psm2_component_t component, const void *compon
     switch (component) {
     case PSM2_COMPONENT_CORE:
         if (optname == PSM2_CORE_OPT_DEBUG) {
-            const unsigned mask = env_u32("PSM2_TRACEMASK", 1);
+            const auto mask = static_cast<unsigned>(portico::settings::kPsm2TraceMask.get());
             return give(&mask, sizeof mask);
         }
         if (optname == PSM2_CORE_OPT_EP_CTXT) {

@@ -6,7 +6,7 @@
 namespace portico::settings {
 
 inline constexpr Text kTransport{
-    "PORTICO_TRANSPORT", Layer::transport, "auto",
+    "PORTICO_TRANSPORT", "transport", "auto",
     "which transports an endpoint uses: auto (every registered one; each peer goes over the first that "
     "reaches it: shm on this machine, then tcp), or a comma-separated list in order of preference, e.g. "
     "tcp (TCP even on this machine) or shm (this machine only); portico-info lists them; an unknown name "

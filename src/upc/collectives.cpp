@@ -45,6 +45,7 @@
 // (the listing copied gather_all); UPC_LOGOR is a logical or (PTL_LOR), not PTL_LAND;
 // prefix_reduce is a scan; the sync modes are honoured.
 #include "runtime.hpp"
+#include "upc_settings.hpp"
 
 #include <upc_collective.h>
 
@@ -96,10 +97,7 @@ unsigned char *own_scratch() { return my_control().coll_scratch; }
 // ---- entry and exit ---------------------------------------------------------------------------------
 
 bool check_enabled() {
-    static const bool on = [] {
-        const char *v = std::getenv("UPC_COLL_CHECK");
-        return v && *v && std::strcmp(v, "0") != 0;
-    }();
+    static const bool on = settings::kUpcCollCheck.get();
     return on;
 }
 

@@ -1,6 +1,7 @@
 // Start-up, teardown and the job's end: the Portals objects of design Table 9.1, the segments and
 // which of them this process maps, upc_global_exit and the exit watcher.
 #include "state.hpp"
+#include "upc_settings.hpp"
 
 #include <portico_ext.h>
 #include <portico_runtime.h>
@@ -32,49 +33,6 @@ size_t g_statics_bytes = 0;
 
 constexpr size_t kDefaultHeapBytes = size_t{256} << 20;
 constexpr size_t kAlign = size_t{64} << 10; // heap water marks count 64 KiB units
-
-// UPC_SHARED_HEAP_SIZE: bytes, with an optional K, M, G or T suffix (GCC UPC's convention).
-size_t heap_bytes_setting() {
-    const char *s = std::getenv("UPC_SHARED_HEAP_SIZE");
-    if (!s || !*s) return kDefaultHeapBytes;
-    char *end = nullptr;
-    errno = 0;
-    unsigned long long v = std::strtoull(s, &end, 10);
-    if (errno || end == s) fatal(std::string("UPC_SHARED_HEAP_SIZE=") + s + ": not a size");
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v <<= 10;
-        ++end;
-        break;
-    case 'm':
-    case 'M':
-        v <<= 20;
-        ++end;
-        break;
-    case 'g':
-    case 'G':
-        v <<= 30;
-        ++end;
-        break;
-    case 't':
-    case 'T':
-        v <<= 40;
-        ++end;
-        break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b') ++end;
-    if (*end) fatal(std::string("UPC_SHARED_HEAP_SIZE=") + s + ": not a size");
-    return static_cast<size_t>(v);
-}
-
-bool yes(const char *name, bool fallback) {
-    const char *s = std::getenv(name);
-    if (!s || !*s) return fallback;
-    return !(std::strcmp(s, "0") == 0 || strcasecmp(s, "no") == 0 || strcasecmp(s, "off") == 0 ||
-             strcasecmp(s, "false") == 0);
-}
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
@@ -141,7 +99,7 @@ void start(int *argc, char ***argv) {
                                       " processes; a pointer-to-shared has room for " + std::to_string(kMaxThreads) +
                                       " threads");
     r->ni = ck::Ni(PTL_NI_NO_MATCHING | PTL_NI_LOGICAL);
-    r->node_local = yes("UPC_NODE_LOCAL_MEM", true);
+    r->node_local = settings::kUpcNodeLocalMem.get();
     // A UPC thread that waits (a get, a bulk put, a barrier, a lock) waits for one other process
     // that is working for it right now; sleeping after the engine's default spin (100 us) adds two
     // wake-ups to every wait longer than that (a 4 MiB transfer through Portals: 0.78 of put_bw
@@ -157,7 +115,8 @@ void start(int *argc, char ***argv) {
     r->statics_offset = kControlBytes;
     r->statics_bytes = g_statics_bytes;
     r->heap_base = round_up(r->statics_offset + r->statics_bytes, kAlign);
-    r->seg_bytes = round_up(r->heap_base + std::max(heap_bytes_setting(), kAlign), std::max(kAlign, page));
+    r->seg_bytes = round_up(r->heap_base + std::max(static_cast<size_t>(settings::kUpcSharedHeapSize.get()), kAlign),
+                            std::max(kAlign, page));
     if (r->seg_bytes >> UPC_PTS_VADDR_BITS)
         throw ck::Error(PTL_ARG_INVALID, "UPC_SHARED_HEAP_SIZE is larger than a pointer-to-shared can address");
     void *addr = nullptr;

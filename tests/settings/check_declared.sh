@@ -1,6 +1,8 @@
 #!/bin/sh
 # settings.undeclared: every PORTICO_* name the code uses must be declared (common/settings.hpp),
-# i.e. listed by `portico-info --json`; and C++ code must read them through the declarations.
+# i.e. listed by `portico-info --json`; and C++ code must read them through the declarations. The
+# client libraries' GASNET_*, UPC_* and PSM2_* variables likewise; and no library may set a
+# PORTICO_* variable.
 #   check_declared.sh SOURCE_DIR PORTICO_INFO
 # A "use" is a string literal that is exactly a variable name ("PORTICO_X"), as passed to getenv,
 # the env helpers, setenv lists and the declarations themselves, in src/, tools/ and bench/.
@@ -9,7 +11,8 @@ src=$1
 info=$2
 cd "$src"
 
-declared=$("$info" --json | grep -o '"name":"PORTICO_[A-Z0-9_]*"' | sed 's/"name":"\(.*\)"/\1/' | sort -u)
+declared_all=$("$info" --json | grep -oE '"name":"(PORTICO|GASNET|UPC|PSM2)_[A-Z0-9_]*"' | sed 's/"name":"\(.*\)"/\1/' | sort -u)
+declared=$(printf '%s\n' "$declared_all" | grep '^PORTICO_' || true)
 if [ -z "$declared" ]; then
     echo "portico-info --json listed no PORTICO_* variable" >&2
     exit 1
@@ -20,23 +23,43 @@ used=$(grep -rhoE --include='*.cpp' --include='*.hpp' --include='*.c' --include=
            '"PORTICO_[A-Z0-9_]+"' src tools bench | tr -d '"' | sort -u)
 for name in $used; do
     if ! printf '%s\n' "$declared" | grep -qx "$name"; then
-        echo "undeclared setting $name (declare it next to its reader and list it in" \
-             "tools/portico-info/settings_catalog.hpp):" >&2
+        echo "undeclared setting $name (declare it in its layer's settings table, registered with" \
+             "portico_settings_table):" >&2
         grep -rnF --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' "\"$name\"" src tools bench >&2
         status=1
     fi
 done
 
 # Reading a declared variable around its declaration would skip its parsing and range check.
-# GASNet (src/gasnet, bench/gasnet) is a client of the public API and has no declarations to use.
+# bench/gasnet is a C program of GASNet's API, which only shows the variable it was run with.
 bypass=$(grep -rnE --include='*.cpp' --include='*.hpp' \
              '(getenv|env_u64|env_str)[[:space:]]*\([[:space:]]*"PORTICO_' src tools bench |
-         grep -v '^src/gasnet/' | grep -v '^bench/gasnet/' || true)
+         grep -v '^bench/gasnet/' || true)
 if [ -n "$bypass" ]; then
     echo "PORTICO_* read directly instead of through its declaration (kName.get()):" >&2
     echo "$bypass" >&2
     status=1
 fi
+
+# The client libraries' own variables (GASNET_*, UPC_*, PSM2_*) are declared too, in their
+# layer's table (src/gasnet/gasnet_settings.hpp, ...), and read through the declarations: a
+# getenv of such a name in src/ reads a variable portico-info does not list, or bypasses its check.
+client_reads=$(grep -rnE --include='*.cpp' --include='*.hpp' --include='*.c' --include='*.h' \
+                   '(getenv[a-z_]*|gasnett_getenv[a-z_]*)[[:space:]]*\([[:space:]]*"(GASNET|UPC|PSM2)_' src || true)
+if [ -n "$client_reads" ]; then
+    echo "a client's variable read directly (declare it in the client's <name>_settings.hpp, read it" \
+         "with kName.get()):" >&2
+    echo "$client_reads" >&2
+    status=1
+fi
+client_declared=$(grep -rhoE --include='*_settings.hpp' '"(GASNET|UPC|PSM2)_[A-Z0-9_]+"' src | tr -d '"' | sort -u)
+for name in $client_declared; do
+    if ! printf '%s\n' "$declared_all" | grep -qx "$name"; then
+        echo "$name is declared but its table is not registered (portico_settings_table) or not listed by" \
+             "portico-info" >&2
+        status=1
+    fi
+done
 
 # A library that sets a PORTICO_* variable changes it for every other Portals client of the process
 # and for its children, and races their getenv: clients ask through portico_ext.h instead.
@@ -49,5 +72,5 @@ if [ -n "$leak" ]; then
     status=1
 fi
 
-[ $status -eq 0 ] && echo "$(printf '%s\n' "$used" | wc -l) names used, all declared ($(printf '%s\n' "$declared" | wc -l) declared)"
+[ $status -eq 0 ] && echo "$(printf '%s\n' "$used" | wc -l) PORTICO_* names used, all declared ($(printf '%s\n' "$declared" | wc -l) declared); $(printf '%s\n' "$client_declared" | wc -l) client variables declared and listed"
 exit $status

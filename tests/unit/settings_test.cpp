@@ -11,18 +11,17 @@
 #include "common/settings.hpp"
 #include "transport/shm/shm_settings.hpp"
 #include "transport/tcp/tcp_settings.hpp"
-#include "tools/portico-info/settings_catalog.hpp"
 
 namespace portico::settings {
 namespace {
 
 // Names no real setting uses, so that the tests never disturb one.
-constexpr Number kTestNumber{"PORTICO_TEST_NUMBER", Layer::engine, 100, 10, 1000, "a test number"};
-constexpr Bytes kTestBytes{"PORTICO_TEST_BYTES", Layer::transport_shm, 256 * 1024, 16 * 1024,
-                           UINT64_MAX,           "a test size",        true};
-constexpr Boolean kTestBool{"PORTICO_TEST_BOOL", Layer::common, true, "a test switch"};
-constexpr Choice kTestChoice{"PORTICO_TEST_CHOICE", Layer::engine, "auto", "auto|shm|tcp", "a test choice"};
-constexpr Text kTestText{"PORTICO_TEST_TEXT", Layer::launcher, "ssh", "a test string"};
+constexpr Number kTestNumber{"PORTICO_TEST_NUMBER", "engine", 100, 10, 1000, "a test number"};
+constexpr Bytes kTestBytes{"PORTICO_TEST_BYTES", "transport.shm", 256 * 1024, 16 * 1024,
+                           UINT64_MAX,           "a test size",   true};
+constexpr Boolean kTestBool{"PORTICO_TEST_BOOL", "common", true, "a test switch"};
+constexpr Choice kTestChoice{"PORTICO_TEST_CHOICE", "engine", "auto", "auto|shm|tcp", "a test choice"};
+constexpr Text kTestText{"PORTICO_TEST_TEXT", "launcher", "ssh", "a test string"};
 
 // Sets a variable for one test and restores the old state afterwards.
 class Env {
@@ -57,11 +56,15 @@ TEST(SettingsParse, Numbers) {
     EXPECT_EQ(parse_number("2M", &why), 2u << 20);
     EXPECT_EQ(parse_number("1G", &why), 1u << 30);
     EXPECT_EQ(parse_number("18446744073709551615", &why), UINT64_MAX);
+    // Sizes as the clients' standards write them (GASNet's "4MB", GCC UPC's "1T").
+    EXPECT_EQ(parse_number("16KB", &why), 16u * 1024);
+    EXPECT_EQ(parse_number("4MiB", &why), 4u << 20);
+    EXPECT_EQ(parse_number("1T", &why), uint64_t{1} << 40);
 }
 
 TEST(SettingsParse, BadNumbers) {
-    for (const char *bad :
-         {"", "abc", "-1", " 5", "+5", "12x", "16KB", "1.5", "18446744073709551616", "17179869184G"}) {
+    for (const char *bad : {"", "abc", "-1", " 5", "+5", "12x", "16KBB", "16B", "4Mb", "1.5", "18446744073709551616",
+                            "17179869184G", "16777216T"}) {
         std::string why;
         EXPECT_FALSE(parse_number(bad, &why).has_value()) << bad;
         EXPECT_FALSE(why.empty()) << bad;
@@ -153,16 +156,27 @@ TEST(Settings, Descriptions) {
     EXPECT_EQ(kTestBool.default_text(), "1");
     EXPECT_EQ(kTestBool.range_text(), "0 or 1");
     EXPECT_EQ(kTestChoice.range_text(), "auto|shm|tcp");
-    EXPECT_STREQ(layer_name(kTestBytes.layer), "transport.shm");
+    EXPECT_STREQ(kTestBytes.layer, "transport.shm");
     EXPECT_STREQ(type_name(kTestBytes.type), "bytes");
 }
 
+// The name's prefix: the clients' variables are named as their standards name them.
+std::string prefix_of_layer(const std::string &layer) {
+    if (layer == "gasnet") return "GASNET_";
+    if (layer == "upc") return "UPC_";
+    if (layer == "psm2") return "PSM2_";
+    return "PORTICO_";
+}
+
 TEST(SettingsCatalog, EveryDeclarationIsSound) {
-    std::set<std::string> names;
-    for (auto layer : kCatalog) {
-        for (const Setting *s : layer) {
+    std::set<std::string> names, layers;
+    for (auto table : tables()) {
+        // One table per layer, and every declaration of a table names the table's layer.
+        EXPECT_TRUE(layers.insert(table[0]->layer).second) << table[0]->layer << " registered twice";
+        for (const Setting *s : table) {
+            EXPECT_STREQ(s->layer, table[0]->layer) << s->name;
             EXPECT_TRUE(names.insert(s->name).second) << s->name << " declared twice";
-            EXPECT_EQ(std::string(s->name).rfind("PORTICO_", 0), 0u) << s->name;
+            EXPECT_EQ(std::string(s->name).rfind(prefix_of_layer(s->layer), 0), 0u) << s->name;
             EXPECT_NE(std::string(s->description), "") << s->name;
             // The default must be a valid value, or every unset variable would be "bad".
             if (s->type == Type::number || s->type == Type::bytes) {
@@ -180,8 +194,14 @@ TEST(SettingsCatalog, EveryDeclarationIsSound) {
     // The ones portico-info's hand-kept list used to miss.
     for (const char *n :
          {"PORTICO_TRANSPORT", "PORTICO_TCP_PORT_BASE", "PORTICO_TCP_MAX_LINKS", "PORTICO_TCP_CONNECT_TIMEOUT_MS",
-          "PORTICO_TCP_KEEPALIVE_S", "PORTICO_JOB_SECRET", "PORTICO_LAUNCHER_WATCH"})
+          "PORTICO_TCP_KEEPALIVE_S", "PORTICO_JOB_SECRET", "PORTICO_LAUNCHER_WATCH", "PORTICO_BENCH_SEGMENT",
+          "GASNET_PSHM", "UPC_SHARED_HEAP_SIZE", "PSM2_MULTI_EP"})
         EXPECT_EQ(names.count(n), 1u) << n;
+    // Every layer that reads settings registered its table (the registry is filled by the layers'
+    // portico_settings_table() calls, not by a list here: these are the ones of this tree).
+    for (const char *l : {"common", "bootstrap", "transport", "transport.shm", "transport.tcp", "engine", "launcher",
+                          "bench", "gasnet", "upc", "psm2"})
+        EXPECT_EQ(layers.count(l), 1u) << l;
 }
 
 // Values only code can judge are reported, and what is used instead said, never silently turned

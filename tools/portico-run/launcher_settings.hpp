@@ -7,12 +7,12 @@
 namespace portico::settings {
 
 // portico-run parses the value itself (parse_timeout), with an error naming the variable.
-inline constexpr Text kTimeout{"PORTICO_TIMEOUT", Layer::launcher, nullptr,
+inline constexpr Text kTimeout{"PORTICO_TIMEOUT", "launcher", nullptr,
                                "default of portico-run --timeout: seconds (decimal) before the job is killed, 0 "
                                "= none"};
-inline constexpr Text kRsh{"PORTICO_RSH", Layer::launcher, "ssh",
+inline constexpr Text kRsh{"PORTICO_RSH", "launcher", "ssh",
                            "default of portico-run --rsh: the remote shell command, split on spaces"};
-inline constexpr Text kPmiAddr{"PORTICO_PMI_ADDR", Layer::launcher, nullptr,
+inline constexpr Text kPmiAddr{"PORTICO_PMI_ADDR", "launcher", nullptr,
                                "default of portico-run --pmi-addr: the address remote ranks call back to; unset: "
                                "the address of PORTICO_IFACE, else all addresses"};
 

@@ -6,7 +6,7 @@
 namespace portico::settings {
 
 inline constexpr Bytes kShmRingBytes{"PORTICO_SHM_RING_BYTES",
-                                     Layer::transport_shm,
+                                     "transport.shm",
                                      256 * 1024,
                                      4 * 1024,
                                      uint64_t{1} << 30,
@@ -17,7 +17,7 @@ inline constexpr Bytes kShmRingBytes{"PORTICO_SHM_RING_BYTES",
                                      "talk must use the same value",
                                      true};
 inline constexpr Bytes kShmLinkMemory{"PORTICO_SHM_LINK_MEMORY",
-                                      Layer::transport_shm,
+                                      "transport.shm",
                                       8 * 1024 * 1024,
                                       64 * 1024,
                                       UINT64_MAX,
@@ -26,18 +26,18 @@ inline constexpr Bytes kShmLinkMemory{"PORTICO_SHM_LINK_MEMORY",
                                       "its processes): each ring is this divided by the other processes of the job "
                                       "on this machine, and all of them together at most an eighth of its memory"};
 inline constexpr Number kShmMaxLinks{"PORTICO_SHM_MAX_LINKS",
-                                     Layer::transport_shm,
+                                     "transport.shm",
                                      4096,
                                      1,
                                      UINT64_MAX,
                                      "most shared-memory links (peers) one interface keeps"};
-inline constexpr Boolean kShmSingleCopy{"PORTICO_SHM_SINGLE_COPY", Layer::transport_shm, true,
+inline constexpr Boolean kShmSingleCopy{"PORTICO_SHM_SINGLE_COPY", "transport.shm", true,
                                         "copy large contiguous puts/gets once with process_vm_readv/writev when "
                                         "the kernel allows it (the process calls prctl(PR_SET_PTRACER_ANY)); 0: "
                                         "always through the rings"};
 inline constexpr Bytes kShmSingleCopyBytes{
     "PORTICO_SHM_SINGLE_COPY_BYTES",
-    Layer::transport_shm,
+    "transport.shm",
     32 * 1024,
     0,
     UINT64_MAX,
@@ -45,7 +45,7 @@ inline constexpr Bytes kShmSingleCopyBytes{
     "number of processes and that is less (a message that fills the ring waits for the consumer ring-full by "
     "ring-full)"};
 
-inline constexpr Text kShmDir{"PORTICO_SHM_DIR", Layer::transport_shm, nullptr,
+inline constexpr Text kShmDir{"PORTICO_SHM_DIR", "transport.shm", nullptr,
                               "directory where this user's shared-memory endpoints meet (a socket and a lock "
                               "file per endpoint): owned by the user, entered by nobody else (made 0700), the "
                               "same in every process of the user on this machine; unset: "

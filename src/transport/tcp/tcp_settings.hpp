@@ -8,15 +8,11 @@ namespace portico::settings {
 // At most 65535 - 16383: every pid PTL_PID_ANY may pick (1024..16383, transport/endpoint.hpp)
 // must have its port; at least 1: pid 0 must not ask for port 0 (any port).
 inline constexpr Number kTcpPortBase{
-    "PORTICO_TCP_PORT_BASE", Layer::transport_tcp, 16384, 1, 49152, "a process listens on TCP port base + pid"};
-inline constexpr Number kTcpMaxLinks{"PORTICO_TCP_MAX_LINKS",
-                                     Layer::transport_tcp,
-                                     4096,
-                                     1,
-                                     UINT64_MAX,
-                                     "most TCP connections (peers) one interface keeps"};
+    "PORTICO_TCP_PORT_BASE", "transport.tcp", 16384, 1, 49152, "a process listens on TCP port base + pid"};
+inline constexpr Number kTcpMaxLinks{
+    "PORTICO_TCP_MAX_LINKS", "transport.tcp", 4096, 1, UINT64_MAX, "most TCP connections (peers) one interface keeps"};
 inline constexpr Number kTcpConnectTimeoutMs{"PORTICO_TCP_CONNECT_TIMEOUT_MS",
-                                             Layer::transport_tcp,
+                                             "transport.tcp",
                                              30000,
                                              100,
                                              3600000,
@@ -24,7 +20,7 @@ inline constexpr Number kTcpConnectTimeoutMs{"PORTICO_TCP_CONNECT_TIMEOUT_MS",
                                              "connecting again while the peer drops it before it is up (busy or "
                                              "slow); a peer not reached in time gets PTL_NI_UNDELIVERABLE"};
 inline constexpr Number kTcpKeepaliveS{"PORTICO_TCP_KEEPALIVE_S",
-                                       Layer::transport_tcp,
+                                       "transport.tcp",
                                        10,
                                        1,
                                        86400,
@@ -32,7 +28,7 @@ inline constexpr Number kTcpKeepaliveS{"PORTICO_TCP_KEEPALIVE_S",
                                        "found about 25 s later)"};
 
 inline constexpr Number kTcpCoalesceUs{"PORTICO_TCP_COALESCE_US",
-                                       Layer::transport_tcp,
+                                       "transport.tcp",
                                        10,
                                        0,
                                        1000000,
