@@ -30,7 +30,7 @@ namespace gasnetp {
 
 namespace {
 
-uint64_t *credit_slot(int cls, gasnet_node_t peer) { return &g->credit_slots[size_t(cls) * g->nodes + peer]; }
+uint64_t *credit_slot(int cls, gasnet_node_t peer) { return &state->credit_slots[size_t(cls) * state->nodes + peer]; }
 
 void link_buffer(Zone &z, Buffer *b) {
     // Caller holds z.mu (or is alone, at attach).
@@ -41,10 +41,10 @@ void link_buffer(Zone &z, Buffer *b) {
     b->done.store(0, std::memory_order_relaxed);
     ptl_me_t me = ck::me_desc(
         b->mem, b->len, PTL_ME_OP_PUT | PTL_ME_MANAGE_LOCAL | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE);
-    me.min_free = g->eager_max;
+    me.min_free = state->eager_max;
     append_me(z.pt, me, "PtlMEAppend (AM buffer)", b);
     b->linked = true;
-    z.slack += int64_t(b->len) - int64_t(g->eager_max);
+    z.slack += int64_t(b->len) - int64_t(state->eager_max);
 }
 
 // Makes slack >= need: re-posts buffers whose messages have all been handled, then allocates.
@@ -66,26 +66,26 @@ void top_up(Zone &z, int64_t need) {
     }
 }
 
-int64_t zone_floor() { return int64_t(g->nodes) * int64_t(g->credit_bytes); }
+int64_t zone_floor() { return int64_t(state->nodes) * int64_t(state->credit_bytes); }
 
 void send_credit(int cls, gasnet_node_t peer, uint32_t handled) {
-    if (peer == g->mynode) {
+    if (peer == state->mynode) {
         __atomic_store_n(credit_slot(cls, peer), uint64_t(handled), __ATOMIC_RELEASE);
         return;
     }
     const uint64_t v = handled;
-    put_copy(peer, g->pt_ctrl, kMbCredit, (uint64_t(cls) * g->nodes + g->mynode) * sizeof(uint64_t), &v, sizeof v,
-             PTL_NO_ACK_REQ, nullptr, 0);
+    put_copy(peer, state->pt_ctrl, kMbCredit, (uint64_t(cls) * state->nodes + state->mynode) * sizeof(uint64_t), &v,
+             sizeof v, PTL_NO_ACK_REQ, nullptr, 0);
 }
 
 // The handler of one of src's messages returned: count it, and report once half the credit is
 // owed (so a sender that ran out always gets its credit back once we have handled its messages).
 void credit_return(int cls, gasnet_node_t src, uint32_t charge) {
-    Peer &p = g->peers[src];
-    const uint32_t half = g->credit_bytes / 2;
+    Peer &p = state->peers[src];
+    const uint32_t half = state->credit_bytes / 2;
     const uint32_t h = p.handled[cls].fetch_add(charge, std::memory_order_acq_rel) + charge;
     if (uint32_t(h - p.reported[cls].load(std::memory_order_acquire)) < half) return;
-    Zone &z = g->zones[cls];
+    Zone &z = state->zones[cls];
     std::lock_guard lk(z.mu);
     const uint32_t hh = p.handled[cls].load(std::memory_order_acquire);
     const uint32_t x = hh - p.reported[cls].load(std::memory_order_relaxed);
@@ -98,13 +98,13 @@ void credit_return(int cls, gasnet_node_t src, uint32_t charge) {
 
 // Takes charge bytes of credit toward dest, waiting (and serving the network) if need be.
 void acquire_credit(int cls, gasnet_node_t dest, uint32_t charge) {
-    Peer &p = g->peers[dest];
+    Peer &p = state->peers[dest];
     const uint64_t *slot = credit_slot(cls, dest);
     unsigned iter = 0;
     for (;;) {
         const uint32_t freed = uint32_t(__atomic_load_n(slot, __ATOMIC_ACQUIRE));
         uint32_t s = p.sent[cls].load(std::memory_order_relaxed);
-        if (uint64_t(uint32_t(s - freed)) + charge <= g->credit_bytes) {
+        if (uint64_t(uint32_t(s - freed)) + charge <= state->credit_bytes) {
             if (p.sent[cls].compare_exchange_weak(s, s + charge, std::memory_order_relaxed)) return;
             continue;
         }
@@ -166,7 +166,7 @@ std::unique_ptr<char[]> pull_payload(gasnet_node_t src, const char *header, size
     auto buf = std::make_unique_for_overwrite<char[]>(ph.total);
     std::atomic<int> got{0};
     reserve_events(1);
-    check_ptl(PtlGet(g->md_bulk, reinterpret_cast<uint64_t>(buf.get()), ph.total, proc(src), g->pt_pull,
+    check_ptl(PtlGet(state->md_bulk, reinterpret_cast<uint64_t>(buf.get()), ph.total, proc(src), state->pt_pull,
                      kMbPull | ph.id, 0, flag_tag(&got)),
               "PtlGet (Medium payload)");
     wait_until(Ctx::Restricted, [&] { return got.load(std::memory_order_acquire) != 0; });
@@ -183,10 +183,10 @@ void dispatch(int cls, const ptl_event_t &ev) {
     char *m = static_cast<char *>(ev.start);
     const size_t prefix = am_prefix(cat, nargs);
     const size_t body = cat == kMedium || cat == kLongPacked ? nbytes : 0;
-    if (nargs > kMaxArgs || ev.mlength < prefix + body || src >= g->nodes ||
+    if (nargs > kMaxArgs || ev.mlength < prefix + body || src >= state->nodes ||
         (pulled && (cat != kMedium || nbytes != sizeof(PullHeader))))
         fatal("malformed active message (%llu bytes) from node %u", (unsigned long long)ev.mlength, src);
-    const gasnet_handler_fn_t fn = g->handlers[h];
+    const gasnet_handler_fn_t fn = state->handlers[h];
     if (!fn)
         fatal("an AM %s %s arrived from node %u for handler index %u, which is not registered on this node",
               cat_name(cat), cls == kReq ? "request" : "reply", src, h);
@@ -240,14 +240,14 @@ void dispatch(int cls, const ptl_event_t &ev) {
 // it is large, and inside the message (kLongPacked) when the message stays small.
 unsigned wire_category(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t dest) {
     if (cat != kLong) return cat;
-    const bool packs = nbytes <= kLongPackedMax && round16(am_prefix(kLongPacked, nargs) + nbytes) <= g->eager_max;
-    return !packs || dest == g->mynode || local_segment(dest) ? unsigned(kLong) : unsigned(kLongPacked);
+    const bool packs = nbytes <= kLongPackedMax && round16(am_prefix(kLongPacked, nargs) + nbytes) <= state->eager_max;
+    return !packs || dest == state->mynode || local_segment(dest) ? unsigned(kLong) : unsigned(kLongPacked);
 }
 
-// A Medium whose message would be larger than one put may carry (g->eager_max: small credits,
+// A Medium whose message would be larger than one put may carry (state->eager_max: small credits,
 // many nodes) is pulled by its target.
 bool medium_pulled(unsigned cat, size_t nbytes, unsigned nargs) {
-    return cat == kMedium && round16(am_prefix(kMedium, nargs) + nbytes) > g->eager_max;
+    return cat == kMedium && round16(am_prefix(kMedium, nargs) + nbytes) > state->eager_max;
 }
 
 // Sends one message of class cls (credits already taken for charge); hdr_flags go into its
@@ -256,23 +256,23 @@ void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat,
                   void *dest_addr, unsigned nargs, const Arg *args, bool async, uint64_t hdr_flags = 0) {
     const unsigned wire = wire_category(cat, nbytes, nargs, dest);
     if (wire == kLong && nbytes) {
-        const uint64_t roff =
-            g->seg_mode == 2 ? reinterpret_cast<uint64_t>(dest_addr)
-                             : reinterpret_cast<uintptr_t>(dest_addr) - reinterpret_cast<uintptr_t>(g->segs[dest].addr);
-        if (dest == g->mynode) {
+        const uint64_t roff = state->seg_mode == 2 ? reinterpret_cast<uint64_t>(dest_addr)
+                                                   : reinterpret_cast<uintptr_t>(dest_addr) -
+                                                         reinterpret_cast<uintptr_t>(state->segs[dest].addr);
+        if (dest == state->mynode) {
             std::memcpy(dest_addr, src, nbytes);
         } else if (char *mapped = local_segment(dest)) {
             // PSHM: the payload is in place before the message that runs the handler is sent (the
             // transport publishes the message after these stores).
             std::memcpy(mapped + roff, src, nbytes);
-        } else if (async && (nbytes > g->vol_max || nbytes > kZeroCopyMin)) {
+        } else if (async && (nbytes > state->vol_max || nbytes > kZeroCopyMin)) {
             // LongAsync: the client keeps the source intact until the reply handler runs.
             reserve_events(1);
-            check_ptl(PtlPut(g->md_send, reinterpret_cast<uint64_t>(src), nbytes, PTL_NO_ACK_REQ, proc(dest), g->pt_seg,
-                             0, roff, ignore_send_tag(), 0),
+            check_ptl(PtlPut(state->md_send, reinterpret_cast<uint64_t>(src), nbytes, PTL_NO_ACK_REQ, proc(dest),
+                             state->pt_seg, 0, roff, ignore_send_tag(), 0),
                       "PtlPut (Long payload)");
         } else {
-            put_copy(dest, g->pt_seg, 0, roff, src, nbytes, PTL_NO_ACK_REQ, nullptr, 0, kZeroCopyMin);
+            put_copy(dest, state->pt_seg, 0, roff, src, nbytes, PTL_NO_ACK_REQ, nullptr, 0, kZeroCopyMin);
         }
     }
     ThreadState &t = ts();
@@ -294,7 +294,8 @@ void send_message(int cls, gasnet_node_t dest, gasnet_handler_t h, unsigned cat,
         std::memset(m + prefix + nbytes, 0, len - prefix - nbytes);
     }
     // The staging buffer is reusable on return: put_copy runs no handler while it waits.
-    put_copy(dest, g->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr, am_hdr(h, nargs, wire, nbytes) | hdr_flags);
+    put_copy(dest, state->zones[cls].pt, 0, 0, m, len, PTL_NO_ACK_REQ, nullptr,
+             am_hdr(h, nargs, wire, nbytes) | hdr_flags);
 }
 
 uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t dest) {
@@ -311,14 +312,14 @@ uint32_t charge_of(unsigned cat, size_t nbytes, unsigned nargs, gasnet_node_t de
 // our own pull in turn).
 void send_medium_pulled(int cls, gasnet_node_t dest, gasnet_handler_t h, const void *src, size_t nbytes, unsigned nargs,
                         const Arg *args) {
-    const uint64_t id = g->next_pull_id.fetch_add(1, std::memory_order_relaxed) & ((uint64_t{1} << 56) - 1);
+    const uint64_t id = state->next_pull_id.fetch_add(1, std::memory_order_relaxed) & ((uint64_t{1} << 56) - 1);
     std::atomic<int> pulled{0};
     ptl_me_t me = ck::me_desc(const_cast<void *>(src), nbytes,
                               PTL_ME_OP_GET | PTL_ME_USE_ONCE | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE,
                               kMbPull | id);
     me.match_id.rank = dest;
     reserve_events(1); // the GET event
-    append_me(g->pt_pull, me, "PtlMEAppend (Medium payload)", flag_tag(&pulled));
+    append_me(state->pt_pull, me, "PtlMEAppend (Medium payload)", flag_tag(&pulled));
     // The message is a Medium whose payload is the pull header.
     const PullHeader ph{id, uint32_t(nbytes), 0};
     acquire_credit(cls, dest, charge_of(kMedium, sizeof ph, nargs, dest));
@@ -342,8 +343,8 @@ int check_payload(const char *fn, unsigned cat, gasnet_node_t dest, const void *
         report("%s: NULL source for %zu bytes", fn, nbytes);
         return GASNET_ERR_BAD_ARG;
     }
-    if (cat == kLong && nbytes && g->seg_mode != 2) {
-        const gasnet_seginfo_t &s = g->segs[dest];
+    if (cat == kLong && nbytes && state->seg_mode != 2) {
+        const gasnet_seginfo_t &s = state->segs[dest];
         const uintptr_t a = reinterpret_cast<uintptr_t>(dest_addr), base = reinterpret_cast<uintptr_t>(s.addr);
         if (a < base || a - base > s.size || nbytes > s.size - (a - base)) {
             report("%s: destination [%p, +%zu) is outside node %u's segment [%p, +%zu)", fn, dest_addr, nbytes, dest,
@@ -357,17 +358,17 @@ int check_payload(const char *fn, unsigned cat, gasnet_node_t dest, const void *
 } // namespace
 
 void credits_setup_ctrl() {
-    g->peers = new Peer[g->nodes];
-    g->credit_slots = new uint64_t[2 * size_t(g->nodes)]();
-    append_me(g->pt_ctrl,
-              ck::me_desc(g->credit_slots, 2 * sizeof(uint64_t) * g->nodes,
+    state->peers = new Peer[state->nodes];
+    state->credit_slots = new uint64_t[2 * size_t(state->nodes)]();
+    append_me(state->pt_ctrl,
+              ck::me_desc(state->credit_slots, 2 * sizeof(uint64_t) * state->nodes,
                           PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE, kMbCredit),
               "PtlMEAppend (credits)");
 }
 
 void am_setup() {
-    const uint64_t len = sizing::buffer_bytes(g->nodes, g->credit_bytes, settings::kGasnetAmBufferBytes.get());
-    for (Zone &z : g->zones) {
+    const uint64_t len = sizing::buffer_bytes(state->nodes, state->credit_bytes, settings::kGasnetAmBufferBytes.get());
+    for (Zone &z : state->zones) {
         z.buf_len = len;
         std::lock_guard lk(z.mu);
         top_up(z, zone_floor());
@@ -380,11 +381,11 @@ void handle_am_event(int cls, const ptl_event_t &ev) {
         fatal("unexpected event %d on an active-message queue", int(ev.type));
     }
     if (ev.ni_fail_type != PTL_NI_OK) fatal("an incoming message failed: %s", ck::fail_name(ev.ni_fail_type));
-    if (ev.pt_index == g->pt_ctrl) {
+    if (ev.pt_index == state->pt_ctrl) {
         if ((ev.match_bits & (0xffull << 56)) == kMbBarrier) barrier_arrival(ev);
         return; // a credit report: the slot is already updated, the event only wakes waiters
     }
-    Zone &z = g->zones[cls];
+    Zone &z = state->zones[cls];
     Buffer *b = static_cast<Buffer *>(ev.user_ptr);
     const uint64_t off = uint64_t(static_cast<char *>(ev.start) - b->mem), len = ev.mlength;
     const uint32_t charge = uint32_t(len < kMinCharge ? kMinCharge : len);
@@ -396,12 +397,12 @@ void handle_am_event(int cls, const ptl_event_t &ev) {
             z.slack += charge;
         } else {
             z.slack += int64_t(charge) - int64_t(len);
-            if (off + len > b->len - g->eager_max) {
+            if (off + len > b->len - state->eager_max) {
                 // This message unlinked the buffer: it leaves the capacity sum E.
                 b->spent = true;
                 b->linked = false;
                 b->spent_end = off + len;
-                z.slack -= int64_t(b->len - b->used_known) - int64_t(g->eager_max);
+                z.slack -= int64_t(b->len - b->used_known) - int64_t(state->eager_max);
             }
         }
     }
@@ -412,14 +413,14 @@ void handle_am_event(int cls, const ptl_event_t &ev) {
 
 int am_request(unsigned cat, gasnet_node_t dest, gasnet_handler_t handler, void *src, size_t nbytes, void *dest_addr,
                unsigned nargs, const gasnet_handlerarg_t *args, bool async) {
-    if (!g || !g->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
+    if (!state || !state->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
     ThreadState &t = ts();
     if (t.in_handler) {
         report("AM requests may not be sent from inside a handler");
         return GASNET_ERR_BAD_ARG;
     }
-    if (dest >= g->nodes) {
-        report("AM request to node %u of %u", dest, g->nodes);
+    if (dest >= state->nodes) {
+        report("AM request to node %u of %u", dest, state->nodes);
         return GASNET_ERR_BAD_ARG;
     }
     const int rc = check_payload("gasnet_AMRequest", cat, dest, src, nbytes, dest_addr, false);
@@ -437,7 +438,7 @@ int am_request(unsigned cat, gasnet_node_t dest, gasnet_handler_t handler, void 
 
 int am_reply(unsigned cat, gasnet_token_t token, gasnet_handler_t handler, void *src, size_t nbytes, void *dest_addr,
              unsigned nargs, const gasnet_handlerarg_t *args) {
-    if (!g || !g->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
+    if (!state || !state->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
     Token *tok = static_cast<Token *>(token);
     ThreadState &t = ts();
     if (!tok || tok != t.token || tok->magic != kTokenMagic) {

@@ -47,9 +47,9 @@ void send_round(int r) {
     s.seq = bar->phase;
     s.id = bar->id;
     s.flags = (bar->named ? kNamed : 0) | (bar->mismatch ? GASNET_BARRIERFLAG_MISMATCH : 0);
-    const gasnet_node_t to = gasnet_node_t((uint64_t(g->mynode) + (uint64_t(1) << r)) % g->nodes);
-    put_copy(to, g->pt_ctrl, kMbBarrier,
-             (uint64_t(par) * uint64_t(g->barrier_rounds) + uint64_t(r)) * sizeof(BarrierSlot), &s, sizeof s,
+    const gasnet_node_t to = gasnet_node_t((uint64_t(state->mynode) + (uint64_t(1) << r)) % state->nodes);
+    put_copy(to, state->pt_ctrl, kMbBarrier,
+             (uint64_t(par) * uint64_t(state->barrier_rounds) + uint64_t(r)) * sizeof(BarrierSlot), &s, sizeof s,
              PTL_NO_ACK_REQ, nullptr, 0);
 }
 
@@ -58,7 +58,7 @@ void advance() {
     const uint32_t par = bar->phase & 1;
     while (bar->notified && !bar->done.load(std::memory_order_relaxed)) {
         const int r = bar->recv_round;
-        if (r == g->barrier_rounds) {
+        if (r == state->barrier_rounds) {
             bar->done.store(true, std::memory_order_release);
             break;
         }
@@ -68,7 +68,7 @@ void advance() {
         }
         if (!(bar->arrived[par] & (1u << r))) break;
         bar->arrived[par] &= ~(1u << r);
-        const BarrierSlot &s = g->barrier_slots[size_t(par) * size_t(g->barrier_rounds) + size_t(r)];
+        const BarrierSlot &s = state->barrier_slots[size_t(par) * size_t(state->barrier_rounds) + size_t(r)];
         if (s.seq != bar->phase)
             fatal("barrier protocol error (round %d of barrier %u got barrier %u)", r, bar->phase, s.seq);
         combine(s.flags & kNamed, s.id, s.flags & GASNET_BARRIERFLAG_MISMATCH);
@@ -98,20 +98,20 @@ void check_flags(int flags, const char *fn) {
 void barrier_setup() {
     bar = new Barrier;
     int rounds = 0;
-    while ((uint64_t(1) << rounds) < g->nodes) ++rounds;
-    g->barrier_rounds = rounds;
+    while ((uint64_t(1) << rounds) < state->nodes) ++rounds;
+    state->barrier_rounds = rounds;
     if (rounds == 0) return;
-    g->barrier_slots = new BarrierSlot[2 * size_t(rounds)]();
-    append_me(g->pt_ctrl,
-              ck::me_desc(g->barrier_slots, 2 * sizeof(BarrierSlot) * size_t(rounds),
+    state->barrier_slots = new BarrierSlot[2 * size_t(rounds)]();
+    append_me(state->pt_ctrl,
+              ck::me_desc(state->barrier_slots, 2 * sizeof(BarrierSlot) * size_t(rounds),
                           PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE, kMbBarrier),
               "PtlMEAppend (barrier)");
 }
 
 void barrier_arrival(const ptl_event_t &ev) {
-    const size_t idx = size_t(static_cast<BarrierSlot *>(ev.start) - g->barrier_slots);
-    const uint32_t par = uint32_t(idx / size_t(g->barrier_rounds));
-    const int r = int(idx % size_t(g->barrier_rounds));
+    const size_t idx = size_t(static_cast<BarrierSlot *>(ev.start) - state->barrier_slots);
+    const uint32_t par = uint32_t(idx / size_t(state->barrier_rounds));
+    const int r = int(idx % size_t(state->barrier_rounds));
     std::lock_guard lk(bar->mu);
     bar->arrived[par] |= 1u << r;
     advance();
@@ -122,7 +122,7 @@ void barrier_arrival(const ptl_event_t &ev) {
 using namespace gasnetp;
 
 GASNETP_EXPORT void gasnet_barrier_notify(int id, int flags) {
-    if (!g || !g->attached.load(std::memory_order_acquire))
+    if (!state || !state->attached.load(std::memory_order_acquire))
         fatal("gasnet_barrier_notify called before gasnet_attach()");
     check_flags(flags, "gasnet_barrier_notify");
     std::lock_guard lk(bar->mu);
@@ -142,7 +142,8 @@ GASNETP_EXPORT void gasnet_barrier_notify(int id, int flags) {
 }
 
 GASNETP_EXPORT int gasnet_barrier_wait(int id, int flags) {
-    if (!g || !g->attached.load(std::memory_order_acquire)) fatal("gasnet_barrier_wait called before gasnet_attach()");
+    if (!state || !state->attached.load(std::memory_order_acquire))
+        fatal("gasnet_barrier_wait called before gasnet_attach()");
     check_flags(flags, "gasnet_barrier_wait");
     {
         std::lock_guard lk(bar->mu);
@@ -154,7 +155,8 @@ GASNETP_EXPORT int gasnet_barrier_wait(int id, int flags) {
 }
 
 GASNETP_EXPORT int gasnet_barrier_try(int id, int flags) {
-    if (!g || !g->attached.load(std::memory_order_acquire)) fatal("gasnet_barrier_try called before gasnet_attach()");
+    if (!state || !state->attached.load(std::memory_order_acquire))
+        fatal("gasnet_barrier_try called before gasnet_attach()");
     check_flags(flags, "gasnet_barrier_try");
     {
         std::lock_guard lk(bar->mu);
@@ -175,7 +177,7 @@ GASNETP_EXPORT int gasnet_barrier(int id, int flags) {
 }
 
 GASNETP_EXPORT int gasnet_barrier_result(int *id) {
-    if (!g || !g->attached.load(std::memory_order_acquire))
+    if (!state || !state->attached.load(std::memory_order_acquire))
         fatal("gasnet_barrier_result called before gasnet_attach()");
     if (!id) fatal("gasnet_barrier_result: id is NULL");
     std::lock_guard lk(bar->mu);

@@ -23,7 +23,7 @@
 
 namespace gasnetp {
 
-State *g = nullptr;
+State *state = nullptr;
 
 namespace {
 // The configuration strings of every mode this library serves, for scanning the binary (§1.8).
@@ -56,14 +56,14 @@ void fatal(const char *fmt, ...) {
     // The spec: fatal errors end the job with SIGABRT (gasnett_fatalerror aborts; the launcher
     // then ends the other ranks).
     std::signal(SIGABRT, SIG_DFL);
-    if (g && g->inited) gasnett_fatalerror("GASNet (node %u): %s", g->mynode, msg);
+    if (state && state->inited) gasnett_fatalerror("GASNet (node %u): %s", state->mynode, msg);
     gasnett_fatalerror("GASNet: %s", msg);
 }
 
 namespace {
 void print_report(const char *msg) {
-    if (g && g->inited)
-        std::fprintf(stderr, "GASNet (node %u): %s\n", g->mynode, msg);
+    if (state && state->inited)
+        std::fprintf(stderr, "GASNet (node %u): %s\n", state->mynode, msg);
     else
         std::fprintf(stderr, "GASNet: %s\n", msg);
 }
@@ -92,7 +92,7 @@ void check_ptl(int rc, const char *what) {
 
 void append_me(ptl_pt_index_t pt, const ptl_me_t &me, const char *what, void *user_ptr) {
     ptl_handle_me_t h;
-    check_ptl(PtlMEAppend(g->ni, pt, &me, PTL_PRIORITY_LIST, user_ptr, &h), what);
+    check_ptl(PtlMEAppend(state->ni, pt, &me, PTL_PRIORITY_LIST, user_ptr, &h), what);
 }
 
 // ---- the bootstrap exchange ------------------------------------------------------------------------
@@ -122,25 +122,25 @@ void flush_std_streams_nonblocking() {
 // Tells every other node to exit with code; waits (bounded) for the acks so that the messages
 // have left this process before it goes.
 void notify_peers_of_exit(int code) {
-    if (!g || !g->inited || g->nodes == 1) return;
+    if (!state || !state->inited || state->nodes == 1) return;
     static int64_t value; // read by the volatile MD at once
     value = code;
     gasnet_node_t sent = 0;
-    for (gasnet_node_t p = 0; p < g->nodes; ++p) {
-        if (p == g->mynode) continue;
-        if (PtlPut(g->md_exit, reinterpret_cast<uint64_t>(&value), sizeof value, PTL_CT_ACK_REQ, proc(p), g->pt_exit, 0,
-                   uint64_t(g->mynode) * sizeof(int64_t), nullptr, 0) == PTL_OK)
+    for (gasnet_node_t p = 0; p < state->nodes; ++p) {
+        if (p == state->mynode) continue;
+        if (PtlPut(state->md_exit, reinterpret_cast<uint64_t>(&value), sizeof value, PTL_CT_ACK_REQ, proc(p),
+                   state->pt_exit, 0, uint64_t(state->mynode) * sizeof(int64_t), nullptr, 0) == PTL_OK)
             ++sent;
     }
-    const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(g->exit_timeout_s * 1e9);
+    const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(state->exit_timeout_s * 1e9);
     for (;;) {
         ptl_ct_event_t ce{};
-        PtlCTGet(g->ct_exit, &ce);
+        PtlCTGet(state->ct_exit, &ce);
         if (ce.success + ce.failure >= sent || gasnett_ticks_now() >= deadline) break;
         unsigned which;
         const ptl_size_t test = sent;
         if (ce.failure == 0)
-            PtlCTPoll(&g->ct_exit, &test, 1, 10, &ce, &which);
+            PtlCTPoll(&state->ct_exit, &test, 1, 10, &ce, &which);
         else
             std::this_thread::sleep_for(std::chrono::milliseconds(1)); // a failed ack makes CTPoll return at once
     }
@@ -148,15 +148,17 @@ void notify_peers_of_exit(int code) {
 
 // The exit watcher sleeps until a message reaches the exit entry. This node's own empty message
 // to itself only wakes it: to stop, or to act on an exit message another thread took.
-void wake_exit_watcher() { PtlPut(g->md_quiet, 0, 0, PTL_NO_ACK_REQ, proc(g->mynode), g->pt_exit, 0, 0, nullptr, 0); }
+void wake_exit_watcher() {
+    PtlPut(state->md_quiet, 0, 0, PTL_NO_ACK_REQ, proc(state->mynode), state->pt_exit, 0, 0, nullptr, 0);
+}
 
-// Moves an exit message into g->remote_code (the first one decides).
+// Moves an exit message into state->remote_code (the first one decides).
 void take_exit_message(const ptl_event_t &ev) {
-    if (ev.type != PTL_EVENT_PUT || ev.initiator.rank == g->mynode || ev.mlength < sizeof(int64_t)) return;
+    if (ev.type != PTL_EVENT_PUT || ev.initiator.rank == state->mynode || ev.mlength < sizeof(int64_t)) return;
     int64_t code;
     std::memcpy(&code, ev.start, sizeof code);
     int64_t none = State::kNoExit;
-    if (g->remote_code.compare_exchange_strong(none, int64_t(int(code))) && !t_is_exit_watcher) wake_exit_watcher();
+    if (state->remote_code.compare_exchange_strong(none, int64_t(int(code))) && !t_is_exit_watcher) wake_exit_watcher();
 }
 
 // Takes the exit messages that have arrived. Called by any thread that needs to know whether an
@@ -164,7 +166,7 @@ void take_exit_message(const ptl_event_t &ev) {
 void take_exit_messages() {
     for (;;) {
         ptl_event_t ev;
-        const int rc = PtlEQGet(g->eq_exit, &ev);
+        const int rc = PtlEQGet(state->eq_exit, &ev);
         if (rc != PTL_OK && rc != PTL_EQ_DROPPED) return;
         take_exit_message(ev);
     }
@@ -172,7 +174,7 @@ void take_exit_messages() {
 
 // The code this node ends with once it follows another node's exit, else the code it chose.
 int code_to_exit_with(int own) {
-    const int64_t c = g->remote_code.load();
+    const int64_t c = state->remote_code.load();
     return c == State::kNoExit ? own : int(c);
 }
 
@@ -191,8 +193,8 @@ bool client_handles_sigquit() {
 [[noreturn]] void end_following(int own) {
     const int code = code_to_exit_with(own);
     flush_std_streams_nonblocking();
-    if (g->in_sigquit.load() && pthread_equal(pthread_self(), g->init_thread)) {
-        g->handler_exits.store(true);
+    if (state->in_sigquit.load() && pthread_equal(pthread_self(), state->init_thread)) {
+        state->handler_exits.store(true);
         for (;;) pause();
     }
     portico_runtime_exit(code);
@@ -200,14 +202,14 @@ bool client_handles_sigquit() {
 
 // This node follows another node's exit, which that node announced to every node itself.
 void remote_exit(int code) {
-    if (g->exit_started.load()) return; // our own gasnet_exit is under way and ends the process
+    if (state->exit_started.load()) return; // our own gasnet_exit is under way and ends the process
     // GASNet raises SIGQUIT on a remote exit so that a client may shut down; its handler is
     // expected to call gasnet_exit, which ends the process with the exiting node's code. Without
     // a client handler, or if the handler does not exit in time, exit at once with that code.
-    if (client_handles_sigquit() && !g->in_sigquit.exchange(true)) {
-        pthread_kill(g->init_thread, SIGQUIT);
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(g->exit_timeout_s);
-        while (!g->handler_exits.load() && std::chrono::steady_clock::now() < deadline)
+    if (client_handles_sigquit() && !state->in_sigquit.exchange(true)) {
+        pthread_kill(state->init_thread, SIGQUIT);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(state->exit_timeout_s);
+        while (!state->handler_exits.load() && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     flush_std_streams_nonblocking();
@@ -225,11 +227,11 @@ void exit_watcher_main() {
     pthread_sigmask(SIG_BLOCK, &all, nullptr);
     for (;;) {
         // Another thread may have taken the message (exit_under_way): remote_code is what counts.
-        const int64_t code = g->remote_code.load();
+        const int64_t code = state->remote_code.load();
         if (code != State::kNoExit) remote_exit(static_cast<int>(code)); // returns if we exit ourselves
         if (watcher_stop.load(std::memory_order_acquire)) return;
         ptl_event_t ev;
-        const int rc = portico_eq_poll_passive(&g->eq_exit, 1, PTL_TIME_FOREVER, &ev, nullptr);
+        const int rc = portico_eq_poll_passive(&state->eq_exit, 1, PTL_TIME_FOREVER, &ev, nullptr);
         if (rc == PTL_OK || rc == PTL_EQ_DROPPED)
             take_exit_message(ev);
         else
@@ -243,10 +245,10 @@ void exit_watcher_main() {
 // with that node's code, as gasnet_exit would. The messages go from a fresh thread, so that no
 // Portals call depends on this thread's thread-local objects, which glibc has destroyed by now.
 void at_exit_hook(int status) {
-    if (!g || !g->inited) return;
+    if (!state || !state->inited) return;
     take_exit_messages();
-    if (g->remote_code.load() != State::kNoExit) end_following(status);
-    if (g->exit_started.exchange(true)) return;
+    if (state->remote_code.load() != State::kNoExit) end_following(status);
+    if (state->exit_started.exchange(true)) return;
     std::thread notifier(notify_peers_of_exit, status);
     notifier.join();
     watcher_stop.store(true);
@@ -272,11 +274,11 @@ void atexit_hook() { at_exit_hook(0); } // without on_exit the status is unknown
 } // namespace
 
 bool exit_under_way(bool wait) {
-    if (!g || !g->inited) return false;
-    const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(g->exit_timeout_s * 1e9);
+    if (!state || !state->inited) return false;
+    const gasnett_tick_t deadline = gasnett_ticks_now() + gasnett_tick_t(state->exit_timeout_s * 1e9);
     for (;;) {
         take_exit_messages();
-        if (g->exit_started.load() || g->remote_code.load() != State::kNoExit) return true;
+        if (state->exit_started.load() || state->remote_code.load() != State::kNoExit) return true;
         // The exiting node's message is acknowledged before it leaves, so it is normally here
         // before any failure its departure causes; the wait covers a transport that reports the
         // broken link before the last messages on it.
@@ -297,14 +299,14 @@ namespace {
 uint64_t local_processes() {
     // The nodes on our nid, from exchange_hosts_and_environment (every launcher's count agrees with
     // it, and a job started without one is a node alone).
-    if (g->hosts.empty()) return 1;
-    return uint64_t(std::count(g->hosts.begin(), g->hosts.end(), g->hosts[g->mynode]));
+    if (state->hosts.empty()) return 1;
+    return uint64_t(std::count(state->hosts.begin(), state->hosts.end(), state->hosts[state->mynode]));
 }
 
 // GASNET_MAX_SEGSIZE: "<size>[K|M|G|T][B]" or a fraction of physical memory ("0.5"), optionally
 // followed by "/H" (divided among the processes of this host).
 uintptr_t compute_max_local() {
-    if (g->seg_mode == 2) return ~uintptr_t{0};
+    if (state->seg_mode == 2) return ~uintptr_t{0};
     const uint64_t phys = gasnett_getPhysMemSz(0);
     const uint64_t procs = local_processes();
     const uint64_t page = GASNET_PAGESIZE;
@@ -317,22 +319,22 @@ uintptr_t compute_max_local() {
     } else {
         v = uint64_t(0.85 * double(phys)) / procs;
     }
-    if (g->seg_mode == 0) v = std::min(v, phys); // FAST: never beyond physical memory
+    if (state->seg_mode == 0) v = std::min(v, phys); // FAST: never beyond physical memory
     v &= ~(page - 1);
     return uintptr_t(v);
 }
 
 void post_segment_entry() {
-    const bool everything = g->seg_mode == 2;
-    append_me(g->pt_seg,
-              ck::me_desc(everything ? nullptr : g->seg_base, everything ? PTL_SIZE_MAX : g->seg_size,
+    const bool everything = state->seg_mode == 2;
+    append_me(state->pt_seg,
+              ck::me_desc(everything ? nullptr : state->seg_base, everything ? PTL_SIZE_MAX : state->seg_size,
                           PTL_ME_OP_PUT | PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
                               PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE),
               "PtlMEAppend (segment)");
 }
 
 void alloc_pt(ptl_handle_eq_t eq, ptl_pt_index_t want, ptl_pt_index_t *out) {
-    const int rc = PtlPTAlloc(g->ni, 0, eq, want, out);
+    const int rc = PtlPTAlloc(state->ni, 0, eq, want, out);
     if (rc != PTL_OK)
         fatal("PtlPTAlloc(%u) failed: %s (is another Portals client using this logical NI?)", want, ptl_rc_name(rc));
 }
@@ -340,7 +342,7 @@ void alloc_pt(ptl_handle_eq_t eq, ptl_pt_index_t want, ptl_pt_index_t *out) {
 ptl_handle_md_t bind_md(unsigned options, ptl_handle_eq_t eq, ptl_handle_ct_t ct) {
     const ptl_md_t md = ck::whole_memory_md(options, eq, ct);
     ptl_handle_md_t h;
-    check_ptl(PtlMDBind(g->ni, &md, &h), "PtlMDBind");
+    check_ptl(PtlMDBind(state->ni, &md, &h), "PtlMDBind");
     return h;
 }
 
@@ -367,25 +369,25 @@ int choose_wait_mode() {
 // Opens the logical NI and learns this node's rank and the job's size. Without a launcher the
 // NI has no map: the job is this process alone.
 int open_ni() {
-    const int nrc =
-        PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &g->limits, &g->ni);
+    const int nrc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_LOGICAL, PTL_PID_ANY, nullptr, &state->limits,
+                              &state->ni);
     if (nrc != PTL_OK) {
         report("PtlNIInit failed: %s", ptl_rc_name(nrc));
         return GASNET_ERR_RESOURCE;
     }
     ptl_size_t nmap = 0;
-    if (PtlGetMap(g->ni, 0, nullptr, &nmap) == PTL_IGNORED) {
+    if (PtlGetMap(state->ni, 0, nullptr, &nmap) == PTL_IGNORED) {
         ptl_process_t self;
-        check_ptl(PtlGetPhysId(g->ni, &self), "PtlGetPhysId");
-        check_ptl(PtlSetMap(g->ni, 1, &self), "PtlSetMap");
+        check_ptl(PtlGetPhysId(state->ni, &self), "PtlGetPhysId");
+        check_ptl(PtlSetMap(state->ni, 1, &self), "PtlSetMap");
         nmap = 1;
     }
     ptl_process_t id;
-    check_ptl(PtlGetId(g->ni, &id), "PtlGetId");
-    g->mynode = id.rank;
-    g->nodes = gasnet_node_t(nmap);
-    if (g->nodes > GASNET_MAXNODES) {
-        report("%u nodes, more than GASNET_MAXNODES (%d)", g->nodes, GASNET_MAXNODES);
+    check_ptl(PtlGetId(state->ni, &id), "PtlGetId");
+    state->mynode = id.rank;
+    state->nodes = gasnet_node_t(nmap);
+    if (state->nodes > GASNET_MAXNODES) {
+        report("%u nodes, more than GASNET_MAXNODES (%d)", state->nodes, GASNET_MAXNODES);
         return GASNET_ERR_RESOURCE;
     }
     return GASNET_OK;
@@ -394,52 +396,53 @@ int open_ni() {
 // Event queues, portal table entries and MDs. The AM entries get their buffers at attach, when
 // the client's handlers are known; the indices are fixed because every node must use the same.
 void alloc_queues_and_entries() {
-    g->eq_ops_size = settings::kGasnetOpsEqSize.get();
-    check_ptl(PtlEQAlloc(g->ni, g->eq_ops_size, &g->eq_ops), "PtlEQAlloc");
-    check_ptl(PtlEQAlloc(g->ni, uint64_t(g->nodes) + 16, &g->eq_exit), "PtlEQAlloc");
+    state->eq_ops_size = settings::kGasnetOpsEqSize.get();
+    check_ptl(PtlEQAlloc(state->ni, state->eq_ops_size, &state->eq_ops), "PtlEQAlloc");
+    check_ptl(PtlEQAlloc(state->ni, uint64_t(state->nodes) + 16, &state->eq_exit), "PtlEQAlloc");
     // Credit per peer: the zone a class keeps (every message all senders may still send) stays
     // at GASNET_AM_ZONE_BYTES whatever the number of nodes, unless GASNET_AM_CREDIT_BYTES says
     // otherwise (sizing.hpp).
-    g->credit_bytes = uint32_t(
-        sizing::credit_bytes(g->nodes, settings::kGasnetAmZoneBytes.get(), settings::kGasnetAmCreditBytes.get()));
-    g->eager_max = uint32_t(sizing::eager_bytes(g->credit_bytes));
+    state->credit_bytes = uint32_t(
+        sizing::credit_bytes(state->nodes, settings::kGasnetAmZoneBytes.get(), settings::kGasnetAmCreditBytes.get()));
+    state->eager_max = uint32_t(sizing::eager_bytes(state->credit_bytes));
     // The queues are sized for every event the credits allow; the engine allocates only what is
     // pending at once.
-    const uint64_t am_events = uint64_t(g->nodes) * (g->credit_bytes / kMinCharge) + 4096;
+    const uint64_t am_events = uint64_t(state->nodes) * (state->credit_bytes / kMinCharge) + 4096;
     for (int c = 0; c < 2; ++c) {
-        check_ptl(PtlEQAlloc(g->ni, std::min<uint64_t>(am_events + (c == kRep ? 4 * g->nodes : 0), 1u << 26),
-                             &g->zones[c].eq),
+        check_ptl(PtlEQAlloc(state->ni, std::min<uint64_t>(am_events + (c == kRep ? 4 * state->nodes : 0), 1u << 26),
+                             &state->zones[c].eq),
                   "PtlEQAlloc");
-        g->zones[c].cls = c;
+        state->zones[c].cls = c;
     }
-    alloc_pt(g->zones[kReq].eq, kPtReq, &g->zones[kReq].pt);
-    alloc_pt(g->zones[kRep].eq, kPtRep, &g->zones[kRep].pt);
-    alloc_pt(g->zones[kRep].eq, kPtCtrl, &g->pt_ctrl); // control events wake reply pollers
-    alloc_pt(PTL_EQ_NONE, kPtSeg, &g->pt_seg);
-    alloc_pt(g->eq_exit, kPtExit, &g->pt_exit);
-    alloc_pt(g->eq_ops, kPtPull, &g->pt_pull); // GET events of pulled Mediums complete their sends
+    alloc_pt(state->zones[kReq].eq, kPtReq, &state->zones[kReq].pt);
+    alloc_pt(state->zones[kRep].eq, kPtRep, &state->zones[kRep].pt);
+    alloc_pt(state->zones[kRep].eq, kPtCtrl, &state->pt_ctrl); // control events wake reply pollers
+    alloc_pt(PTL_EQ_NONE, kPtSeg, &state->pt_seg);
+    alloc_pt(state->eq_exit, kPtExit, &state->pt_exit);
+    alloc_pt(state->eq_ops, kPtPull, &state->pt_pull); // GET events of pulled Mediums complete their sends
 
-    g->md_vol = bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE, g->eq_ops, PTL_CT_NONE);
-    g->md_quiet = bind_md(PTL_MD_VOLATILE, PTL_EQ_NONE, PTL_CT_NONE);
-    g->md_send = bind_md(0, g->eq_ops, PTL_CT_NONE);
-    g->md_bulk = bind_md(PTL_MD_EVENT_SEND_DISABLE, g->eq_ops, PTL_CT_NONE);
-    check_ptl(PtlCTAlloc(g->ni, &g->ct_exit), "PtlCTAlloc");
-    g->md_exit = bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE | PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, g->ct_exit);
+    state->md_vol = bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE, state->eq_ops, PTL_CT_NONE);
+    state->md_quiet = bind_md(PTL_MD_VOLATILE, PTL_EQ_NONE, PTL_CT_NONE);
+    state->md_send = bind_md(0, state->eq_ops, PTL_CT_NONE);
+    state->md_bulk = bind_md(PTL_MD_EVENT_SEND_DISABLE, state->eq_ops, PTL_CT_NONE);
+    check_ptl(PtlCTAlloc(state->ni, &state->ct_exit), "PtlCTAlloc");
+    state->md_exit =
+        bind_md(PTL_MD_VOLATILE | PTL_MD_EVENT_SEND_DISABLE | PTL_MD_EVENT_CT_ACK, PTL_EQ_NONE, state->ct_exit);
 }
 
 // The entries that exist from init on. They are all posted before the first exchange, which is
 // what lets a node send to any of them once that exchange is over.
 void post_init_entries() {
     // The exit entry: one 8-byte code slot per node.
-    g->exit_codes = new int64_t[g->nodes]();
-    append_me(g->pt_exit,
-              ck::me_desc(g->exit_codes, sizeof(int64_t) * g->nodes,
+    state->exit_codes = new int64_t[state->nodes]();
+    append_me(state->pt_exit,
+              ck::me_desc(state->exit_codes, sizeof(int64_t) * state->nodes,
                           PTL_ME_OP_PUT | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE),
               "PtlMEAppend (exit)");
     credits_setup_ctrl();
     barrier_setup();
     // The target of the loopback "tick" (progress.cpp, poll_try): an empty entry for gets.
-    append_me(g->pt_ctrl,
+    append_me(state->pt_ctrl,
               ck::me_desc(nullptr, 0,
                           PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
                               PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE,
@@ -447,13 +450,13 @@ void post_init_entries() {
               "PtlMEAppend (tick)");
 
     // Rank 0's environment, for gasnet_getenv.
-    if (g->mynode == 0) {
+    if (state->mynode == 0) {
         std::vector<char> blob;
         for (char **e = environ; e && *e; ++e) blob.insert(blob.end(), *e, *e + std::strlen(*e) + 1);
         blob.push_back('\0');
-        g->env_blob = blob;
-        append_me(g->pt_ctrl,
-                  ck::me_desc(g->env_blob.data(), g->env_blob.size(),
+        state->env_blob = blob;
+        append_me(state->pt_ctrl,
+                  ck::me_desc(state->env_blob.data(), state->env_blob.size(),
                               PTL_ME_OP_GET | PTL_ME_EVENT_COMM_DISABLE | PTL_ME_EVENT_LINK_DISABLE |
                                   PTL_ME_EVENT_UNLINK_DISABLE | PTL_ME_EVENT_SUCCESS_DISABLE,
                               kMbEnv),
@@ -461,7 +464,7 @@ void post_init_entries() {
     }
 }
 
-// Exchange 1: where every node runs (g->hosts: the lowest node on the same nid) and the size of
+// Exchange 1: where every node runs (state->hosts: the lowest node on the same nid) and the size of
 // rank 0's environment, which the others then fetch. It is also the barrier after which every
 // node's exit entry exists.
 void exchange_hosts_and_environment() {
@@ -470,28 +473,28 @@ void exchange_hosts_and_environment() {
         uint32_t pad;
         uint64_t env_bytes;
     } r1{};
-    std::vector<Rec1> all1(g->nodes);
+    std::vector<Rec1> all1(state->nodes);
     ptl_process_t phys;
-    check_ptl(PtlGetPhysId(g->ni, &phys), "PtlGetPhysId");
+    check_ptl(PtlGetPhysId(state->ni, &phys), "PtlGetPhysId");
     r1.nid = phys.phys.nid;
-    r1.env_bytes = g->env_blob.size();
+    r1.env_bytes = state->env_blob.size();
     exchange(&r1, sizeof r1, all1.data());
-    g->hosts.resize(g->nodes);
-    for (gasnet_node_t n = 0; n < g->nodes; ++n) {
-        g->hosts[n] = n;
+    state->hosts.resize(state->nodes);
+    for (gasnet_node_t n = 0; n < state->nodes; ++n) {
+        state->hosts[n] = n;
         for (gasnet_node_t m = 0; m < n; ++m)
             if (all1[m].nid == all1[n].nid) {
-                g->hosts[n] = m;
+                state->hosts[n] = m;
                 break;
             }
     }
-    if (g->mynode != 0 && all1[0].env_bytes) {
-        g->env_blob.assign(all1[0].env_bytes, '\0');
+    if (state->mynode != 0 && all1[0].env_bytes) {
+        state->env_blob.assign(all1[0].env_bytes, '\0');
         OpCounter c;
         c.pending = 1;
         reserve_events(1);
-        check_ptl(PtlGet(g->md_bulk, reinterpret_cast<uint64_t>(g->env_blob.data()), g->env_blob.size(), proc(0),
-                         g->pt_ctrl, kMbEnv, 0, &c),
+        check_ptl(PtlGet(state->md_bulk, reinterpret_cast<uint64_t>(state->env_blob.data()), state->env_blob.size(),
+                         proc(0), state->pt_ctrl, kMbEnv, 0, &c),
                   "PtlGet (environment)");
         wait_until(Ctx::Restricted, [&] { return c.pending.load(std::memory_order_acquire) == 0; });
     }
@@ -499,11 +502,11 @@ void exchange_hosts_and_environment() {
 
 // Exchange 2: the largest segment each node could have; the job's is the smallest of them.
 void exchange_segment_limits() {
-    g->max_local = compute_max_local();
-    std::vector<uint64_t> all2(g->nodes);
-    const uint64_t ml = g->max_local;
+    state->max_local = compute_max_local();
+    std::vector<uint64_t> all2(state->nodes);
+    const uint64_t ml = state->max_local;
     exchange(&ml, sizeof ml, all2.data());
-    g->max_global = uintptr_t(*std::min_element(all2.begin(), all2.end()));
+    state->max_global = uintptr_t(*std::min_element(all2.begin(), all2.end()));
 }
 
 // From here on another node's exit ends this one too, and this node's end (gasnet_exit, or
@@ -519,24 +522,24 @@ void start_exit_watcher() {
 }
 
 int do_init(int threadmode, int segmode) {
-    if (g && g->inited) {
+    if (state && state->inited) {
         report("gasnet_init() called twice");
         return GASNET_ERR_NOT_INIT; // as the reference implementation answers a second init
     }
-    g = new State;
-    g->thread_mode = threadmode;
-    g->seg_mode = segmode;
-    g->init_thread = pthread_self();
+    state = new State;
+    state->thread_mode = threadmode;
+    state->seg_mode = segmode;
+    state->init_thread = pthread_self();
     if (PtlInit() != PTL_OK) return GASNET_ERR_RESOURCE;
     if (const int rc = open_ni(); rc != GASNET_OK) return rc;
-    g->vol_max = g->limits.max_volatile_size;
-    g->exit_timeout_s = std::strtod(settings::kGasnetExitTimeout.get().c_str(), nullptr);
+    state->vol_max = state->limits.max_volatile_size;
+    state->exit_timeout_s = std::strtod(settings::kGasnetExitTimeout.get().c_str(), nullptr);
     alloc_queues_and_entries();
     post_init_entries();
-    g->inited = true; // from here on fatal() names the node and waits can complete operations
+    state->inited = true; // from here on fatal() names the node and waits can complete operations
     exchange_hosts_and_environment();
     // Once the processes on this machine are counted (waits before it keep the engine's spin).
-    g->wait_mode = choose_wait_mode();
+    state->wait_mode = choose_wait_mode();
     exchange_segment_limits();
     start_exit_watcher();
     return GASNET_OK;
@@ -577,7 +580,7 @@ int assign_handlers(gasnet_handlerentry_t *table, int n) {
     }
     for (int i = 0; i < n; ++i) {
         table[i].index = index[size_t(i)];
-        g->handlers[index[size_t(i)]] = table[i].fnptr;
+        state->handlers[index[size_t(i)]] = table[i].fnptr;
     }
     return GASNET_OK;
 }
@@ -586,8 +589,8 @@ int assign_handlers(gasnet_handlerentry_t *table, int n) {
 // shared segment that they map, so that their puts and gets to it are memcpy (docs/GASNET.md).
 bool want_shared_segment() {
     if (!settings::kGasnetPshm.get()) return false;
-    for (gasnet_node_t n = 0; n < g->nodes; ++n)
-        if (n != g->mynode && g->hosts[n] == g->hosts[g->mynode]) return true;
+    for (gasnet_node_t n = 0; n < state->nodes; ++n)
+        if (n != state->mynode && state->hosts[n] == state->hosts[state->mynode]) return true;
     return false;
 }
 
@@ -613,9 +616,9 @@ void unmap_memory(void *p, uintptr_t segsize, bool shared, const portico_segment
 // never touches (pages are allocated on first touch, local or remote). A failure is this node's
 // status in the attach exchange, so that every node fails together.
 int map_segment(uintptr_t segsize, uintptr_t minheapoffset) {
-    if (g->seg_mode == 2) {
-        g->seg_base = nullptr;
-        g->seg_size = ~uintptr_t{0};
+    if (state->seg_mode == 2) {
+        state->seg_base = nullptr;
+        state->seg_size = ~uintptr_t{0};
         return GASNET_OK;
     }
     if (segsize == 0) return GASNET_OK;
@@ -645,87 +648,88 @@ int map_segment(uintptr_t segsize, uintptr_t minheapoffset) {
         report("gasnet_attach: cannot map a segment of %zu bytes: %s", size_t(segsize), std::strerror(errno));
         return GASNET_ERR_RESOURCE;
     }
-    g->seg_base = p;
-    g->seg_size = segsize;
-    g->seg_shared = shared;
-    g->seg_id = id;
+    state->seg_base = p;
+    state->seg_size = segsize;
+    state->seg_shared = shared;
+    state->seg_id = id;
     return GASNET_OK;
 }
 
 // Maps the segments of the other nodes of this machine that are shared (PSHM); a node whose
 // segment cannot be mapped is reached through Portals as before.
 void attach_local_segments(const std::vector<portico_segment_t> &ids, const std::vector<uint8_t> &shared) {
-    g->local_segs.assign(g->nodes, nullptr);
-    if (!g->seg_shared) return;
-    for (gasnet_node_t n = 0; n < g->nodes; ++n) {
-        if (!shared[n] || g->hosts[n] != g->hosts[g->mynode]) continue;
-        if (n == g->mynode) {
-            g->local_segs[n] = static_cast<char *>(g->seg_base);
+    state->local_segs.assign(state->nodes, nullptr);
+    if (!state->seg_shared) return;
+    for (gasnet_node_t n = 0; n < state->nodes; ++n) {
+        if (!shared[n] || state->hosts[n] != state->hosts[state->mynode]) continue;
+        if (n == state->mynode) {
+            state->local_segs[n] = static_cast<char *>(state->seg_base);
             continue;
         }
         void *p = nullptr;
-        if (portico_segment_attach(&ids[n], &p) == PTL_OK) g->local_segs[n] = static_cast<char *>(p);
+        if (portico_segment_attach(&ids[n], &p) == PTL_OK) state->local_segs[n] = static_cast<char *>(p);
     }
 }
 
 // What gasnet.h's inline puts and gets copy to and from (gasnetp_mapped): every node whose segment
 // is mapped here, as the library's own checks (extended.cpp) would find it.
 void publish_inline_map() {
-    g->inline_map.assign(g->nodes, gasnetp_local_segment_t{0, 0, 0});
-    if (g->seg_mode == 2) { // EVERYTHING: only this node, all of its memory
-        g->inline_map[g->mynode] = {0, ~uintptr_t{0}, 0};
+    state->inline_map.assign(state->nodes, gasnetp_local_segment_t{0, 0, 0});
+    if (state->seg_mode == 2) { // EVERYTHING: only this node, all of its memory
+        state->inline_map[state->mynode] = {0, ~uintptr_t{0}, 0};
     } else {
-        for (gasnet_node_t n = 0; n < g->nodes; ++n) {
-            char *here = n == g->mynode ? static_cast<char *>(g->seg_base) : g->local_segs[n];
-            const auto base = reinterpret_cast<uintptr_t>(g->segs[n].addr);
-            if (here && g->segs[n].size > 0)
-                g->inline_map[n] = {base, g->segs[n].size,
-                                    reinterpret_cast<intptr_t>(here) - static_cast<intptr_t>(base)};
+        for (gasnet_node_t n = 0; n < state->nodes; ++n) {
+            char *here = n == state->mynode ? static_cast<char *>(state->seg_base) : state->local_segs[n];
+            const auto base = reinterpret_cast<uintptr_t>(state->segs[n].addr);
+            if (here && state->segs[n].size > 0)
+                state->inline_map[n] = {base, state->segs[n].size,
+                                        reinterpret_cast<intptr_t>(here) - static_cast<intptr_t>(base)};
         }
     }
-    gasnetp_local_nodes = g->nodes;
-    __atomic_store_n(&gasnetp_local_segments, g->inline_map.data(), __ATOMIC_RELEASE);
+    gasnetp_local_nodes = state->nodes;
+    __atomic_store_n(&gasnetp_local_segments, state->inline_map.data(), __ATOMIC_RELEASE);
 }
 
 // The landing zones of every node of this machine must fit in its memory with room to spare; the
 // first node of the machine says so when they may not (an explicit GASNET_AM_CREDIT_BYTES with
 // many nodes), naming what to set, before the buffers grow.
 void warn_if_am_buffers_do_not_fit() {
-    if (g->hosts.empty() || g->hosts[g->mynode] != g->mynode) return;
-    const uint64_t buffer = sizing::buffer_bytes(g->nodes, g->credit_bytes, settings::kGasnetAmBufferBytes.get());
-    const uint64_t each = sizing::zones_bytes(g->nodes, g->credit_bytes, buffer);
+    if (state->hosts.empty() || state->hosts[state->mynode] != state->mynode) return;
+    const uint64_t buffer =
+        sizing::buffer_bytes(state->nodes, state->credit_bytes, settings::kGasnetAmBufferBytes.get());
+    const uint64_t each = sizing::zones_bytes(state->nodes, state->credit_bytes, buffer);
     const uint64_t procs = local_processes(), phys = gasnett_getPhysMemSz(0);
     if (!phys || each * procs <= phys / 2) return;
     report("the active-message buffers of the %llu processes on this machine may take %llu MiB (%llu MiB each: %u "
            "nodes x %u bytes of credit per class), more than half of its %llu MiB; lower GASNET_AM_CREDIT_BYTES, or "
            "unset it and GASNET_AM_ZONE_BYTES: by default the credit shrinks with the number of nodes",
            (unsigned long long)procs, (unsigned long long)(each * procs >> 20), (unsigned long long)(each >> 20),
-           g->nodes, g->credit_bytes, (unsigned long long)(phys >> 20));
+           state->nodes, state->credit_bytes, (unsigned long long)(phys >> 20));
 }
 
 int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, uintptr_t minheapoffset) {
-    if (!g || !g->inited) return GASNET_ERR_NOT_INIT;
-    if (g->attach_done) {
+    if (!state || !state->inited) return GASNET_ERR_NOT_INIT;
+    if (state->attach_done) {
         report("gasnet_attach() called twice");
         return GASNET_ERR_RESOURCE;
     }
-    if (g->seg_mode != 2) {
+    if (state->seg_mode != 2) {
         if (segsize % GASNET_PAGESIZE != 0) {
             report("gasnet_attach: segsize %zu is not a multiple of GASNET_PAGESIZE", size_t(segsize));
             return GASNET_ERR_BAD_ARG;
         }
-        if (segsize > g->max_local) {
+        if (segsize > state->max_local) {
             report("gasnet_attach: segsize %zu exceeds gasnet_getMaxLocalSegmentSize() = %zu", size_t(segsize),
-                   size_t(g->max_local));
+                   size_t(state->max_local));
             return GASNET_ERR_BAD_ARG;
         }
     }
     const int hrc = assign_handlers(table, numentries);
     if (hrc != GASNET_OK) return hrc;
-    g->attach_done = true;
+    state->attach_done = true;
 
     int status = map_segment(segsize, minheapoffset);
-    if (g->seg_mode == 2 || g->seg_size > 0) post_segment_entry();
+    if (state->seg_mode == 2 || state->seg_size > 0) post_segment_entry();
     warn_if_am_buffers_do_not_fit();
     am_setup();
 
@@ -736,29 +740,34 @@ int do_attach(gasnet_handlerentry_t *table, int numentries, uintptr_t segsize, u
         int64_t status;
         portico_segment_t shared_id; // PSHM
         uint64_t shared;
-    } r{reinterpret_cast<uint64_t>(g->seg_base), g->seg_size, minheapoffset, status, g->seg_id, g->seg_shared};
-    std::vector<Rec> all(g->nodes);
+    } r{reinterpret_cast<uint64_t>(state->seg_base),
+        state->seg_size,
+        minheapoffset,
+        status,
+        state->seg_id,
+        state->seg_shared};
+    std::vector<Rec> all(state->nodes);
     exchange(&r, sizeof r, all.data());
-    g->segs.resize(g->nodes);
-    std::vector<portico_segment_t> ids(g->nodes);
-    std::vector<uint8_t> shared(g->nodes);
-    for (gasnet_node_t n = 0; n < g->nodes; ++n) {
+    state->segs.resize(state->nodes);
+    std::vector<portico_segment_t> ids(state->nodes);
+    std::vector<uint8_t> shared(state->nodes);
+    for (gasnet_node_t n = 0; n < state->nodes; ++n) {
         ids[n] = all[n].shared_id;
         shared[n] = all[n].shared != 0;
     }
     attach_local_segments(ids, shared);
-    for (gasnet_node_t n = 0; n < g->nodes; ++n) {
-        g->segs[n].addr = reinterpret_cast<void *>(all[n].base);
-        g->segs[n].size = uintptr_t(all[n].size);
+    for (gasnet_node_t n = 0; n < state->nodes; ++n) {
+        state->segs[n].addr = reinterpret_cast<void *>(all[n].base);
+        state->segs[n].size = uintptr_t(all[n].size);
         if (all[n].minheap != minheapoffset) {
-            if (g->mynode == 0) report("gasnet_attach: nodes passed different minheapoffset values");
+            if (state->mynode == 0) report("gasnet_attach: nodes passed different minheapoffset values");
             status = status == GASNET_OK ? GASNET_ERR_BAD_ARG : status;
         }
         if (all[n].status != GASNET_OK && status == GASNET_OK) status = GASNET_ERR_RESOURCE;
     }
     if (status == GASNET_OK) {
         publish_inline_map();
-        g->attached.store(true, std::memory_order_release);
+        state->attached.store(true, std::memory_order_release);
     }
     return status;
 }
@@ -785,21 +794,21 @@ GASNETP_EXPORT int gasnet_attach(gasnet_handlerentry_t *table, int numentries, u
     return do_attach(table, numentries, segsize, minheapoffset);
 }
 
-GASNETP_EXPORT uintptr_t gasnet_getMaxLocalSegmentSize(void) { return g && g->inited ? g->max_local : 0; }
-GASNETP_EXPORT uintptr_t gasnet_getMaxGlobalSegmentSize(void) { return g && g->inited ? g->max_global : 0; }
+GASNETP_EXPORT uintptr_t gasnet_getMaxLocalSegmentSize(void) { return state && state->inited ? state->max_local : 0; }
+GASNETP_EXPORT uintptr_t gasnet_getMaxGlobalSegmentSize(void) { return state && state->inited ? state->max_global : 0; }
 
 GASNETP_EXPORT void gasnet_exit(int exitcode) {
-    if (!g || !g->inited) {
+    if (!state || !state->inited) {
         std::fflush(nullptr);
         portico_runtime_exit(exitcode);
     }
-    if (g->in_sigquit.load() && pthread_equal(pthread_self(), g->init_thread)) {
+    if (state->in_sigquit.load() && pthread_equal(pthread_self(), state->init_thread)) {
         // From the client's SIGQUIT handler: this node follows another node's exit, which that
         // node has announced to every node, and the node that exited first decides the job's
         // code, not the code the handler passes. The interrupted code may hold stdio locks.
         end_following(exitcode);
     }
-    if (g->exit_started.exchange(true)) {
+    if (state->exit_started.exchange(true)) {
         // Another thread is ending the process already.
         for (;;) pause();
     }
@@ -812,30 +821,30 @@ GASNETP_EXPORT void gasnet_exit(int exitcode) {
 }
 
 // ---- environment -------------------------------------------------------------------------------------
-GASNETP_EXPORT gasnet_node_t gasnet_mynode(void) { return g ? g->mynode : 0; }
-GASNETP_EXPORT gasnet_node_t gasnet_nodes(void) { return g ? g->nodes : 0; }
+GASNETP_EXPORT gasnet_node_t gasnet_mynode(void) { return state ? state->mynode : 0; }
+GASNETP_EXPORT gasnet_node_t gasnet_nodes(void) { return state ? state->nodes : 0; }
 
 GASNETP_EXPORT int gasnet_getSegmentInfo(gasnet_seginfo_t *table, int numentries) {
-    if (!g || !g->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
+    if (!state || !state->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
     if (numentries < 0 || (numentries > 0 && !table)) return GASNET_ERR_BAD_ARG;
-    const gasnet_node_t n = std::min<gasnet_node_t>(gasnet_node_t(numentries), g->nodes);
-    for (gasnet_node_t i = 0; i < n; ++i) table[i] = g->segs[i];
+    const gasnet_node_t n = std::min<gasnet_node_t>(gasnet_node_t(numentries), state->nodes);
+    for (gasnet_node_t i = 0; i < n; ++i) table[i] = state->segs[i];
     return GASNET_OK;
 }
 
 GASNETP_EXPORT int gasnet_getNodeInfo(gasnet_nodeinfo_t *table, int numentries) {
-    if (!g || !g->inited) return GASNET_ERR_NOT_INIT;
+    if (!state || !state->inited) return GASNET_ERR_NOT_INIT;
     if (numentries < 0 || (numentries > 0 && !table)) return GASNET_ERR_BAD_ARG;
-    const gasnet_node_t n = std::min<gasnet_node_t>(gasnet_node_t(numentries), g->nodes);
+    const gasnet_node_t n = std::min<gasnet_node_t>(gasnet_node_t(numentries), state->nodes);
     for (gasnet_node_t i = 0; i < n; ++i) {
-        table[i].host = g->hosts[i];
+        table[i].host = state->hosts[i];
         // PSHM: the nodes whose segments are mapped here form this node's supernode (named by the
         // lowest node of the machine), and offset turns an address in node i's segment into the
         // address of the same byte here. Before attach nothing is mapped.
-        char *local = g->local_segs.empty() ? nullptr : g->local_segs[i];
-        table[i].supernode = local ? g->hosts[i] : i;
+        char *local = state->local_segs.empty() ? nullptr : state->local_segs[i];
+        table[i].supernode = local ? state->hosts[i] : i;
         table[i].offset = local ? static_cast<intptr_t>(reinterpret_cast<uintptr_t>(local) -
-                                                        reinterpret_cast<uintptr_t>(g->segs[i].addr))
+                                                        reinterpret_cast<uintptr_t>(state->segs[i].addr))
                                 : 0;
     }
     return GASNET_OK;
@@ -843,10 +852,10 @@ GASNETP_EXPORT int gasnet_getNodeInfo(gasnet_nodeinfo_t *table, int numentries) 
 
 GASNETP_EXPORT char *gasnet_getenv(const char *name) {
     if (!name) return nullptr;
-    if (!g || !g->inited || g->env_blob.empty()) return getenv(name);
+    if (!state || !state->inited || state->env_blob.empty()) return getenv(name);
     // Rank 0's environment (the spawner's, under portico-run and mpiexec): the same on every node.
     const size_t klen = std::strlen(name);
-    char *p = g->env_blob.data(), *end = p + g->env_blob.size();
+    char *p = state->env_blob.data(), *end = p + state->env_blob.size();
     while (p < end && *p) {
         const size_t len = std::strlen(p);
         if (len > klen && p[klen] == '=' && std::strncmp(p, name, klen) == 0) return p + klen + 1;
@@ -930,6 +939,6 @@ GASNETP_EXPORT gasnet_threadinfo_t gasnetp_get_threadinfo(void) { return &ts(); 
 GASNETP_EXPORT int gasnet_set_waitmode(int wait_mode) {
     if (wait_mode != GASNET_WAIT_SPIN && wait_mode != GASNET_WAIT_BLOCK && wait_mode != GASNET_WAIT_SPINBLOCK)
         return GASNET_ERR_BAD_ARG;
-    if (g) g->wait_mode = wait_mode;
+    if (state) state->wait_mode = wait_mode;
     return GASNET_OK;
 }

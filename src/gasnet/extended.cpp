@@ -14,15 +14,15 @@ namespace gasnetp {
 namespace {
 
 void require_attached(const char *fn) {
-    if (!g || !g->attached.load(std::memory_order_acquire)) fatal("%s called before gasnet_attach()", fn);
+    if (!state || !state->attached.load(std::memory_order_acquire)) fatal("%s called before gasnet_attach()", fn);
 }
 
 // The remote offset of [addr, addr + n) on node, after checking it lies in node's segment.
 uint64_t remote_offset(const char *fn, gasnet_node_t node, const void *addr, size_t n) {
     require_attached(fn);
-    if (node >= g->nodes) fatal("%s: node %u out of range (the job has %u nodes)", fn, node, g->nodes);
-    if (g->seg_mode == 2) return reinterpret_cast<uint64_t>(addr);
-    const gasnet_seginfo_t &s = g->segs[node];
+    if (node >= state->nodes) fatal("%s: node %u out of range (the job has %u nodes)", fn, node, state->nodes);
+    if (state->seg_mode == 2) return reinterpret_cast<uint64_t>(addr);
+    const gasnet_seginfo_t &s = state->segs[node];
     const uintptr_t a = reinterpret_cast<uintptr_t>(addr), base = reinterpret_cast<uintptr_t>(s.addr);
     if (n == 0) return 0;
     if (a < base || a - base > s.size || n > s.size - (a - base))
@@ -37,7 +37,7 @@ uint64_t remote_offset(const char *fn, gasnet_node_t node, const void *addr, siz
 // own blocking calls poll (a poll costs as much as a hundred copies of a few bytes). The copies
 // gasnet.h's inline functions make count too: they leave the 256th to the library.
 void copied_locally() {
-    if (++gasnetp_local_copies % 256 == 0 && g->attached.load(std::memory_order_acquire)) poll(ctx_of(ts()));
+    if (++gasnetp_local_copies % 256 == 0 && state->attached.load(std::memory_order_acquire)) poll(ctx_of(ts()));
 }
 
 // Starts a put counted in ctr. bulk: the source stays untouched until the operation completes;
@@ -45,7 +45,7 @@ void copied_locally() {
 void start_put(const char *fn, gasnet_node_t node, void *dest, const void *src, size_t n, OpCounter *ctr, bool bulk) {
     const uint64_t roff = remote_offset(fn, node, dest, n);
     if (n == 0) return;
-    if (node == g->mynode) {
+    if (node == state->mynode) {
         std::memmove(dest, src, n);
         copied_locally();
         return;
@@ -57,20 +57,20 @@ void start_put(const char *fn, gasnet_node_t node, void *dest, const void *src, 
     }
     ctr->pending.fetch_add(1, std::memory_order_relaxed);
     if (!bulk) {
-        put_copy(node, g->pt_seg, 0, roff, src, n, PTL_ACK_REQ, ctr, 0, kZeroCopyMin);
+        put_copy(node, state->pt_seg, 0, roff, src, n, PTL_ACK_REQ, ctr, 0, kZeroCopyMin);
         return;
     }
     // Bulk: sent from the client's buffer (single copy for large transfers on one machine).
     reserve_events(1);
-    check_ptl(
-        PtlPut(g->md_bulk, reinterpret_cast<uint64_t>(src), n, PTL_ACK_REQ, proc(node), g->pt_seg, 0, roff, ctr, 0),
-        "PtlPut");
+    check_ptl(PtlPut(state->md_bulk, reinterpret_cast<uint64_t>(src), n, PTL_ACK_REQ, proc(node), state->pt_seg, 0,
+                     roff, ctr, 0),
+              "PtlPut");
 }
 
 void start_get(const char *fn, void *dest, gasnet_node_t node, const void *src, size_t n, OpCounter *ctr) {
     const uint64_t roff = remote_offset(fn, node, src, n);
     if (n == 0) return;
-    if (node == g->mynode) {
+    if (node == state->mynode) {
         std::memmove(dest, src, n);
         copied_locally();
         return;
@@ -82,7 +82,8 @@ void start_get(const char *fn, void *dest, gasnet_node_t node, const void *src, 
     }
     ctr->pending.fetch_add(1, std::memory_order_relaxed);
     reserve_events(1);
-    check_ptl(PtlGet(g->md_bulk, reinterpret_cast<uint64_t>(dest), n, proc(node), g->pt_seg, 0, roff, ctr), "PtlGet");
+    check_ptl(PtlGet(state->md_bulk, reinterpret_cast<uint64_t>(dest), n, proc(node), state->pt_seg, 0, roff, ctr),
+              "PtlGet");
 }
 
 // memset on the target: puts of a buffer filled with the value, at most one volatile-copy chunk
@@ -90,7 +91,7 @@ void start_get(const char *fn, void *dest, gasnet_node_t node, const void *src, 
 void start_memset(const char *fn, gasnet_node_t node, void *dest, int val, size_t n, OpCounter *ctr) {
     const uint64_t roff = remote_offset(fn, node, dest, n);
     if (n == 0) return;
-    if (node == g->mynode) {
+    if (node == state->mynode) {
         std::memset(dest, val, n);
         return;
     }
@@ -98,12 +99,12 @@ void start_memset(const char *fn, gasnet_node_t node, void *dest, int val, size_
         std::memset(local + roff, val, n);
         return;
     }
-    const size_t chunk = std::min<size_t>(n, g->vol_max >= 4096 ? g->vol_max : 65536);
+    const size_t chunk = std::min<size_t>(n, state->vol_max >= 4096 ? state->vol_max : 65536);
     std::vector<unsigned char> pattern(chunk, static_cast<unsigned char>(val));
     for (size_t off = 0; off < n; off += chunk) {
         const size_t len = std::min(chunk, n - off);
         ctr->pending.fetch_add(1, std::memory_order_relaxed);
-        put_copy(node, g->pt_seg, 0, roff + off, pattern.data(), len, PTL_ACK_REQ, ctr, 0);
+        put_copy(node, state->pt_seg, 0, roff + off, pattern.data(), len, PTL_ACK_REQ, ctr, 0);
     }
 }
 

@@ -70,13 +70,25 @@ inline constexpr Bytes kGasnetAmZoneBytes{"GASNET_AM_ZONE_BYTES",
                                           uint64_t{1} << 30,
                                           "what each AM class's landing zone keeps for all senders when the credit is "
                                           "automatic: credit = this / nodes, a power of two in 1 KiB .. 256 KiB"};
-inline constexpr Bytes kGasnetAmCreditBytes{"GASNET_AM_CREDIT_BYTES", "gasnet", 0, 0, gasnetp::sizing::kMaxCredit,
+inline constexpr Bytes kGasnetAmCreditBytes{"GASNET_AM_CREDIT_BYTES",
+                                            "gasnet",
+                                            0,
+                                            0,
+                                            gasnetp::sizing::kMaxCredit,
                                             "AM credit per peer and class (at least 1 KiB); 0: automatic "
                                             "(GASNET_AM_ZONE_BYTES / nodes)"};
-inline constexpr Bytes kGasnetAmBufferBytes{"GASNET_AM_BUFFER_BYTES", "gasnet", 0, 0, uint64_t{64} << 20,
+inline constexpr Bytes kGasnetAmBufferBytes{"GASNET_AM_BUFFER_BYTES",
+                                            "gasnet",
+                                            0,
+                                            0,
+                                            uint64_t{64} << 20,
                                             "size of one AM landing buffer (raised to 4 x the largest message); 0: "
                                             "automatic (nodes x credit / 4)"};
-inline constexpr Number kGasnetOpsEqSize{"GASNET_OPS_EQ_SIZE", "gasnet", 16384, 64, uint64_t{1} << 24,
+inline constexpr Number kGasnetOpsEqSize{"GASNET_OPS_EQ_SIZE",
+                                         "gasnet",
+                                         16384,
+                                         64,
+                                         uint64_t{1} << 24,
                                          "completion queue size: operations whose completion is outstanding in the "
                                          "engine at once (more may be issued)"};
 inline constexpr Text kGasnetExitTimeout{"GASNET_EXITTIMEOUT", "gasnet", "2.0",
@@ -93,10 +105,10 @@ inline constexpr Text kGasnetBacktraceType{"GASNET_BACKTRACE_TYPE", "gasnet", nu
 inline constexpr Boolean kGasnetVerboseEnv{"GASNET_VERBOSEENV", "gasnet", false,
                                            "report the environment settings GASNet's tools read (node 0)"};
 
-inline constexpr const Setting *kGasnetSettings[] = {
-    &kGasnetMaxSegsize, &kGasnetPshm,        &kGasnetAmZoneBytes, &kGasnetAmCreditBytes,
-    &kGasnetAmBufferBytes, &kGasnetOpsEqSize, &kGasnetExitTimeout, &kGasnetWaitMode,
-    &kGasnetBacktrace, &kGasnetBacktraceType, &kGasnetVerboseEnv};
+inline constexpr const Setting *kGasnetSettings[] = {&kGasnetMaxSegsize,    &kGasnetPshm,          &kGasnetAmZoneBytes,
+                                                     &kGasnetAmCreditBytes, &kGasnetAmBufferBytes, &kGasnetOpsEqSize,
+                                                     &kGasnetExitTimeout,   &kGasnetWaitMode,      &kGasnetBacktrace,
+                                                     &kGasnetBacktraceType, &kGasnetVerboseEnv};
 
 } // namespace portico::settings
 

@@ -275,11 +275,12 @@ struct State {
     // Environment of rank 0 (gasnet_getenv).
     std::vector<char> env_blob;
 };
-extern State *g;
+// This process's node: made by gasnet_init, kept to the end of the process (exit paths read it).
+extern State *state;
 
 // Where node's segment is mapped in this process (PSHM: the node shares this machine and its
 // segment is a shared segment; our own segment for this node), or nullptr.
-inline char *local_segment(gasnet_node_t node) { return g->local_segs.empty() ? nullptr : g->local_segs[node]; }
+inline char *local_segment(gasnet_node_t node) { return state->local_segs.empty() ? nullptr : state->local_segs[node]; }
 
 // ---- helpers shared across files ------------------------------------------------------------------
 [[noreturn]] void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -29,7 +29,7 @@ constexpr uintptr_t kTick = 8;
 std::atomic<int> ticks_in_flight{0};
 
 void handle_op_event(const ptl_event_t &ev) {
-    g->inflight.fetch_sub(1, std::memory_order_relaxed);
+    state->inflight.fetch_sub(1, std::memory_order_relaxed);
     if (ev.ni_fail_type != PTL_NI_OK) {
         // The target has left because some node exited non-collectively: that exit decides how
         // this process ends, not the failure it left behind.
@@ -69,7 +69,7 @@ int drain_ops(int max) {
     int n = 0;
     ptl_event_t ev;
     while (n < max) {
-        const int rc = PtlEQGet(g->eq_ops, &ev);
+        const int rc = PtlEQGet(state->eq_ops, &ev);
         if (rc == PTL_EQ_EMPTY) break;
         if (rc == PTL_EQ_DROPPED) fatal("the completion queue overflowed (raise GASNET_OPS_EQ_SIZE)");
         check_ptl(rc, "PtlEQGet");
@@ -83,7 +83,7 @@ int drain_am(int cls, int max) {
     int n = 0;
     ptl_event_t ev;
     while (n < max) {
-        const int rc = PtlEQGet(g->zones[cls].eq, &ev);
+        const int rc = PtlEQGet(state->zones[cls].eq, &ev);
         if (rc == PTL_EQ_EMPTY) break;
         if (rc == PTL_EQ_DROPPED) fatal("the active-message event queue overflowed");
         check_ptl(rc, "PtlEQGet");
@@ -115,17 +115,17 @@ Ctx ctx_of(const ThreadState &t) {
 }
 
 void bump_generation() {
-    g->generation.fetch_add(1, std::memory_order_seq_cst);
-    if (g->followers.load(std::memory_order_seq_cst) > 0) {
-        std::lock_guard lk(g->wait_mu);
-        g->wait_cv.notify_all();
+    state->generation.fetch_add(1, std::memory_order_seq_cst);
+    if (state->followers.load(std::memory_order_seq_cst) > 0) {
+        std::lock_guard lk(state->wait_mu);
+        state->wait_cv.notify_all();
     }
 }
 
 int poll(Ctx ctx) {
-    if (!g || !g->inited) return 0;
+    if (!state || !state->inited) return 0;
     int n = drain_ops(256);
-    if (g->attached.load(std::memory_order_acquire) && ctx != Ctx::Restricted) {
+    if (state->attached.load(std::memory_order_acquire) && ctx != Ctx::Restricted) {
         n += drain_am(kRep, 64);
         if (ctx == Ctx::Normal) n += drain_am(kReq, 64);
     }
@@ -134,17 +134,17 @@ int poll(Ctx ctx) {
 }
 
 void block_step(Ctx ctx, unsigned *iter) {
-    const uint64_t gen0 = g->generation.load(std::memory_order_seq_cst);
-    if (g->poller.exchange(1, std::memory_order_acq_rel) == 0) {
+    const uint64_t gen0 = state->generation.load(std::memory_order_seq_cst);
+    if (state->poller.exchange(1, std::memory_order_acq_rel) == 0) {
         // We sleep in the engine until the next event; PtlEQPoll looks at the queues first and
         // the engine polls the network itself before it sleeps. One event per step: the caller
         // re-checks its condition after each.
         ptl_handle_eq_t eqs[3];
         unsigned n = 0;
-        eqs[n++] = g->eq_ops;
-        if (g->attached.load(std::memory_order_acquire) && ctx != Ctx::Restricted) {
-            eqs[n++] = g->zones[kRep].eq;
-            if (ctx == Ctx::Normal) eqs[n++] = g->zones[kReq].eq;
+        eqs[n++] = state->eq_ops;
+        if (state->attached.load(std::memory_order_acquire) && ctx != Ctx::Restricted) {
+            eqs[n++] = state->zones[kRep].eq;
+            if (ctx == Ctx::Normal) eqs[n++] = state->zones[kReq].eq;
         }
         // Conditions that no event announces (a flag another client thread set, or a handler it
         // ran) are re-checked every few ms. A process's only client thread backs off to 128 ms
@@ -157,7 +157,7 @@ void block_step(Ctx ctx, unsigned *iter) {
         ptl_event_t ev;
         unsigned which = 0;
         const int rc = PtlEQPoll(eqs, n, timeout, &ev, &which);
-        g->poller.store(0, std::memory_order_release);
+        state->poller.store(0, std::memory_order_release);
         if (rc == PTL_OK) {
             if (which == 0)
                 handle_op_event(ev);
@@ -180,16 +180,16 @@ void block_step(Ctx ctx, unsigned *iter) {
         *iter = 0;
         return;
     }
-    if (g->wait_mode == GASNET_WAIT_SPIN) {
+    if (state->wait_mode == GASNET_WAIT_SPIN) {
         sched_yield();
         ++*iter;
         return;
     }
-    std::unique_lock lk(g->wait_mu);
-    g->followers.fetch_add(1, std::memory_order_seq_cst);
-    if (g->generation.load(std::memory_order_seq_cst) == gen0)
-        g->wait_cv.wait_for(lk, std::chrono::milliseconds(*iter < 64 ? 1 : 8));
-    g->followers.fetch_sub(1, std::memory_order_seq_cst);
+    std::unique_lock lk(state->wait_mu);
+    state->followers.fetch_add(1, std::memory_order_seq_cst);
+    if (state->generation.load(std::memory_order_seq_cst) == gen0)
+        state->wait_cv.wait_for(lk, std::chrono::milliseconds(*iter < 64 ? 1 : 8));
+    state->followers.fetch_sub(1, std::memory_order_seq_cst);
     ++*iter;
 }
 
@@ -213,27 +213,28 @@ int poll_try(Ctx ctx) {
     int n = poll(ctx);
     t.last_try_ns = gasnett_ticks_to_ns(gasnett_ticks_now());
     if (n > 0) t.try_streak = 0;
-    if (n > 0 || t.try_streak < kSpinCalls || !g->inited) return n;
+    if (n > 0 || t.try_streak < kSpinCalls || !state->inited) return n;
     if (t.tick_mode && (t.try_streak & ((1u << t.idle_ticks) - 1)) != 0) return n;
-    if (g->poller.exchange(1, std::memory_order_acq_rel) != 0) return n; // another thread drives it
+    if (state->poller.exchange(1, std::memory_order_acq_rel) != 0) return n; // another thread drives it
     if (t.tick_mode && ticks_in_flight.fetch_add(1, std::memory_order_relaxed) == 0) {
         reserve_events(1);
-        check_ptl(PtlGet(g->md_bulk, 0, 0, proc(g->mynode), g->pt_ctrl, kMbPoke, 0, reinterpret_cast<void *>(kTick)),
+        check_ptl(PtlGet(state->md_bulk, 0, 0, proc(state->mynode), state->pt_ctrl, kMbPoke, 0,
+                         reinterpret_cast<void *>(kTick)),
                   "PtlGet (tick)");
     } else if (t.tick_mode) {
         ticks_in_flight.fetch_sub(1, std::memory_order_relaxed); // one tick in flight is enough
     }
     ptl_handle_eq_t eqs[3];
     unsigned k = 0;
-    eqs[k++] = g->eq_ops;
-    if (g->attached.load(std::memory_order_acquire) && ctx != Ctx::Restricted) {
-        eqs[k++] = g->zones[kRep].eq;
-        if (ctx == Ctx::Normal) eqs[k++] = g->zones[kReq].eq;
+    eqs[k++] = state->eq_ops;
+    if (state->attached.load(std::memory_order_acquire) && ctx != Ctx::Restricted) {
+        eqs[k++] = state->zones[kRep].eq;
+        if (ctx == Ctx::Normal) eqs[k++] = state->zones[kReq].eq;
     }
     ptl_event_t ev;
     unsigned which = 0;
     const int rc = PtlEQPoll(eqs, k, 1, &ev, &which);
-    g->poller.store(0, std::memory_order_release);
+    state->poller.store(0, std::memory_order_release);
     if (rc == PTL_OK) {
         if (which == 0)
             handle_op_event(ev);
@@ -258,27 +259,27 @@ int poll_try(Ctx ctx) {
 }
 
 void reserve_events(int64_t k) {
-    const int64_t cap = int64_t(g->eq_ops_size) - 8;
+    const int64_t cap = int64_t(state->eq_ops_size) - 8;
     unsigned iter = 0;
-    int64_t cur = g->inflight.load(std::memory_order_relaxed);
+    int64_t cur = state->inflight.load(std::memory_order_relaxed);
     for (;;) {
         if (cur + k <= cap) {
-            if (g->inflight.compare_exchange_weak(cur, cur + k, std::memory_order_relaxed)) return;
+            if (state->inflight.compare_exchange_weak(cur, cur + k, std::memory_order_relaxed)) return;
             continue;
         }
         block_step(Ctx::Restricted, &iter); // completions need no handler: never deadlocks
-        cur = g->inflight.load(std::memory_order_relaxed);
+        cur = state->inflight.load(std::memory_order_relaxed);
     }
 }
 
 void put_copy(gasnet_node_t dest, ptl_pt_index_t pt, ptl_match_bits_t mb, uint64_t remote_offset, const void *buf,
               size_t len, ptl_ack_req_t ack, void *user_ptr, ptl_hdr_data_t hdr, size_t copy_max) {
     const uint64_t local = reinterpret_cast<uint64_t>(buf);
-    if (len <= g->vol_max && len <= copy_max) {
+    if (len <= state->vol_max && len <= copy_max) {
         // The volatile MD copies the bytes before PtlPut returns. Without an ack nothing comes
         // back, so the MD without an EQ serves (Active Messages, credits, barrier signals).
         if (ack != PTL_NO_ACK_REQ) reserve_events(1);
-        check_ptl(PtlPut(ack == PTL_NO_ACK_REQ ? g->md_quiet : g->md_vol, local, len, ack, proc(dest), pt, mb,
+        check_ptl(PtlPut(ack == PTL_NO_ACK_REQ ? state->md_quiet : state->md_vol, local, len, ack, proc(dest), pt, mb,
                          remote_offset, user_ptr, hdr),
                   "PtlPut");
         return;
@@ -288,7 +289,7 @@ void put_copy(gasnet_node_t dest, ptl_pt_index_t pt, ptl_match_bits_t mb, uint64
     if (ack == PTL_NO_ACK_REQ) {
         std::atomic<int> sent{0};
         reserve_events(1);
-        check_ptl(PtlPut(g->md_send, local, len, ack, proc(dest), pt, mb, remote_offset,
+        check_ptl(PtlPut(state->md_send, local, len, ack, proc(dest), pt, mb, remote_offset,
                          reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(&sent) | kTagFlag), hdr),
                   "PtlPut");
         wait_until(Ctx::Restricted, [&] { return sent.load(std::memory_order_acquire) != 0; });
@@ -297,7 +298,7 @@ void put_copy(gasnet_node_t dest, ptl_pt_index_t pt, ptl_match_bits_t mb, uint64
     Dual *d = new Dual;
     d->ctr = static_cast<OpCounter *>(user_ptr);
     reserve_events(2);
-    check_ptl(PtlPut(g->md_send, local, len, ack, proc(dest), pt, mb, remote_offset,
+    check_ptl(PtlPut(state->md_send, local, len, ack, proc(dest), pt, mb, remote_offset,
                      reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(d) | kTagDual), hdr),
               "PtlPut");
     wait_until(Ctx::Restricted, [&] { return d->sent.load(std::memory_order_acquire) != 0; });
@@ -311,7 +312,7 @@ void *ignore_send_tag() { return reinterpret_cast<void *>(kIgnore); }
 using namespace gasnetp;
 
 GASNETP_EXPORT int gasnet_AMPoll(void) {
-    if (!g || !g->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
+    if (!state || !state->attached.load(std::memory_order_acquire)) return GASNET_ERR_NOT_INIT;
     ThreadState &t = ts();
     if (t.in_handler) return GASNET_ERR_BAD_ARG; // handlers may not poll (§2.4.1)
     poll_try(ctx_of(t));
@@ -319,6 +320,6 @@ GASNETP_EXPORT int gasnet_AMPoll(void) {
 }
 
 GASNETP_EXPORT void gasnetp_blockuntil_step(unsigned *iteration) {
-    if (!g || !g->inited) fatal("GASNET_BLOCKUNTIL before gasnet_init");
+    if (!state || !state->inited) fatal("GASNET_BLOCKUNTIL before gasnet_init");
     block_step(ctx_of(ts()), iteration);
 }

@@ -352,7 +352,7 @@ GASNETT_EXPORT int gasnett_print_backtrace_ifenabled(int fd) {
 GASNETT_EXPORT int gasnett_verboseenv(void) {
     if (!portico::settings::kGasnetVerboseEnv.get()) return 0;
     // A GASNet job reports once, from node 0; a tools-only program (no gasnet_init) itself.
-    return !gasnetp::g || !gasnetp::g->inited || gasnetp::g->mynode == 0;
+    return !gasnetp::state || !gasnetp::state->inited || gasnetp::state->mynode == 0;
 }
 
 namespace {

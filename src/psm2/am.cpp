@@ -250,7 +250,8 @@ bool take_active_messages(Ep &ep) {
             ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, kCtlAmRequest, ~ptl_match_bits_t{kCtlAmRequest});
         me.match_id = ck::any_process();
         const char marker = 0;
-        if (PtlMESearch(lib().ni, ctl_pt(ep.ctx), &me, PTL_SEARCH_DELETE, const_cast<char *>(&marker)) != PTL_OK) break;
+        if (PtlMESearch(library().ni, ctl_pt(ep.ctx), &me, PTL_SEARCH_DELETE, const_cast<char *>(&marker)) != PTL_OK)
+            break;
         const ptl_event_t ev = ctl_wait_for(ep, &marker);
         if (ev.type != PTL_EVENT_PUT_OVERFLOW || ev.ni_fail_type != PTL_NI_OK) break; // none left
         any = true;

@@ -41,7 +41,7 @@ bool link_catch_all(Overflow &o) {
     const ptl_me_t me = overflow_desc(o, nullptr, 0, PTL_ME_EVENT_UNLINK_DISABLE);
     const portico_match_hi_t hi{0, ~uint64_t{0}};
     ptl_handle_me_t h = PTL_INVALID_HANDLE;
-    if (portico_me_append_wide(lib().ni, o.pt, &me, &hi, PTL_OVERFLOW_LIST, nullptr, &h) != PTL_OK) return false;
+    if (portico_me_append_wide(library().ni, o.pt, &me, &hi, PTL_OVERFLOW_LIST, nullptr, &h) != PTL_OK) return false;
     o.catch_alls.push_back(h);
     overflow_trim_catch_alls(o);
     return true;
@@ -62,7 +62,8 @@ bool link_slab(Overflow &o) {
     }
     ptl_me_t me = overflow_desc(o, s->mem.get(), s->size, PTL_ME_MANAGE_LOCAL | PTL_ME_NO_TRUNCATE);
     me.min_free = o.min_free;
-    if (portico_me_append_wide(lib().ni, o.pt, &me, &o.slab_hi, PTL_OVERFLOW_LIST, s, &s->me) != PTL_OK) return false;
+    if (portico_me_append_wide(library().ni, o.pt, &me, &o.slab_hi, PTL_OVERFLOW_LIST, s, &s->me) != PTL_OK)
+        return false;
     s->linked = true;
     s->freed = false;
     return true;
@@ -82,7 +83,7 @@ void overflow_trim_catch_alls(Overflow &o) {
 }
 
 psm2_error_t overflow_start(Overflow &o) {
-    if (PtlCTAlloc(lib().ni, &o.arrivals) != PTL_OK) return PSM2_NO_MEMORY;
+    if (PtlCTAlloc(library().ni, &o.arrivals) != PTL_OK) return PSM2_NO_MEMORY;
     for (int i = 0; i < o.slabs_linked; ++i)
         if (!link_slab(o)) return PSM2_NO_MEMORY;
     return link_catch_all(o) ? PSM2_OK : PSM2_NO_MEMORY;
@@ -137,13 +138,13 @@ psm2_error_t ring_start(Ep &ep) {
     md.options = PTL_MD_EVENT_SEND_DISABLE; // its puts complete on the ack alone
     md.eq_handle = ep.eq;
     md.ct_handle = PTL_CT_NONE;
-    if (PtlMDBind(lib().ni, &md, &g.md) != PTL_OK) return PSM2_NO_MEMORY;
+    if (PtlMDBind(library().ni, &md, &g.md) != PTL_OK) return PSM2_NO_MEMORY;
     // Gets from any peer at the offset a message named; the event frees that slot.
     ptl_me_t me =
         ck::me_desc(g.mem.get(), g.size, PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE,
                     kRingMatchBits, 0);
     me.match_id = ck::any_process();
-    if (PtlMEAppend(lib().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, &g, &g.me) != PTL_OK) return PSM2_NO_MEMORY;
+    if (PtlMEAppend(library().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, &g, &g.me) != PTL_OK) return PSM2_NO_MEMORY;
     return PSM2_OK;
 }
 

@@ -31,9 +31,9 @@ struct psm2_error_token {
 
 namespace portico::psm2 {
 
-Library &lib() {
-    static Library l;
-    return l;
+Library &library() {
+    static Library lib;
+    return lib;
 }
 
 namespace {
@@ -78,7 +78,7 @@ psm2_error_t report(Ep *ep, psm2_error_t err, const char *fmt, ...) {
     va_start(ap, fmt);
     std::vsnprintf(token.message, sizeof token.message, fmt, ap);
     va_end(ap);
-    psm2_ep_errhandler_t h = ep ? ep->errhandler : lib().global_handler;
+    psm2_ep_errhandler_t h = ep ? ep->errhandler : library().global_handler;
     if (h == PSM2_ERRHANDLER_NO_HANDLER || h == nullptr) return err;
     if (h == PSM2_ERRHANDLER_PSM_HANDLER) {
         if (!recoverable(err)) defer_exit(token);
@@ -102,8 +102,9 @@ psm2_epaddr *peer_of(Ep &ep, psm2_epid_t epid) {
 
 bool same_node(psm2_epid_t epid) {
     int shares = 0;
-    return lib().ni != PTL_INVALID_HANDLE &&
-           portico_peer_shares_memory(lib().ni, ck::phys_id(epid_nid_of(epid), epid_pid_of(epid)), &shares) == PTL_OK &&
+    return library().ni != PTL_INVALID_HANDLE &&
+           portico_peer_shares_memory(library().ni, ck::phys_id(epid_nid_of(epid), epid_pid_of(epid)), &shares) ==
+               PTL_OK &&
            shares;
 }
 
@@ -133,14 +134,14 @@ unsigned devices_from_env() {
 }
 
 bool initialized() {
-    Library &l = lib();
-    return l.init_count > 0;
+    Library &lib = library();
+    return lib.init_count > 0;
 }
 
 Ep *checked_ep(psm2_ep_t ep) {
     if (!ep) return nullptr;
-    Library &l = lib();
-    for (Ep *e : l.eps)
+    Library &lib = library();
+    for (Ep *e : lib.eps)
         if (e == ep) return e;
     return nullptr;
 }
@@ -156,7 +157,7 @@ void destroy_ep(Ep *ep) {
         // psm-conduit died of that SIGSEGV at 4 processes). PtlPTDisable returns once messages
         // under way are done; later ones are dropped.
         const ptl_pt_index_t pts[] = {recv_pt(ep->ctx), rndv_pt(ep->ctx), ctl_pt(ep->ctx)};
-        for (ptl_pt_index_t pt : pts) PtlPTDisable(lib().ni, pt);
+        for (ptl_pt_index_t pt : pts) PtlPTDisable(library().ni, pt);
         drop_requests(*ep);
         mq_stop(*ep);
         ctl_stop(*ep);
@@ -169,7 +170,7 @@ void destroy_ep(Ep *ep) {
             while (eq != PTL_INVALID_HANDLE && (rc = PtlEQGet(eq, &ev)) != PTL_EQ_EMPTY)
                 if (rc != PTL_OK && rc != PTL_EQ_DROPPED) break;
         }
-        for (ptl_pt_index_t pt : pts) PtlPTFree(lib().ni, pt);
+        for (ptl_pt_index_t pt : pts) PtlPTFree(library().ni, pt);
         overflow_free_ct(ep->mq_overflow);
         overflow_free_ct(ep->am_overflow);
         // An MD with operations still under way is left to PtlNIFini (a forced close may do that).
@@ -182,16 +183,16 @@ void destroy_ep(Ep *ep) {
         if (PtlMDRelease(ep->md) == PTL_OK && ring_released && ep->eq != PTL_INVALID_HANDLE) PtlEQFree(ep->eq);
         if (PtlMDRelease(ep->ctl_md) == PTL_OK && ep->ctl_eq != PTL_INVALID_HANDLE) PtlEQFree(ep->ctl_eq);
     }
-    Library &l = lib();
-    l.eps[ep->ctx] = nullptr;
-    --l.open_eps;
+    Library &lib = library();
+    lib.eps[ep->ctx] = nullptr;
+    --lib.open_eps;
     delete ep;
 }
 
 // The Portals NI every endpoint of the process shares, opened by the first endpoint.
 psm2_error_t open_ni(const psm2_uuid_t job_key) {
-    Library &l = lib();
-    if (l.ni != PTL_INVALID_HANDLE) return PSM2_OK;
+    Library &lib = library();
+    if (lib.ni != PTL_INVALID_HANDLE) return PSM2_OK;
     // Processes that PSM2 clients start on their own (fi_pingpong, a job under another launcher)
     // share the job key and nothing else: it becomes the secret that Portico's TCP peers
     // authenticate each other with, unless the user or a launcher chose one.
@@ -221,31 +222,31 @@ psm2_error_t open_ni(const psm2_uuid_t job_key) {
     want.max_war_ordered_size = 512;
     want.max_volatile_size = 4096; // eager sends up to this complete when their put returns
     ptl_ni_limits_t got{};
-    int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, &want, &got, &l.ni);
+    int rc = PtlNIInit(PTL_IFACE_DEFAULT, PTL_NI_MATCHING | PTL_NI_PHYSICAL, PTL_PID_ANY, &want, &got, &lib.ni);
     if (rc != PTL_OK) {
         PtlFini();
         return PSM2_EP_DEVICE_FAILURE;
     }
-    if (got.max_pt_index < static_cast<int>(ctl_pt(0)) || PtlGetPhysId(l.ni, &l.self) != PTL_OK) {
-        PtlNIFini(l.ni);
+    if (got.max_pt_index < static_cast<int>(ctl_pt(0)) || PtlGetPhysId(lib.ni, &lib.self) != PTL_OK) {
+        PtlNIFini(lib.ni);
         PtlFini();
-        l.ni = PTL_INVALID_HANDLE;
+        lib.ni = PTL_INVALID_HANDLE;
         return PSM2_EP_DEVICE_FAILURE;
     }
-    l.max_volatile = got.max_volatile_size;
+    lib.max_volatile = got.max_volatile_size;
     return PSM2_OK;
 }
 
 void close_ni() {
-    Library &l = lib();
-    if (l.ni == PTL_INVALID_HANDLE) return;
-    PtlNIFini(l.ni);
+    Library &lib = library();
+    if (lib.ni == PTL_INVALID_HANDLE) return;
+    PtlNIFini(lib.ni);
     PtlFini();
-    l.ni = PTL_INVALID_HANDLE;
+    lib.ni = PTL_INVALID_HANDLE;
 }
 
 psm2_error_t setup_ep(Ep &ep) {
-    const ptl_handle_ni_t ni = lib().ni;
+    const ptl_handle_ni_t ni = library().ni;
     if (PtlEQAlloc(ni, 1 << 16, &ep.eq) != PTL_OK || PtlEQAlloc(ni, 1 << 12, &ep.ctl_eq) != PTL_OK)
         return PSM2_NO_MEMORY;
     ptl_pt_index_t got = 0;
@@ -279,13 +280,13 @@ psm2_error_t setup_ep(Ep &ep) {
 
 PSM2_API psm2_error_t psm2_init(int *major, int *minor) {
     if (!major || !minor) return report(nullptr, PSM2_PARAM_ERR, "psm2_init: NULL version pointer");
-    Library &l = lib();
-    std::lock_guard g(l.lock);
-    if (l.finalized) return report(nullptr, PSM2_IS_FINALIZED, "psm2_init after the final psm2_finalize");
+    Library &lib = library();
+    std::lock_guard g(lib.lock);
+    if (lib.finalized) return report(nullptr, PSM2_IS_FINALIZED, "psm2_init after the final psm2_finalize");
     if (*major != PSM2_VERNO_MAJOR && *major != PSM2_VERNO_COMPAT_MAJOR)
         return report(nullptr, PSM2_INIT_BAD_API_VERSION, "psm2_init: API major version %d is not supported (%d)",
                       *major, PSM2_VERNO_MAJOR);
-    if (l.init_count++ == 0) l.multi_ep = portico::settings::kPsm2MultiEp.get();
+    if (lib.init_count++ == 0) lib.multi_ep = portico::settings::kPsm2MultiEp.get();
     *major = PSM2_VERNO_MAJOR;
     *minor = PSM2_VERNO_MINOR;
     return PSM2_OK;
@@ -294,14 +295,14 @@ PSM2_API psm2_error_t psm2_init(int *major, int *minor) {
 PSM2_API uint64_t psm2_get_capability_mask(uint64_t req_cap_mask) { return req_cap_mask & psm2_capabilities_bitset; }
 
 PSM2_API psm2_error_t psm2_finalize(void) {
-    Library &l = lib();
-    std::lock_guard g(l.lock);
-    if (l.init_count == 0) return l.finalized ? PSM2_OK : PSM2_INIT_NOT_INIT;
-    if (--l.init_count > 0) return PSM2_OK;
-    for (Ep *ep : l.eps)
+    Library &lib = library();
+    std::lock_guard g(lib.lock);
+    if (lib.init_count == 0) return lib.finalized ? PSM2_OK : PSM2_INIT_NOT_INIT;
+    if (--lib.init_count > 0) return PSM2_OK;
+    for (Ep *ep : lib.eps)
         if (ep) destroy_ep(ep);
     close_ni();
-    l.finalized = true;
+    lib.finalized = true;
     return PSM2_OK;
 }
 
@@ -309,10 +310,10 @@ PSM2_API psm2_error_t psm2_finalize(void) {
 
 PSM2_API psm2_error_t psm2_error_register_handler(psm2_ep_t ep, const psm2_ep_errhandler_t errhandler) {
     if (!ep) {
-        lib().global_handler = errhandler; // allowed before psm2_init
+        library().global_handler = errhandler; // allowed before psm2_init
         return PSM2_OK;
     }
-    std::lock_guard g(lib().lock);
+    std::lock_guard g(library().lock);
     Ep *e = checked_ep(ep);
     if (!e) return PSM2_PARAM_ERR;
     e->errhandler = errhandler;
@@ -415,15 +416,15 @@ PSM2_API psm2_error_t psm2_ep_open_opts_get_defaults(struct psm2_ep_open_opts *o
 
 PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struct psm2_ep_open_opts *opts,
                                    psm2_ep_t *ep, psm2_epid_t *epid) {
-    Library &l = lib();
-    std::lock_guard g(l.lock);
+    Library &lib = library();
+    std::lock_guard g(lib.lock);
     if (!initialized()) return report(nullptr, PSM2_INIT_NOT_INIT, "psm2_ep_open before psm2_init");
     if (!unique_job_key || !ep || !epid) return report(nullptr, PSM2_PARAM_ERR, "psm2_ep_open: NULL argument");
     if (opts && opts->unit > 0) return report(nullptr, PSM2_EP_UNIT_NOT_FOUND, "psm2_ep_open: no unit %d", opts->unit);
-    if (l.open_eps > 0 && !l.multi_ep)
+    if (lib.open_eps > 0 && !lib.multi_ep)
         return report(nullptr, PSM2_TOO_MANY_ENDPOINTS, "psm2_ep_open: a second endpoint needs PSM2_MULTI_EP=1");
     unsigned ctx = 0;
-    while (ctx < kMaxEndpoints && l.eps[ctx]) ++ctx;
+    while (ctx < kMaxEndpoints && lib.eps[ctx]) ++ctx;
     if (ctx == kMaxEndpoints)
         return report(nullptr, PSM2_TOO_MANY_ENDPOINTS, "psm2_ep_open: %d endpoints open", kMaxEndpoints);
     const unsigned devices = devices_from_env();
@@ -432,21 +433,21 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
     // Without shm every peer goes through the network transport, this machine's too (as
     // upstream's adapter loopback): asked of the engine before it starts, unless the user chose
     // (PORTICO_TRANSPORT wins: PTL_IGNORED).
-    if (!(devices & kDeviceShm) && l.ni == PTL_INVALID_HANDLE) portico_set_transport("tcp");
+    if (!(devices & kDeviceShm) && lib.ni == PTL_INVALID_HANDLE) portico_set_transport("tcp");
     if (const psm2_error_t err = open_ni(unique_job_key); err != PSM2_OK)
         return report(nullptr, err, "psm2_ep_open: the Portico engine did not start");
     auto *e = new Ep;
     e->ctx = ctx;
-    e->epid = make_epid(l.self.phys.nid, l.self.phys.pid, ctx);
+    e->epid = make_epid(lib.self.phys.nid, lib.self.phys.pid, ctx);
     std::memcpy(e->uuid, unique_job_key, sizeof e->uuid);
-    e->errhandler = l.global_handler;
+    e->errhandler = lib.global_handler;
     e->devices = devices;
     e->mq_obj.ep = e;
     // Capped like psm2_mq_setopt's: a larger eager message would never fit a receiver's slab.
     e->rndv_net = static_cast<uint32_t>(portico::settings::kPsm2RndvHfiThresh.get());
     e->rndv_shm = static_cast<uint32_t>(portico::settings::kPsm2RndvShmThresh.get());
-    l.eps[ctx] = e;
-    ++l.open_eps;
+    lib.eps[ctx] = e;
+    ++lib.open_eps;
     if (const psm2_error_t err = setup_ep(*e); err != PSM2_OK) {
         destroy_ep(e);
         return report(nullptr, err, "psm2_ep_open: cannot set the endpoint up in Portals");
@@ -457,10 +458,10 @@ PSM2_API psm2_error_t psm2_ep_open(const psm2_uuid_t unique_job_key, const struc
 }
 
 PSM2_API psm2_error_t psm2_ep_close(psm2_ep_t ep, int mode, int64_t timeout) {
-    Library &l = lib();
+    Library &lib = library();
     Ep *e = nullptr;
     {
-        std::lock_guard g(l.lock);
+        std::lock_guard g(lib.lock);
         e = checked_ep(ep);
     }
     if (!e) return PSM2_PARAM_ERR;
@@ -476,7 +477,7 @@ PSM2_API psm2_error_t psm2_ep_close(psm2_ep_t ep, int mode, int64_t timeout) {
             if (!wait_event(*e, 1)) e->lock.hand_over();
         }
     }
-    std::lock_guard g(l.lock);
+    std::lock_guard g(lib.lock);
     destroy_ep(e);
     return PSM2_OK;
 }
@@ -646,11 +647,11 @@ PSM2_API psm2_error_t psm2_epaddr_to_epid(psm2_epaddr_t epaddr, psm2_epid_t *epi
 
 PSM2_API psm2_error_t psm2_ep_query(int *num_of_epinfo, psm2_epinfo_t *array_of_epinfo) {
     if (!num_of_epinfo || *num_of_epinfo <= 0 || !array_of_epinfo) return PSM2_PARAM_ERR;
-    Library &l = lib();
-    std::lock_guard g(l.lock);
-    if (l.open_eps == 0) return PSM2_EP_WAS_CLOSED;
+    Library &lib = library();
+    std::lock_guard g(lib.lock);
+    if (lib.open_eps == 0) return PSM2_EP_WAS_CLOSED;
     int n = 0;
-    for (Ep *e : l.eps) {
+    for (Ep *e : lib.eps) {
         if (!e || n >= *num_of_epinfo) continue;
         psm2_epinfo_t &info = array_of_epinfo[n++];
         info = psm2_epinfo_t{};
@@ -679,10 +680,10 @@ PSM2_API psm2_error_t psm2_ep_epid_lookup2(psm2_ep_t ep, psm2_epid_t epid, psm2_
 
 PSM2_API psm2_error_t psm2_ep_epid_lookup(psm2_epid_t epid, psm2_epconn_t *epconn) {
     if (!epconn) return PSM2_PARAM_ERR;
-    Library &l = lib();
-    std::lock_guard g(l.lock);
-    if (l.open_eps == 0) return PSM2_EP_WAS_CLOSED;
-    for (Ep *e : l.eps)
+    Library &lib = library();
+    std::lock_guard g(lib.lock);
+    if (lib.open_eps == 0) return PSM2_EP_WAS_CLOSED;
+    for (Ep *e : lib.eps)
         if (e && psm2_ep_epid_lookup2(e, epid, epconn) == PSM2_OK) return PSM2_OK;
     return PSM2_EPID_UNKNOWN;
 }
@@ -718,10 +719,10 @@ PSM2_API psm2_error_t psm2_info_query(psm2_info_query_t q, void *out, size_t nar
     case PSM2_INFO_QUERY_NUM_FREE_CONTEXTS:
     case PSM2_INFO_QUERY_NUM_CONTEXTS: {
         if (args[0].unit != 0) return put_u32(0);
-        Library &l = lib();
-        std::lock_guard g(l.lock);
+        Library &lib = library();
+        std::lock_guard g(lib.lock);
         const uint32_t total = kMaxEndpoints;
-        return put_u32(q == PSM2_INFO_QUERY_NUM_CONTEXTS ? total : total - static_cast<uint32_t>(l.open_eps));
+        return put_u32(q == PSM2_INFO_QUERY_NUM_CONTEXTS ? total : total - static_cast<uint32_t>(lib.open_eps));
     }
     case PSM2_INFO_QUERY_CONFIG: {
         const uint32_t path = path_of();

@@ -435,7 +435,7 @@ struct Library {
     Ep *eps[kMaxEndpoints]{};
     int open_eps = 0;
 };
-Library &lib();
+Library &library();
 
 // Reports err through ep's handler (or the global one when ep is null) and returns what the
 // handler returns: psm2 calls end with `return report(ep, err, "...")`.

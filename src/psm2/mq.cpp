@@ -347,7 +347,7 @@ psm2_error_t post_recv(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const 
                               low64(tag), ~low64(sel));
     const portico_match_hi_t hi = select(me, src, tag, sel);
     ++r->engine_refs; // its PUT or PUT_OVERFLOW
-    const int rc = portico_me_append_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, PTL_PRIORITY_LIST, r, &r->me);
+    const int rc = portico_me_append_wide(library().ni, recv_pt(ep.ctx), &me, &hi, PTL_PRIORITY_LIST, r, &r->me);
     if (rc != PTL_OK) {
         ep.requests.give_back(r);
         return report(&ep, PSM2_NO_MEMORY, "irecv: cannot post the receive: %s", ck::rc_name(rc));
@@ -390,7 +390,7 @@ psm2_error_t post_send(psm2_mq_t mq, psm2_epaddr_t dest, uint32_t flags, const T
             ck::me_desc(const_cast<void *>(buf), len,
                         PTL_ME_OP_GET | PTL_ME_EVENT_LINK_DISABLE | PTL_ME_EVENT_UNLINK_DISABLE, r->id, kLastPiece);
         me.match_id = dest->proc;
-        const int rc = PtlMEAppend(lib().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, r, &r->rndv_me);
+        const int rc = PtlMEAppend(library().ni, rndv_pt(ep.ctx), &me, PTL_PRIORITY_LIST, r, &r->rndv_me);
         if (rc != PTL_OK) {
             ep.requests.give_back(r);
             return report(&ep, PSM2_NO_MEMORY, "isend: cannot expose the source: %s", ck::rc_name(rc));
@@ -523,7 +523,7 @@ psm2_error_t probe_impl(psm2_mq_t mq, psm2_epaddr_t src, const Tag96 &tag, const
     ptl_me_t me = ck::me_desc(nullptr, 0, PTL_ME_OP_PUT | PTL_ME_USE_ONCE, low64(tag), ~low64(sel));
     const portico_match_hi_t hi = select(me, src, tag, sel);
     const char marker = 0;
-    if (portico_me_search_wide(lib().ni, recv_pt(ep.ctx), &me, &hi, take ? PTL_SEARCH_DELETE : PTL_SEARCH_ONLY,
+    if (portico_me_search_wide(library().ni, recv_pt(ep.ctx), &me, &hi, take ? PTL_SEARCH_DELETE : PTL_SEARCH_ONLY,
                                const_cast<char *>(&marker)) != PTL_OK)
         return report(&ep, PSM2_INTERNAL_ERR, "probe: the search failed");
     const ptl_event_t ev = search_event(ep, &marker);

@@ -29,14 +29,26 @@ inline constexpr Text kPsm2Devices{"PSM2_DEVICES", "psm2", nullptr,
                                    check_psm2_devices};
 inline constexpr Boolean kPsm2MultiEp{"PSM2_MULTI_EP", "psm2", false,
                                       "several endpoints per process (read at the first psm2_init)"};
-inline constexpr Number kPsm2ConnectTimeout{"PSM2_CONNECT_TIMEOUT", "psm2", 0, 0, uint64_t{1} << 31,
+inline constexpr Number kPsm2ConnectTimeout{"PSM2_CONNECT_TIMEOUT",
+                                            "psm2",
+                                            0,
+                                            0,
+                                            uint64_t{1} << 31,
                                             "seconds psm2_ep_connect waits when called with timeout 0; 0: forever"};
-inline constexpr Bytes kPsm2RndvHfiThresh{"PSM2_MQ_RNDV_HFI_THRESH", "psm2", 64000, 0, uint64_t{2} << 20,
+inline constexpr Bytes kPsm2RndvHfiThresh{"PSM2_MQ_RNDV_HFI_THRESH",
+                                          "psm2",
+                                          64000,
+                                          0,
+                                          uint64_t{2} << 20,
                                           "messages to network peers from this size on go by rendezvous"};
-inline constexpr Bytes kPsm2RndvShmThresh{"PSM2_MQ_RNDV_SHM_THRESH", "psm2", 16000, 0, uint64_t{2} << 20,
+inline constexpr Bytes kPsm2RndvShmThresh{"PSM2_MQ_RNDV_SHM_THRESH",
+                                          "psm2",
+                                          16000,
+                                          0,
+                                          uint64_t{2} << 20,
                                           "messages to peers on this machine from this size on go by rendezvous"};
-inline constexpr Number kPsm2TraceMask{"PSM2_TRACEMASK", "psm2", 1, 0, UINT32_MAX,
-                                       "reported by psm2_getopt(PSM2_CORE_OPT_DEBUG)"};
+inline constexpr Number kPsm2TraceMask{
+    "PSM2_TRACEMASK", "psm2", 1, 0, UINT32_MAX, "reported by psm2_getopt(PSM2_CORE_OPT_DEBUG)"};
 
 inline constexpr const Setting *kPsm2Settings[] = {&kPsm2Devices,       &kPsm2MultiEp,       &kPsm2ConnectTimeout,
                                                    &kPsm2RndvHfiThresh, &kPsm2RndvShmThresh, &kPsm2TraceMask};

@@ -7,12 +7,10 @@
 
 namespace portico::settings {
 
-inline constexpr Bytes kUpcSharedHeapSize{"UPC_SHARED_HEAP_SIZE",
-                                          "upc",
-                                          uint64_t{256} << 20,
-                                          0,
-                                          uint64_t{1} << 46,
-                                          "shared heap bytes per thread (K/M/G/T suffixes, as GCC UPC; at least 64 KiB are kept)"};
+inline constexpr Bytes kUpcSharedHeapSize{
+    "UPC_SHARED_HEAP_SIZE", "upc",
+    uint64_t{256} << 20,    0,
+    uint64_t{1} << 46,      "shared heap bytes per thread (K/M/G/T suffixes, as GCC UPC; at least 64 KiB are kept)"};
 inline constexpr Boolean kUpcNodeLocalMem{"UPC_NODE_LOCAL_MEM", "upc", true,
                                           "threads on one machine reach each other's shared memory with loads and "
                                           "stores (0: everything through Portals)"};
