@@ -130,6 +130,7 @@ Job::Job(std::unique_ptr<PmiClient> pmi) : pmi_(std::move(pmi)) {
     if (pmi_) {
         rank_ = pmi_->rank();
         size_ = pmi_->size();
+        set_log_rank(rank_);
     }
     const char *given = settings::kJobId.raw();
     id_ = token_of(given ? std::string(given) : pmi_ ? pmi_->kvsname() : std::string());
@@ -378,11 +379,11 @@ void Job::start_peer_watch() {
                 // ends with that code and leaves the job, as the rank did. An abort instead would
                 // make launchers such as hydra report a failure.
                 std::this_thread::sleep_for(kLostPeerGrace);
-                std::fprintf(stderr, "portico: rank %d: %s; this rank follows\n", rank_, what.c_str());
+                log_error("%s; this rank follows", what.c_str());
                 exit_process(code);
             }
             const std::string message = what + "; ending the job";
-            std::fprintf(stderr, "portico: rank %d: %s\n", rank_, message.c_str());
+            log_error("%s", message.c_str());
             abort(code, message);
         },
         &why);
@@ -418,7 +419,7 @@ void Job::peer_lost(int rank) {
         const std::string message = "rank " + std::to_string(rank) +
                                     " (on another machine) closed its connections without leaving the job; "
                                     "ending the job";
-        std::fprintf(stderr, "portico: rank %d: %s\n", rank_, message.c_str());
+        log_error("%s", message.c_str());
         abort(1, message);
     }).detach();
 }

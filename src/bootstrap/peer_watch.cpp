@@ -1,5 +1,7 @@
 #include "bootstrap/peer_watch.hpp"
 
+#include "common/log.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -189,8 +191,8 @@ void PeerWatch::run() {
         const int pid = members_[target].os_pid;
         int fd = pidfd_open(pid);
         if (fd < 0 && errno != ESRCH) {
-            std::fprintf(stderr, "portico: rank %d: cannot watch rank %d (pidfd_open: %s); the job is not watched\n",
-                         members_[self_].rank, members_[target].rank, std::strerror(errno));
+            log_error("cannot watch rank %d (pidfd_open: %s); the job is not watched", members_[target].rank,
+                      std::strerror(errno));
             return;
         }
         if (fd >= 0 && !same_process(target)) {

@@ -12,6 +12,7 @@
 //   cmd=barrier_in                            -> cmd=barrier_out
 //   cmd=finalize                              -> cmd=finalize_ack
 //   cmd=abort exitcode=N message=TEXT         (no response; the launcher kills the job)
+#include "common/log.hpp"
 #include "bootstrap/bootstrap_settings.hpp"
 #include "bootstrap/pmi_client.hpp"
 #include "bootstrap/pmi_internal.hpp"
@@ -1117,9 +1118,7 @@ void SimplePmiClient::abort(int exit_code, const std::string &message) {
         sent = true;
     } catch (const PmiError &) {
     }
-    if (!sent)
-        std::fprintf(stderr, "portico: rank %d aborting the job (exit code %d): %s\n", rank_, exit_code,
-                     message.c_str());
+    if (!sent) log_error("aborting the job (exit code %d): %s", exit_code, message.c_str());
     std::fflush(stdout);
     std::fflush(stderr);
     ::_exit(exit_status_for(exit_code));

@@ -42,6 +42,7 @@
 // Keys keep PMI-1's limit (detail::check_key, 63 characters), so that a program tested under one
 // launcher works under the others; values may be long (max_value_length() 256 KiB - 1): the job
 // service puts a job's gathered start-up data as one value, fetched with one PMIx_Get per rank.
+#include "common/log.hpp"
 #include "bootstrap/pmi_client.hpp"
 #include "bootstrap/pmi_internal.hpp"
 #include "bootstrap/bootstrap_settings.hpp"
@@ -174,10 +175,7 @@ std::atomic<bool> g_finalizing{false};
 void on_lost_connection(size_t, pmix_status_t, const pmix_proc_t *, pmix_info_t *, size_t, pmix_info_t *, size_t,
                         pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata) {
     if (!g_finalizing.load()) {
-        std::fprintf(stderr,
-                     "portico[%d]: the connection to the PMIx server closed (the launcher "
-                     "died or ended the job); exiting\n",
-                     static_cast<int>(::getpid()));
+        log_error("the connection to the PMIx server closed (the launcher died or ended the job); exiting");
         std::fflush(stderr);
         ::_exit(1);
     }
@@ -238,10 +236,8 @@ std::shared_ptr<Session> open_session() {
         // Blocking registration (no callback); a failure only loses the watch.
         rc = PMIx_Register_event_handler(&code, 1, nullptr, 0, on_lost_connection, nullptr, nullptr);
         if (rc < 0)
-            std::fprintf(stderr,
-                         "portico: PMIx: cannot watch the connection to the PMIx server "
-                         "(PMIx_Register_event_handler: %s)\n",
-                         pmix_error(rc).c_str());
+            log_error("PMIx: cannot watch the connection to the PMIx server (PMIx_Register_event_handler: %s)",
+                      pmix_error(rc).c_str());
     }
     return s;
 }
@@ -418,9 +414,7 @@ public:
             const int status = detail::exit_status_for(exit_code);
             rc = PMIx_Abort(status, message.c_str(), nullptr, 0); // all of our namespace
         }
-        if (rc != PMIX_SUCCESS)
-            std::fprintf(stderr, "portico: rank %d aborting the job (exit code %d): %s\n", rank(), exit_code,
-                         message.c_str());
+        if (rc != PMIX_SUCCESS) log_error("aborting the job (exit code %d): %s", exit_code, message.c_str());
         std::fflush(stderr);
         ::_exit(detail::exit_status_for(exit_code));
     }

@@ -26,7 +26,7 @@ template <class F> int on_job(const char *what, F &&f) {
     try {
         f(*job);
     } catch (const std::exception &e) {
-        portico::log_error("%s: %s", what, e.what());
+        log_error("%s: %s", what, e.what());
         return PTL_FAIL;
     }
     return job->launched() ? PTL_OK : PTL_IGNORED;
@@ -103,7 +103,7 @@ PORTICO_API int portico_segment_create(size_t length, void *hint, void **addr, p
     std::string error;
     void *p = portico::shared_segment_create(length, hint, &id, &error);
     if (!p) {
-        portico::log_debug("portico_segment_create(%zu): %s", length, error.c_str());
+        log_debug("portico_segment_create(%zu): %s", length, error.c_str());
         return PTL_NO_SPACE;
     }
     *segment = std::bit_cast<portico_segment_t>(id);
@@ -116,7 +116,7 @@ PORTICO_API int portico_segment_attach(const portico_segment_t *segment, void **
     std::string error;
     void *p = portico::shared_segment_attach(segment_id(*segment), &error);
     if (!p) {
-        portico::log_debug("portico_segment_attach: %s", error.c_str());
+        log_debug("portico_segment_attach: %s", error.c_str());
         return PTL_FAIL;
     }
     *addr = p;

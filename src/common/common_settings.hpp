@@ -11,6 +11,8 @@ namespace portico::settings {
 // address; anything else is reported and ignored rather than turned into 0.0.0.0 or 127.0.0.1.
 std::string nid_problem(const char *text);
 std::string iface_problem(const char *text);
+// PORTICO_LOG_LEVEL's syntax (common/log.cpp).
+std::string log_level_problem(const char *text);
 
 inline constexpr Text kNid{"PORTICO_NID", "common", nullptr,
                            "force this machine's nid: a dotted IPv4 address, or a number (0x for hex) below "
@@ -21,8 +23,12 @@ inline constexpr Text kIface{"PORTICO_IFACE", "common", nullptr,
                              "PMI port) listens; unset: the first non-loopback interface with an IPv4 address, "
                              "else 127.0.0.1",
                              iface_problem};
-inline constexpr Boolean kDebug{"PORTICO_DEBUG", "common", false, "debug messages on stderr"};
+inline constexpr Text kLogLevel{"PORTICO_LOG_LEVEL", "common", "warn",
+                                "what every layer and client writes on stderr: a level (error, warn, info, debug, "
+                                "trace), then optionally LAYER=LEVEL items: warn,engine=debug,transport.shm=trace. "
+                                "Errors are always written",
+                                log_level_problem};
 
-inline constexpr const Setting *kCommonSettings[] = {&kNid, &kIface, &kDebug};
+inline constexpr const Setting *kCommonSettings[] = {&kNid, &kIface, &kLogLevel};
 
 } // namespace portico::settings

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 
 #include "internal.hpp"
+#include "common/log.hpp"
 #include "gasnet_settings.hpp"
 #include "sizing.hpp"
 
@@ -61,12 +62,7 @@ void fatal(const char *fmt, ...) {
 }
 
 namespace {
-void print_report(const char *msg) {
-    if (state && state->inited)
-        std::fprintf(stderr, "GASNet (node %u): %s\n", state->mynode, msg);
-    else
-        std::fprintf(stderr, "GASNet: %s\n", msg);
-}
+void print_report(const char *msg) { log_error("%s", msg); }
 } // namespace
 
 // At most 20 explanations per process (docs/GASNET.md), then one line saying so.
@@ -385,6 +381,7 @@ int open_ni() {
     ptl_process_t id;
     check_ptl(PtlGetId(state->ni, &id), "PtlGetId");
     state->mynode = id.rank;
+    portico::set_log_rank(static_cast<int>(id.rank));
     state->nodes = gasnet_node_t(nmap);
     if (state->nodes > GASNET_MAXNODES) {
         report("%u nodes, more than GASNET_MAXNODES (%d)", state->nodes, GASNET_MAXNODES);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "clientkit.hpp"
+#include "common/log.hpp"
 #include "internal.hpp"
 #include "psm2_settings.hpp"
 
@@ -45,8 +46,7 @@ uint64_t now_ns() {
 }
 
 [[noreturn]] void defer_exit(const psm2_error_token &t) {
-    std::fprintf(stderr, "psm2 (portico) pid %d: %s\n", static_cast<int>(getpid()), t.message);
-    std::fflush(stderr);
+    log_error("%s", t.message);
     if (t.error == PSM2_INTERNAL_ERR) std::abort();
     std::exit(-1);
 }
@@ -82,7 +82,7 @@ psm2_error_t report(Ep *ep, psm2_error_t err, const char *fmt, ...) {
     if (h == PSM2_ERRHANDLER_NO_HANDLER || h == nullptr) return err;
     if (h == PSM2_ERRHANDLER_PSM_HANDLER) {
         if (!recoverable(err)) defer_exit(token);
-        std::fprintf(stderr, "psm2 (portico) pid %d: %s\n", static_cast<int>(getpid()), token.message);
+        log_error("%s", token.message);
         return err;
     }
     return h(ep, err, token.message, &token);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "clientkit.hpp"
+#include "common/log.hpp"
 #include "internal.hpp"
 
 namespace ck = portico::clientkit;
@@ -188,9 +189,7 @@ void matched_recv(Ep &ep, Req *r, const ptl_event_t &ev, bool from_overflow) {
 // headers at the NI's limit, or the endpoint gone). Nothing can resend it in order, so it is said
 // loudly, once per endpoint, whatever the error handler.
 void lost_eager(Ep &ep, ptl_ni_fail_t why) {
-    if (ep.lost_eager++ == 0)
-        std::fprintf(stderr, "psm2 (portico) pid %d: a message did not reach its receiver (%s)\n",
-                     static_cast<int>(getpid()), ck::fail_name(why));
+    if (ep.lost_eager++ == 0) log_error("a message did not reach its receiver (%s)", ck::fail_name(why));
     // A peer that is gone is a network error about that peer; a refusal (no header room) is not.
     report(&ep, why == PTL_NI_UNDELIVERABLE ? PSM2_EPID_NETWORK_ERROR : PSM2_INTERNAL_ERR,
            "a message was lost at its receiver: %s", ck::fail_name(why));

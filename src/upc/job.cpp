@@ -1,6 +1,7 @@
 // Start-up, teardown and the job's end: the Portals objects of design Table 9.1, the segments and
 // which of them this process maps, upc_global_exit and the exit watcher.
 #include "state.hpp"
+#include "common/log.hpp"
 #include "upc_settings.hpp"
 
 #include <portico_ext.h>
@@ -202,6 +203,7 @@ void start(int *argc, char ***argv) {
     g_runtime->exit_watcher = std::thread(watch_for_exit, g_runtime);
     std::atexit(finalize_at_exit);
     MYTHREAD = g_runtime->me;
+    set_log_rank(MYTHREAD);
     THREADS = g_runtime->n;
     barrier();
 }
@@ -304,8 +306,7 @@ UPC_EXPORT void portico_upc_init(int *argc, char ***argv) {
     try {
         start(argc, argv);
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "UPC runtime start-up failed: %s\n", e.what());
-        std::fflush(stderr);
+        log_error("start-up failed: %s", e.what());
         portico_runtime_abort(1, "UPC runtime start-up failed");
     }
 }

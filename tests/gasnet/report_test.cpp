@@ -27,11 +27,13 @@ int main(int argc, char **argv) {
     std::rewind(capture);
     int explained = 0, suppressed = 0, other = 0;
     char line[1024];
+    // Portico's one log format: process, rank, layer, level.
+    const std::string prefix = "portico[" + std::to_string(getpid()) + "] rank 0 gasnet error: ";
     while (std::fgets(line, sizeof line, capture)) {
         const std::string l(line);
-        if (l.find("GASNet (node 0): gasnet_attach: segsize") == 0)
+        if (l.find(prefix + "gasnet_attach: segsize") == 0)
             ++explained;
-        else if (l == "GASNet (node 0): (further error explanations suppressed)\n")
+        else if (l == prefix + "(further error explanations suppressed)\n")
             ++suppressed;
         else {
             std::fprintf(stderr, "unexpected line on stderr: %s", line);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/common_settings.hpp"
+#include "common/log.hpp"
 #include "common/netif.hpp"
 #include "common/settings.hpp"
 #include "transport/shm/shm_settings.hpp"
@@ -241,3 +242,25 @@ TEST(Settings, LinkTablesAndPortBaseHaveUsableRanges) {
 
 } // namespace
 } // namespace portico::settings
+
+// The logger names the layer of the file a line comes from, and PORTICO_LOG_LEVEL's syntax.
+namespace portico {
+TEST(Log, LayerOfASourceFile) {
+    char buf[64];
+    EXPECT_STREQ(log_layer_of("/work/src/engine/ni.cpp", buf, sizeof buf), "engine");
+    EXPECT_STREQ(log_layer_of("/work/src/transport/shm/ring.hpp", buf, sizeof buf), "transport.shm");
+    EXPECT_STREQ(log_layer_of("/work/src/transport/endpoint.cpp", buf, sizeof buf), "transport");
+    EXPECT_STREQ(log_layer_of("/b/layer-views/portico_engine/transport/transport.hpp", buf, sizeof buf), "transport");
+    EXPECT_STREQ(log_layer_of("/work/src/gasnet/core.cpp", buf, sizeof buf), "gasnet");
+    EXPECT_STREQ(log_layer_of("/work/tools/portico-run/job.cpp", buf, sizeof buf), "portico-run");
+    EXPECT_STREQ(log_layer_of("elsewhere.cpp", buf, sizeof buf), "portico");
+}
+TEST(Log, LevelSyntax) {
+    EXPECT_EQ(settings::log_level_problem("warn"), "");
+    EXPECT_EQ(settings::log_level_problem("error,engine=debug,transport.shm=trace"), "");
+    EXPECT_NE(settings::log_level_problem("loud"), "");
+    EXPECT_NE(settings::log_level_problem("warn,engine"), "");
+    EXPECT_NE(settings::log_level_problem("warn,=debug"), "");
+    EXPECT_NE(settings::log_level_problem("engine=debug,warn"), "");
+}
+} // namespace portico
