@@ -64,7 +64,7 @@ fi
 
 # The compile commands are g++'s: -Wno-restrict (portico_strict, for g++ 12) is unknown to clang,
 # and clang's -Wconversion includes -Wsign-conversion, g++'s does not (the build decides which
-# targets get it: PORTICO_CONVERSION_WARNINGS).
+# targets get it: portico_strict's NO_SIGN_CONVERSION).
 # One clang-tidy process per file, as many at a time as there are CPUs; any finding fails the run.
 printf '%s\n' "${files[@]}" |
     xargs -P "$(nproc)" -n 1 "$tidy" -p "$build" --quiet --warnings-as-errors='*' \

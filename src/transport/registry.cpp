@@ -4,7 +4,7 @@
 
 namespace portico::transport {
 
-// Generated from portico_register_transport() (src/CMakeLists.txt): registered_transports.cpp.
+// Generated from the portico_transport() calls (cmake/PorticoRecipes.cmake): registered_transports.cpp.
 extern const std::span<const TransportInfo *const> kBuiltinTransports;
 
 namespace {

@@ -1,8 +1,8 @@
 // The transports this build knows, and which of them an endpoint uses.
 //
-// A transport is one folder under src/transport/ and one registration: it defines a
-// TransportInfo (its name, its priority, which peers it reaches, how to open it) and
-// src/CMakeLists.txt names it in portico_register_transport(), which generates the list below.
+// A transport is one folder under src/transport/: it defines a TransportInfo (its name, its
+// priority, which peers it reaches, how to open it), and its CMakeLists.txt calls
+// portico_transport() (cmake/PorticoRecipes.cmake), which adds it to the generated list below.
 // Nothing else in Portico knows which transports exist: the engine opens "the endpoint"
 // (endpoint.hpp) and the router in there asks the registry.
 //
