@@ -17,6 +17,6 @@ function(portico_version_script target script)
     add_test(NAME ${target}.exports
              COMMAND ${PROJECT_SOURCE_DIR}/cmake/check_exports.sh ${PORTICO_NM}
                      $<TARGET_FILE:${target}> "${script}")
-    set_tests_properties(${target}.exports PROPERTIES TIMEOUT 300) # a hang guard: nm and sort take seconds, minutes on a saturated machine
+    set_tests_properties(${target}.exports PROPERTIES TIMEOUT 300 LABELS quick) # a hang guard: nm and sort take seconds, minutes on a saturated machine
   endif()
 endfunction()

@@ -1,5 +1,6 @@
 /* GASNet ping-pong: node 0 and node 1 bounce an Active Message and then a put, and print the
- * round-trip times. Build: cc pingpong.c $(pkg-config --cflags --libs gasnet-seq)
+ * round-trip times; exits 1 if a reply carries another request's number.
+ * Build: cc pingpong.c $(pkg-config --cflags --libs gasnet-seq)
  * Run:   portico-run -n 2 ./gasnet_pingpong [iterations] */
 #include <gasnet.h>
 #include <gasnet_tools.h>
@@ -11,11 +12,12 @@
 #define H_PONG 201
 
 static volatile int pongs = 0;
+static volatile int misnumbered = 0; /* replies whose argument is not their request's number */
 
 static void ping(gasnet_token_t token, gasnet_handlerarg_t seq) { gasnet_AMReplyShort1(token, H_PONG, seq); }
 static void pong(gasnet_token_t token, gasnet_handlerarg_t seq) {
     (void)token;
-    (void)seq;
+    if (seq != pongs) misnumbered++;
     pongs++;
 }
 
@@ -46,7 +48,11 @@ int main(int argc, char **argv) {
             GASNET_BLOCKUNTIL(pongs == i + 1);
         }
         gasnett_tick_t t1 = gasnett_ticks_now();
-        printf("AM Short round trip: %.3f us\n", (double)gasnett_ticks_to_ns(t1 - t0) / 1000.0 / iters);
+        if (misnumbered) { /* node 1 is still serving AMs, so this exit code is the job's */
+            fprintf(stderr, "pingpong: %d of %d AM replies carried another request's number\n", misnumbered, iters);
+            gasnet_exit(1);
+        }
+        printf("%d AM Short round trips: %.3f us each\n", iters, (double)gasnett_ticks_to_ns(t1 - t0) / 1000.0 / iters);
         t0 = gasnett_ticks_now();
         for (int i = 1; i <= iters; i++) {
             gasnet_put_val(1, seg[1].addr, (gasnet_register_value_t)i, sizeof(int)); /* remote completion */
@@ -54,7 +60,8 @@ int main(int argc, char **argv) {
             }
         }
         t1 = gasnett_ticks_now();
-        printf("put_val + get_val round trip: %.3f us\n", (double)gasnett_ticks_to_ns(t1 - t0) / 1000.0 / iters);
+        printf("%d put_val + get_val round trips: %.3f us each\n", iters,
+               (double)gasnett_ticks_to_ns(t1 - t0) / 1000.0 / iters);
         gasnet_put_val(1, seg[1].addr, (gasnet_register_value_t)-1, sizeof(int)); /* tell node 1 to stop */
     } else if (me == 1) {
         while (*flag != -1) gasnet_AMPoll(); /* serves AMs; puts and gets need nothing from us */

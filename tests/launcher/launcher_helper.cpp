@@ -1,6 +1,8 @@
 // A rank program with scripted misbehaviour, started by launcher_driver_test through portico-run.
 // Ranks that must be killed by the launcher block in a PMI barrier (or in pause()) forever, so a
-// test only finishes if portico-run really terminates them. No sleeps anywhere.
+// test only finishes if portico-run really terminates them; a barrier that ends instead (a PMIx
+// fence, once a rank is gone) ends its rank with exit status 98 (failed) or 97 (completed). No
+// sleeps anywhere.
 //
 //   exit-rank R CODE        rank R exits with CODE at once; the others block in a barrier
 //   signal-rank R SIG       rank R kills itself with SIG; the others block in a barrier
@@ -67,10 +69,24 @@ namespace {
     for (;;) ::pause();
 }
 
+// The exit statuses of a rank whose barrier ended although a rank of the job never entered it.
+// portico-run kills the waiting ranks instead; Open MPI's PMIx server ends the fence, with an
+// error (PARTIAL SUCCESS) or now and then with success. Neither is a crash's status (134 for an
+// uncaught PmiError) nor die()'s, so that launcher.pmix.exit_rank can tell them from mpirun's
+// crash and from a rank that never reached PMI.
+constexpr int kBarrierFailed = 98;
+constexpr int kBarrierCompleted = 97;
+
 // Blocks in a barrier that can only complete if every rank enters it.
 [[noreturn]] void barrier_forever(PmiClient &pmi) {
-    pmi.barrier();
-    die("rank " + std::to_string(pmi.rank()) + ": a barrier completed that should not have");
+    try {
+        pmi.barrier();
+    } catch (const portico::bootstrap::PmiError &e) {
+        std::fprintf(stderr, "launcher_helper: rank %d: the barrier failed: %s\n", pmi.rank(), e.what());
+        std::_Exit(kBarrierFailed);
+    }
+    std::fprintf(stderr, "launcher_helper: rank %d: a barrier completed that should not have\n", pmi.rank());
+    std::_Exit(kBarrierCompleted);
 }
 
 std::unique_ptr<PmiClient> connect() {
