@@ -4,7 +4,8 @@
 # the finished build into a temporary prefix, then the commands of README's "Using it", "GASNet", "UPC", "PSM2" and "PMI"
 # sections, taken from README.md itself (only the placeholders /opt/portico, P and the build
 # directory are replaced, so the README cannot drift from what works), with LD_LIBRARY_PATH unset;
-# then every installed program from the prefix, and the same after moving the prefix.
+# the GASNet and PSM2 commands build and run the demo's examples (examples/*/hello.c) too; then
+# every installed program from the prefix, and the same after moving the prefix.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
@@ -77,6 +78,13 @@ run_section GASNet 3 "$tmp/gasnet"
 ok=$(grep -c "gasnet ok" "$tmp/gasnet/out" || true)
 [ "$ok" = "$np" ] || { cat "$tmp/gasnet/out"; fail "the GASNet program: $ok of $np nodes ok"; }
 echo "GASNet program: $np nodes ok"
+# The demo's GASNet example builds and runs with the same commands.
+mkdir "$tmp/gasnet_hello"
+cp "$src/examples/gasnet/hello.c" "$tmp/gasnet_hello/prog.c"
+run_section GASNet 3 "$tmp/gasnet_hello"
+ok=$(grep -c "my segment holds \"hello from node" "$tmp/gasnet_hello/out" || true)
+[ "$ok" = "$np" ] || { cat "$tmp/gasnet_hello/out"; fail "examples/gasnet/hello.c: $ok of $np nodes ok"; }
+echo "GASNet example: $np nodes ok"
 
 # --- "UPC" --------------------------------------------------------------------------------------
 mkdir "$tmp/upc"
@@ -95,6 +103,13 @@ run_section PSM2 3 "$tmp/psm2"
 ok=$(grep -c "psm2 ok" "$tmp/psm2/out" || true)
 [ "$ok" = "$np" ] || { cat "$tmp/psm2/out"; fail "the PSM2 program: $ok of $np ranks ok"; }
 echo "PSM2 program: $np ranks ok"
+# The demo's PSM2 example builds and runs with the same commands.
+mkdir "$tmp/psm2_hello"
+cp "$src/examples/psm2/hello.c" "$tmp/psm2_hello/psm2_prog.c"
+run_section PSM2 3 "$tmp/psm2_hello"
+ok=$(grep -c "received \"hello from rank" "$tmp/psm2_hello/out" || true)
+[ "$ok" = "$np" ] || { cat "$tmp/psm2_hello/out"; fail "examples/psm2/hello.c: $ok of $np ranks ok"; }
+echo "PSM2 example: $np ranks ok"
 
 # --- "PMI" -------------------------------------------------------------------------------------
 mkdir "$tmp/pmi"
@@ -124,7 +139,7 @@ for f in include/portals4.h include/portals.h include/portico_runtime.h include/
          lib/libgasnet-portico.so lib/libgasnet-portico.so.1 lib/pkgconfig/portals4.pc \
          lib/pkgconfig/gasnet-seq.pc lib/pkgconfig/gasnet-parsync.pc lib/pkgconfig/gasnet-par.pc \
          bin/portico-run bin/portico-info bin/portico-bench bin/portals_demo bin/triggered_collectives \
-         bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench \
+         bin/gasnet_hello bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench bin/psm2_hello \
          include/portico/upc/upc.h include/portico/upc/upc_strict.h include/portico/upc/upc_relaxed.h \
          include/portico/upc/upc_collective.h \
          include/portico/upc_abi.h include/portico/upc.hpp lib/libportico-upc.so lib/libportico-upc.so.1 \
@@ -157,6 +172,8 @@ tools() {
     expect 2 "done; 0 messages dropped" "$run" -n 2 "$p/bin/portals_demo"
     expect 1 "^triggered collectives over 2 ranks" "$run" -n 2 "$p/bin/triggered_collectives"
     expect 1 "AM Short round trip" "$run" -n 2 "$p/bin/gasnet_pingpong" 100
+    expect 2 "my segment holds \"hello from node" "$run" -n 2 "$p/bin/gasnet_hello"
+    expect 2 "received \"hello from rank" "$run" -n 2 "$p/bin/psm2_hello"
     expect 1 "total correct" "$run" -n 2 "$p/bin/gasnet_histogram"
     expect + '"test":"put_lat"' "$run" -n 2 "$p/bin/gasnet_bench" put_lat --short --json --iters 100 --reps 1
     expect 1 "0 wrong: OK" "$run" -n 2 "$p/bin/upc_vector_add"
