@@ -45,7 +45,7 @@ mapfile -t using < <(block "Using it")
 # using[0] configures and builds: that is the build under test.
 run_line "$src" "${using[1]}" "cmake --install build --prefix /opt/portico" \
          "cmake --install $(printf '%q' "$build") --prefix $(printf '%q' "$prefix")" > "$tmp/install.log"
-mkdir "$tmp/portals" "$tmp/gasnet"
+mkdir "$tmp/portals"
 cp "$src/examples/portals_demo.c" "$tmp/portals/prog.c"
 run_line "$tmp/portals" "${using[2]}" /opt/portico "$prefix"
 run_line "$tmp/portals" "${using[3]}" /opt/portico "$prefix" > "$tmp/portals.out"
@@ -72,19 +72,23 @@ run_section() {
     np=$(sed -n 's/.*portico-run -n \([0-9]*\).*/\1/p' <<< "${cmds[-1]}")
 }
 
-# --- "GASNet" -----------------------------------------------------------------------------------
-cp "$src/tests/install/gasnet_prog.c" "$tmp/gasnet/prog.c"
-run_section GASNet 3 "$tmp/gasnet"
-ok=$(grep -c "gasnet ok" "$tmp/gasnet/out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/gasnet/out"; fail "the GASNet program: $ok of $np nodes ok"; }
-echo "GASNet program: $np nodes ok"
-# The demo's GASNet example builds and runs with the same commands.
-mkdir "$tmp/gasnet_hello"
-cp "$src/examples/gasnet/hello.c" "$tmp/gasnet_hello/prog.c"
-run_section GASNet 3 "$tmp/gasnet_hello"
-ok=$(grep -c "my segment holds \"hello from node" "$tmp/gasnet_hello/out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/gasnet_hello/out"; fail "examples/gasnet/hello.c: $ok of $np nodes ok"; }
-echo "GASNet example: $np nodes ok"
+# section_runs NAME COUNT SOURCE FILE PATTERN WHAT: README's section NAME (COUNT commands) builds
+# SOURCE, copied to FILE in a directory of its own, and every process of the run prints a line
+# matching PATTERN.
+section_runs() {
+    local name=$1 count=$2 source=$3 file=$4 pattern=$5 what=$6 dir ok
+    dir=$(mktemp -d "$tmp/section.XXXX")
+    cp "$source" "$dir/$file"
+    run_section "$name" "$count" "$dir"
+    ok=$(grep -c -- "$pattern" "$dir/out" || true)
+    [ "$ok" = "$np" ] || { cat "$dir/out"; fail "$what: $ok of $np processes ok"; }
+    echo "$what: $np processes ok"
+}
+
+# --- "GASNet" (and the demo's GASNet example, with the same commands) ----------------------------
+section_runs GASNet 3 "$src/tests/install/gasnet_prog.c" prog.c "gasnet ok" "the GASNet program"
+section_runs GASNet 3 "$src/examples/gasnet/hello.c" prog.c 'my segment holds "hello from node' \
+    "examples/gasnet/hello.c"
 
 # --- "UPC" --------------------------------------------------------------------------------------
 mkdir "$tmp/upc"
@@ -96,28 +100,14 @@ okx=$(grep -c "upc++ ok" "$tmp/upc/out" || true)
 [ "$ok" = "$np" ] && [ "$okx" = "$np" ] || { cat "$tmp/upc/out"; fail "the UPC programs: $ok and $okx of $np threads ok"; }
 echo "UPC programs (C and C++): $np threads ok"
 
-# --- "PSM2" -------------------------------------------------------------------------------------
-mkdir "$tmp/psm2"
-cp "$src/tests/install/psm2_prog.c" "$tmp/psm2/psm2_prog.c"
-run_section PSM2 3 "$tmp/psm2"
-ok=$(grep -c "psm2 ok" "$tmp/psm2/out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/psm2/out"; fail "the PSM2 program: $ok of $np ranks ok"; }
-echo "PSM2 program: $np ranks ok"
-# The demo's PSM2 example builds and runs with the same commands.
-mkdir "$tmp/psm2_hello"
-cp "$src/examples/psm2/hello.c" "$tmp/psm2_hello/psm2_prog.c"
-run_section PSM2 3 "$tmp/psm2_hello"
-ok=$(grep -c "received \"hello from rank" "$tmp/psm2_hello/out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/psm2_hello/out"; fail "examples/psm2/hello.c: $ok of $np ranks ok"; }
-echo "PSM2 example: $np ranks ok"
+# --- "PSM2" (and the demo's PSM2 example) -------------------------------------------------------
+section_runs PSM2 3 "$src/tests/install/psm2_prog.c" psm2_prog.c "psm2 ok" "the PSM2 program"
+section_runs PSM2 3 "$src/examples/psm2/hello.c" psm2_prog.c 'received "hello from rank' "examples/psm2/hello.c"
 
 # --- "PMI" -------------------------------------------------------------------------------------
+section_runs PMI 3 "$src/tests/install/pmi_prog.c" pmi_prog.c "pmi ok" "the PMI program"
 mkdir "$tmp/pmi"
 cp "$src/tests/install/pmi_prog.c" "$tmp/pmi/pmi_prog.c"
-run_section PMI 3 "$tmp/pmi"
-ok=$(grep -c "pmi ok" "$tmp/pmi/out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/pmi/out"; fail "the PMI program: $ok of $np ranks ok"; }
-echo "PMI program: $np ranks ok"
 # The PMI home as GASNet's configure uses it (--with-pmi=HOME: -I HOME/include, -L HOME/lib -lpmi).
 home=$prefix/lib/portico/pmi
 (cd "$tmp/pmi" && cc pmi_prog.c -I"$home/include" -L"$home/lib" -Wl,-rpath,"$home/lib" -lpmi -o home.out)
