@@ -29,10 +29,10 @@ static inline void check_hook_end_job(void) { upc_global_exit(1); }
 /* Ends the job with code 1 after saying why. */
 #define upc_test_fail(why) check_failed(__FILE__, __LINE__, "%s", (why))
 
-/* For the tests run_exit_test.sh runs: records this process's pid in $UPC_TEST_DIR, so that the
- * script can check that no process of the job is left afterwards. */
+/* For the tests tests/support/run_exit_test.sh runs: records this process's pid in
+ * $EXIT_TEST_DIR, so that the script can check that no process of the job is left afterwards. */
 static inline void upc_test_record_pid(void) {
-    const char *dir = getenv("UPC_TEST_DIR");
+    const char *dir = getenv("EXIT_TEST_DIR");
     if (!dir) return;
     char path[4096];
     snprintf(path, sizeof path, "%s/pid.%d", dir, MYTHREAD);
