@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -45,31 +44,14 @@ public:
     // 0 starts `msgs` operations in windows of `window` while rank 1's application idles in a
     // barrier, and the destination checks the stamp. Returns rank 0's MB/s (0 elsewhere).
     double measure(Job &job, Watchdog &dog, size_t size, uint64_t msgs, uint64_t window, uint64_t stamp_value) {
-        stamp(size, stamp_value);
+        if ((rank_ == 0) != get_) write_stamp(buf_.data(), size, stamp_value); // the source's buffer
         job.barrier();
         dog.portals_phase();
         const double mbps = run(size, msgs, window, dog);
         dog.peer_phase();
         job.barrier();
-        check_stamp(size, stamp_value);
+        if ((rank_ == 0) == get_) check_stamp(buf_.data(), size, stamp_value, get_ ? "get" : "put");
         return mbps;
-    }
-
-    // Before a repetition, the side whose buffer is the source stamps it.
-    void stamp(size_t size, uint64_t v) {
-        if ((rank_ == 0) == get_) return;
-        std::memcpy(buf_.data(), &v, 8);
-        std::memcpy(buf_.data() + size - 8, &v, 8);
-    }
-    // After it (and a barrier), the destination checks the stamp.
-    void check_stamp(size_t size, uint64_t v) {
-        if ((rank_ == 0) != get_) return;
-        uint64_t head, tail;
-        std::memcpy(&head, buf_.data(), 8);
-        std::memcpy(&tail, buf_.data() + size - 8, 8);
-        if (head != v || tail != v)
-            throw Error(std::string(get_ ? "get" : "put") + " of " + std::to_string(size) +
-                        " bytes: the destination does not hold the data sent");
     }
 
     // Rank 0: `msgs` operations of `size` bytes in windows of `window`; returns MB/s. Rank 1: 0.

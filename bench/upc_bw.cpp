@@ -23,7 +23,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -54,26 +53,13 @@ public:
     void prepare(bool get, size_t size, uint64_t v) {
         unsigned char *src = get ? own_ : local_.data();
         unsigned char *dst = get ? local_.data() : own_;
-        const uint64_t zero = 0;
-        if (src) {
-            std::memcpy(src, &v, 8);
-            std::memcpy(src + size - 8, &v, 8);
-        }
-        if (dst) {
-            std::memcpy(dst, &zero, 8);
-            std::memcpy(dst + size - 8, &zero, 8);
-        }
+        if (src) write_stamp(src, size, v);
+        if (dst) write_stamp(dst, size, 0);
     }
     // After it (and a barrier): the destination must hold the stamp.
     void check(bool get, size_t size, uint64_t v) const {
         const unsigned char *dst = get ? local_.data() : own_;
-        if (!dst) return;
-        uint64_t head, tail;
-        std::memcpy(&head, dst, 8);
-        std::memcpy(&tail, dst + size - 8, 8);
-        if (head != v || tail != v)
-            throw Error(std::string(get ? "upc_memget" : "upc_memput") + " of " + std::to_string(size) +
-                        " bytes: the destination does not hold the data sent");
+        if (dst) check_stamp(dst, size, v, get ? "upc_memget" : "upc_memput");
     }
 
     // Thread 0: `calls` transfers of `size` bytes; returns MB/s. Thread 1: 0 at once.
