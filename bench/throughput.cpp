@@ -57,11 +57,9 @@ constexpr size_t kMaxSize = 16u << 20; // the largest message (Bandwidth::kMaxSi
 constexpr size_t kBigCopy = 64u << 20;
 } // namespace
 
-uint64_t BwCounts::window_of(size_t size) { return std::clamp<uint64_t>((64ull << 20) / size, 2, 64); }
-
 BwCounts BwCounts::of(size_t size, uint64_t bytes, uint64_t iters) {
     BwCounts c;
-    c.window = window_of(size);
+    c.window = std::clamp<uint64_t>((64ull << 20) / size, 2, 64);
     const uint64_t msgs = std::clamp<uint64_t>(bytes / size, c.window, std::max(iters, c.window));
     c.msgs = (msgs + c.window - 1) / c.window * c.window;
     c.warm = std::max(c.window, c.msgs / 8 / c.window * c.window);

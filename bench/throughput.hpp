@@ -48,7 +48,6 @@ Result rate_result(std::string test, int procs, std::vector<double> value, std::
 struct BwCounts {
     uint64_t window = 0, msgs = 0, warm = 0;
     static BwCounts of(size_t size, uint64_t bytes, uint64_t iters);
-    static uint64_t window_of(size_t size);
     uint64_t count(int rep) const { return rep < 0 ? warm : msgs; }
 };
 
@@ -83,9 +82,9 @@ public:
 
     bool tcp() const { return stream_ != nullptr; }
     // The transport's reference for messages of one size: the TCP stream (every rank), else on
-    // rank 0 memcpys of the size from `src` into `dst` (nullptr: a buffer of its own), as many
-    // as the messages of a repetition (at least 16 MiB's worth, at most 2^21), an eighth of them
-    // in the warm-up. MB/s on rank 0, 0 elsewhere.
+    // rank 0 memcpys of the size from `src` into `dst` (nullptr: a buffer of its own): as many
+    // as the repetition's messages, or 16 MiB's worth (at most 2^21 copies) if that is more; an
+    // eighth of them in the warm-up. MB/s on rank 0, 0 elsewhere.
     double same_size(size_t size, const BwCounts &c, int rep, const unsigned char *src, unsigned char *dst = nullptr);
     std::string same_size_kind() const; // "tcp_stream_*" or "memcpy_same_size"
     std::string same_size_description() const;
