@@ -94,4 +94,10 @@ std::vector<size_t> sizes_of(const Options &o, const std::vector<size_t> &full, 
 // The values of PORTICO_* tunables that are set, "NAME=value ..." (for the table's notes).
 std::string env_note();
 
+// The data check of the tests that move buffers: the sender writes a value into the first and the
+// last 8 bytes of a message of `size` >= 8 bytes (write_stamp), the receiver compares both
+// (check_stamp throws bench::Error naming `what` and the size).
+void write_stamp(unsigned char *buf, size_t size, uint64_t stamp);
+void check_stamp(const unsigned char *buf, size_t size, uint64_t stamp, const std::string &what);
+
 } // namespace portico::bench

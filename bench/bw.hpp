@@ -1,12 +1,11 @@
-// The Portals side of put_bw and get_bw (bw.cpp), also measured by upc_bw next to UPC's
-// transfers: windowed PtlPut (PTL_ACK_REQ) or PtlGet from rank 0 to an idle rank 1, completion
-// counted on a CT (bw.cpp's header says how), and the memcpy baseline's copy loop.
+// The Portals side of put_bw and get_bw (bw.cpp), also measured by psm2_bw and upc_bw next to
+// their own transfers: windowed PtlPut (PTL_ACK_REQ) or PtlGet from rank 0 to an idle rank 1,
+// completion counted on a CT (bw.cpp's header says how).
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,24 +15,11 @@
 #include "bench_settings.hpp"
 #include "job.hpp"
 #include "portals_util.hpp"
+#include "throughput.hpp"
 #include "timing.hpp"
 #include "watchdog.hpp"
 
 namespace portico::bench {
-
-// How many operations put_bw and get_bw keep in flight, and how many a repetition makes: at most
-// `bytes` bytes or `iters` operations, whole windows.
-struct BwCounts {
-    static uint64_t window_of(size_t size) { return std::clamp<uint64_t>((64ull << 20) / size, 2, 64); }
-    static uint64_t messages(size_t size, uint64_t bytes, uint64_t iters) {
-        const uint64_t window = window_of(size);
-        const uint64_t msgs = std::clamp<uint64_t>(bytes / size, window, std::max(iters, window));
-        return (msgs + window - 1) / window * window;
-    }
-};
-
-// MB/s of `copies` memcpys of `size` bytes from `src` to `dst`.
-double memcpy_rate(unsigned char *dst, const unsigned char *src, size_t size, uint64_t copies);
 
 class Bandwidth {
 public:
@@ -54,21 +40,18 @@ public:
     // PORTICO_BENCH_SEGMENT: this rank's buffer as a shared segment (nullptr otherwise).
     const portico_segment_t *segment() const { return buf_.segment(); }
 
-    // Before a repetition, the side whose buffer is the source stamps it.
-    void stamp(size_t size, uint64_t v) {
-        if ((rank_ == 0) == get_) return;
-        std::memcpy(buf_.data(), &v, 8);
-        std::memcpy(buf_.data() + size - 8, &v, 8);
-    }
-    // After it (and a barrier), the destination checks the stamp.
-    void check_stamp(size_t size, uint64_t v) {
-        if ((rank_ == 0) != get_) return;
-        uint64_t head, tail;
-        std::memcpy(&head, buf_.data(), 8);
-        std::memcpy(&tail, buf_.data() + size - 8, 8);
-        if (head != v || tail != v)
-            throw Error(std::string(get_ ? "get" : "put") + " of " + std::to_string(size) +
-                        " bytes: the destination does not hold the data sent");
+    // One repetition as put_bw (get_bw) makes it, on every rank: the source stamps its buffer, rank
+    // 0 starts `msgs` operations in windows of `window` while rank 1's application idles in a
+    // barrier, and the destination checks the stamp. Returns rank 0's MB/s (0 elsewhere).
+    double measure(Job &job, Watchdog &dog, size_t size, uint64_t msgs, uint64_t window, uint64_t stamp_value) {
+        if ((rank_ == 0) != get_) write_stamp(buf_.data(), size, stamp_value); // the source's buffer
+        job.barrier();
+        dog.portals_phase();
+        const double mbps = run(size, msgs, window, dog);
+        dog.peer_phase();
+        job.barrier();
+        if ((rank_ == 0) == get_) check_stamp(buf_.data(), size, stamp_value, get_ ? "get" : "put");
+        return mbps;
     }
 
     // Rank 0: `msgs` operations of `size` bytes in windows of `window`; returns MB/s. Rank 1: 0.

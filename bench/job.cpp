@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "bench.hpp"
+#include "clientkit.hpp"
 
 namespace portico::bench {
 
@@ -31,21 +32,7 @@ Job::Job() {
 
 void Job::barrier() { check(portico_runtime_barrier(), "portico_runtime_barrier"); }
 
-std::vector<std::string> Job::allgather(const std::string &mine) {
-    // Two fixed-size rounds: the lengths, then every value padded to the longest.
-    const uint64_t len = mine.size();
-    std::vector<uint64_t> lens(static_cast<size_t>(size_));
-    check(portico_runtime_allgather(&len, sizeof len, lens.data()), "portico_runtime_allgather");
-    uint64_t longest = 0;
-    for (uint64_t l : lens) longest = std::max(longest, l);
-    std::string padded = mine;
-    padded.resize(longest);
-    std::string all(longest * static_cast<size_t>(size_), '\0');
-    check(portico_runtime_allgather(padded.data(), longest, all.data()), "portico_runtime_allgather");
-    std::vector<std::string> out;
-    for (size_t r = 0; r < lens.size(); ++r) out.push_back(all.substr(r * longest, lens[r]));
-    return out;
-}
+std::vector<std::string> Job::allgather(const std::string &mine) { return clientkit::allgather(mine); }
 
 void Job::abort(int code, const std::string &message) {
     std::fflush(stdout);

@@ -58,10 +58,10 @@ public:
             for (uint64_t i = 0; i < rounds; ++i) {
                 const uint64_t seq = next();
                 psm2_mq_req_t req = psm2_post_recv(mq, kPsm2TagPong, recv_.data(), len);
-                psm2_stamp(send_.data(), size, seq);
+                write_stamp(send_.data(), size, seq);
                 Psm2Session::check(psm2_mq_send(mq, peer, 0, kPsm2TagPing, send_.data(), len), "psm2_mq_send");
                 psm2_wait_recv(&req, len, "psm2_lat (answer)");
-                psm2_check_stamp(recv_.data(), size, seq, "psm2_lat answer");
+                check_stamp(recv_.data(), size, seq, "psm2_lat answer");
                 dog.beat();
             }
         } else {
@@ -69,9 +69,9 @@ public:
             for (uint64_t i = 0; i < rounds; ++i) {
                 const uint64_t seq = next();
                 psm2_wait_recv(&req, len, "psm2_lat");
-                psm2_check_stamp(recv_.data(), size, seq, "psm2_lat message");
+                check_stamp(recv_.data(), size, seq, "psm2_lat message");
                 if (i + 1 < rounds) req = psm2_post_recv(mq, kPsm2TagPing, recv_.data(), len);
-                psm2_stamp(send_.data(), size, seq);
+                write_stamp(send_.data(), size, seq);
                 Psm2Session::check(psm2_mq_send(mq, peer, 0, kPsm2TagPong, send_.data(), len), "psm2_mq_send");
                 dog.beat();
             }

@@ -96,20 +96,6 @@ void psm2_wait_recv(psm2_mq_req_t *req, uint32_t len, const char *what) {
                     std::to_string(st.msg_length) + " bytes, expected " + std::to_string(len));
 }
 
-void psm2_stamp(unsigned char *buf, uint64_t size, uint64_t v) {
-    std::memcpy(buf, &v, sizeof v);
-    std::memcpy(buf + size - sizeof v, &v, sizeof v);
-}
-
-void psm2_check_stamp(const unsigned char *buf, uint64_t size, uint64_t v, const char *what) {
-    uint64_t head = 0, tail = 0;
-    std::memcpy(&head, buf, sizeof head);
-    std::memcpy(&tail, buf + size - sizeof tail, sizeof tail);
-    if (head != v || tail != v)
-        throw Error(std::string(what) + " of " + std::to_string(size) + " bytes: received stamps " +
-                    std::to_string(head) + "/" + std::to_string(tail) + ", expected " + std::to_string(v));
-}
-
 // ---- Psm2Stream -----------------------------------------------------------------------------------
 
 Psm2Stream::Psm2Stream(Psm2Session &s, int rank, size_t max_size)
@@ -122,7 +108,7 @@ void Psm2Stream::prepare(size_t size, uint64_t msgs, uint64_t stamp) {
     msgs_ = msgs;
     ack_ = 0;
     if (rank_ == 0) {
-        psm2_stamp(buf_.data(), size, stamp);
+        write_stamp(buf_.data(), size, stamp);
     } else if (rank_ == 1) {
         std::memset(buf_.data(), 0, sizeof(uint64_t));
         std::memset(buf_.data() + size - sizeof(uint64_t), 0, sizeof(uint64_t));
@@ -198,7 +184,7 @@ double Psm2Stream::measure(Job &job, Watchdog &dog, size_t size, uint64_t msgs, 
 }
 
 void Psm2Stream::check(uint64_t stamp) const {
-    if (rank_ == 1) psm2_check_stamp(buf_.data(), size_, stamp, "psm2 stream");
+    if (rank_ == 1) check_stamp(buf_.data(), size_, stamp, "psm2 stream");
 }
 
 std::string Psm2Stream::describe() const {

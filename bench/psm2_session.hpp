@@ -78,11 +78,6 @@ psm2_mq_req_t psm2_post_recv(psm2_mq_t mq, uint64_t tag, void *buf, uint32_t len
 // psm2_mq_wait for a receive; bench::Error unless the whole message, `len` bytes, came.
 void psm2_wait_recv(psm2_mq_req_t *req, uint32_t len, const char *what);
 
-// Received messages are checked by a stamp: the sender writes a value into the first and the last
-// 8 bytes of each message (8-byte messages: one word), the receiver compares both.
-void psm2_stamp(unsigned char *buf, uint64_t size, uint64_t v);
-void psm2_check_stamp(const unsigned char *buf, uint64_t size, uint64_t v, const char *what);
-
 // A stream of MQ messages from rank 0 to rank 1 in windows (psm2_bw, psm2_rate). Rank 1 keeps the
 // receives of a whole window posted before rank 0 sends it (psm2_mq_irecv), waits for all of them
 // (psm2_mq_wait, each status checked), posts the next window's receives and then answers with an

@@ -14,21 +14,17 @@
 //
 // Baseline, interleaved: the raw shared-memory SPSC ring (shm_ring.hpp) with 8-byte messages and
 // the same window; over TCP, a raw TCP stream of 8-byte records in the same windows, one write per
-// window (tcp_baseline.hpp: TcpRecordStream).
+// window (tcp_baseline.hpp: TcpRecordStream). The plan, the baseline and the loop are the rate
+// tests' driver's (throughput.hpp).
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench.hpp"
 #include "job.hpp"
-#include "portals_util.hpp"
 #include "rate.hpp"
 #include "report.hpp"
-#include "shm_ring.hpp"
-#include "tcp_baseline.hpp"
-#include "timing.hpp"
+#include "throughput.hpp"
 #include "watchdog.hpp"
 
 namespace portico::bench {
@@ -37,61 +33,35 @@ namespace {
 void run_rate(Context &ctx, RateOp op) {
     Job &job = ctx.job;
     const std::string name = std::string(op_name(op)) + "_rate";
-    Plan p = Plan::of(ctx.opt, 200000, 20000);
-    p.iters = (p.iters + kRateWindow - 1) / kRateWindow * kRateWindow;
-    const uint64_t warmup = std::max<uint64_t>(kRateWindow, p.iters / 10 / kRateWindow * kRateWindow);
-    const uint64_t ring_msgs = std::max<uint64_t>(p.iters, 1u << 20);
+    const RatePlan plan = RatePlan::of(ctx.opt, kRateWindow);
+    const Plan &p = plan.plan;
 
     Rate rate(job, op);
-    const bool tcp = ctx.transport == "tcp";
-    std::unique_ptr<ShmRing> ring;
-    std::unique_ptr<TcpRecordStream> stream;
-    if (tcp)
-        stream = std::make_unique<TcpRecordStream>(job);
-    else
-        ring = std::make_unique<ShmRing>(job);
-    const uint64_t base_msgs = tcp ? p.iters : ring_msgs;
-    const std::string base_kind = tcp ? stream->kind() : "shm_spsc_ring";
+    RateBaseline base(job, ctx.transport, plan);
     Watchdog dog(job, kWatchdogS, [&rate] { return rate.describe(); });
     job.barrier();
     const std::string what = op == RateOp::Put ? "8-byte PtlPuts without ack (the last of each window acknowledged)"
                              : op == RateOp::Atomic ? "8-byte PtlAtomic(SUM, UINT64) without ack (the last of each "
                                                       "window acknowledged)"
                                                     : "8-byte PtlGets (the window ends when every REPLY came)";
-    ctx.report.begin(name + ": rate of " + what + " from rank 0 to rank 1, windows of " + std::to_string(kRateWindow) +
-                         ", target application idle, transport " + ctx.transport,
-                     std::to_string(p.iters) + " operations x " + std::to_string(p.reps) + " repetitions after " +
-                         std::to_string(warmup) + " warm-up ones; Mmsg/s = 10^6 operations/s; baseline: " +
-                         (tcp ? std::string("raw TCP stream of 8-byte records, one write per window, ")
-                              : std::string("raw shared-memory SPSC ring, 8-byte messages, ")) +
-                         "same window, " + std::to_string(base_msgs) + " messages per repetition, interleaved");
-    const std::string env = env_note();
-    if (!env.empty()) ctx.report.note("environment: " + env);
+    begin_report(ctx,
+                 name + ": rate of " + what + " from rank 0 to rank 1, windows of " + std::to_string(kRateWindow) +
+                     ", target application idle, transport " + ctx.transport,
+                 std::to_string(p.iters) + " operations x " + std::to_string(p.reps) + " repetitions after " +
+                     std::to_string(plan.warmup) +
+                     " warm-up ones; Mmsg/s = 10^6 operations/s; baseline: " + base.description() + ", interleaved");
 
-    std::vector<double> value, baseline;
-    for (int r = -1; r < p.reps; ++r) {
+    const Series series = repeat_interleaved(p.reps, [&](int rep) -> std::vector<double> {
         dog.peer_phase();
-        const uint64_t n =
-            r < 0 ? std::max<uint64_t>(kRateWindow, base_msgs / 10 / kRateWindow * kRateWindow) : base_msgs;
-        const double b = tcp ? stream->run(n, kRateWindow) : ring->run(n, kRateWindow);
-        job.barrier();
-        dog.portals_phase();
-        const double v = rate.run(r < 0 ? warmup : p.iters, dog);
-        dog.peer_phase();
-        job.barrier();
-        if (r < 0) continue;
-        baseline.push_back(b);
-        value.push_back(v);
-        if (ctx.opt.verbose && job.rank() == 0)
-            std::fprintf(stderr, "%s rep %d: %s %.3f Mmsg/s, %.3f Mmsg/s\n", name.c_str(), r, base_kind.c_str(), b, v);
-    }
-    Result res = Result::of(name, job.size(), 8, value, baseline, base_kind, p.reps, p.iters, warmup);
-    res.unit = "Mmsg/s";
-    res.better = "higher";
-    ctx.report.result(res);
-
-    const auto counts = job.allgather(std::to_string(rate.sent()));
-    if (job.rank() == 1) rate.check_received(std::stoull(counts[0]));
+        const double b = base.run(rep);
+        const double v = rate.measure(job, dog, plan.count(rep));
+        if (rep >= 0 && ctx.opt.verbose && job.rank() == 0)
+            std::fprintf(stderr, "%s rep %d: %s %.3f Mmsg/s, %.3f Mmsg/s\n", name.c_str(), rep, base.kind().c_str(), b,
+                         v);
+        return {v, b};
+    });
+    ctx.report.result(rate_result(name, job.size(), series[0], series[1], base.kind(), p.reps, p.iters, plan.warmup));
+    rate.verify(job);
     job.barrier();
 }
 

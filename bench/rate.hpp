@@ -63,6 +63,22 @@ public:
         return static_cast<double>(ops) * 1000.0 / static_cast<double>(t1 - t0);
     }
 
+    // One repetition as put_rate (get_rate, atomic_rate) makes it, on every rank: rank 0 runs
+    // `ops` operations while rank 1's application idles in a barrier. Rank 0's Mop/s (0 elsewhere).
+    double measure(Job &job, Watchdog &dog, uint64_t ops) {
+        job.barrier();
+        dog.portals_phase();
+        const double rate = run(ops, dog);
+        dog.peer_phase();
+        job.barrier();
+        return rate;
+    }
+    // At the end, on every rank: rank 1's counter must have seen every operation rank 0 sent.
+    void verify(Job &job) {
+        const auto counts = job.allgather(std::to_string(sent()));
+        if (job.rank() == 1) check_received(std::stoull(counts[0]));
+    }
+
     uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
     // Rank 1: checks what arrived against what rank 0 says it sent.
     void check_received(uint64_t sent) {

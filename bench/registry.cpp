@@ -1,6 +1,7 @@
 // The test registry and the statistics helpers.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "bench.hpp"
 #include "bench_settings.hpp"
@@ -67,6 +68,20 @@ std::string env_note() {
     for (const Setting *x : noted)
         if (const char *v = x->raw()) s += std::string(s.empty() ? "" : " ") + x->name + "=" + v;
     return s;
+}
+
+void write_stamp(unsigned char *buf, size_t size, uint64_t stamp) {
+    std::memcpy(buf, &stamp, sizeof stamp);
+    std::memcpy(buf + size - sizeof stamp, &stamp, sizeof stamp);
+}
+
+void check_stamp(const unsigned char *buf, size_t size, uint64_t stamp, const std::string &what) {
+    uint64_t head = 0, tail = 0;
+    std::memcpy(&head, buf, sizeof head);
+    std::memcpy(&tail, buf + size - sizeof tail, sizeof tail);
+    if (head != stamp || tail != stamp)
+        throw Error(what + " of " + std::to_string(size) + " bytes: received stamps " + std::to_string(head) + "/" +
+                    std::to_string(tail) + ", expected " + std::to_string(stamp));
 }
 
 } // namespace portico::bench

@@ -23,8 +23,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,15 +30,13 @@
 #include "bw.hpp"
 #include "job.hpp"
 #include "report.hpp"
-#include "tcp_baseline.hpp"
+#include "throughput.hpp"
 #include "timing.hpp"
 #include "upc_session.hpp"
 #include "watchdog.hpp"
 
 namespace portico::bench {
 namespace {
-
-constexpr size_t kBigCopy = 64u << 20;
 
 class UpcTransfers {
 public:
@@ -57,26 +53,13 @@ public:
     void prepare(bool get, size_t size, uint64_t v) {
         unsigned char *src = get ? own_ : local_.data();
         unsigned char *dst = get ? local_.data() : own_;
-        const uint64_t zero = 0;
-        if (src) {
-            std::memcpy(src, &v, 8);
-            std::memcpy(src + size - 8, &v, 8);
-        }
-        if (dst) {
-            std::memcpy(dst, &zero, 8);
-            std::memcpy(dst + size - 8, &zero, 8);
-        }
+        if (src) write_stamp(src, size, v);
+        if (dst) write_stamp(dst, size, 0);
     }
     // After it (and a barrier): the destination must hold the stamp.
     void check(bool get, size_t size, uint64_t v) const {
         const unsigned char *dst = get ? local_.data() : own_;
-        if (!dst) return;
-        uint64_t head, tail;
-        std::memcpy(&head, dst, 8);
-        std::memcpy(&tail, dst + size - 8, 8);
-        if (head != v || tail != v)
-            throw Error(std::string(get ? "upc_memget" : "upc_memput") + " of " + std::to_string(size) +
-                        " bytes: the destination does not hold the data sent");
+        if (dst) check_stamp(dst, size, v, get ? "upc_memget" : "upc_memput");
     }
 
     // Thread 0: `calls` transfers of `size` bytes; returns MB/s. Thread 1: 0 at once.
@@ -115,69 +98,44 @@ private:
 
 void run_upc_bw(Context &ctx) {
     Job &job = ctx.job;
-    const bool tcp = ctx.transport == "tcp";
-    const std::vector<size_t> sizes = sizes_of(ctx.opt, {65536, 4u << 20}, {65536, 4u << 20}, 8, Bandwidth::kMaxSize);
-    const size_t max_size = *std::max_element(sizes.begin(), sizes.end());
-    // As put_bw: --iters caps the operations per repetition; a repetition moves at most `bytes`.
-    const Plan p = Plan::of(ctx.opt, 20000, 2000);
-    const uint64_t bytes = ctx.opt.short_mode ? 32ull << 20 : 256ull << 20;
-    const uint64_t stream_bytes = ctx.opt.short_mode ? 16ull << 20 : 64ull << 20;
+    const BandwidthPlan plan = BandwidthPlan::of(ctx.opt, {65536, 4u << 20}, {65536, 4u << 20});
+    const Plan &p = plan.plan;
+    const size_t max_size = *std::max_element(plan.sizes.begin(), plan.sizes.end());
 
     UpcSession upc(job); // before any Portals object of the benchmark's (upc_session.hpp)
     const std::string path = UpcSession::path_to(1);
     UpcTransfers xfer(job.rank(), max_size);
     Bandwidth bw(job, false);
-    std::unique_ptr<TcpStream> stream;
-    if (tcp) stream = std::make_unique<TcpStream>(job);
-    std::vector<unsigned char> big_src, big_dst;
-    if (job.rank() == 0 && !tcp) {
-        big_src.assign(kBigCopy, 2);
-        big_dst.assign(kBigCopy, 3);
-    }
+    const bool tcp = ctx.transport == "tcp";
+    BandwidthBaseline base(job, ctx.transport, plan);
     std::atomic<bool> in_upc{false};
     Watchdog dog(job, kWatchdogS,
                  [&] { return in_upc.load(std::memory_order_relaxed) ? xfer.describe() : bw.describe(); });
     job.barrier();
 
-    ctx.report.begin("upc_bw: bandwidth of upc_memget and upc_memput from thread 0 (thread 1 idle), path " + path +
-                         ", transport " + ctx.transport,
-                     "per repetition at most " + std::to_string(p.iters) + " calls or " + std::to_string(bytes >> 20) +
-                         " MiB; " + std::to_string(p.reps) +
-                         " repetitions; MB/s = 10^6 bytes/s; baseline: Portals put_bw (windowed PtlPut with ack, "
-                         "same sizes and counts; goal: UPC >= 0.8 of it); baseline2: " +
-                         (tcp ? "raw TCP stream (" + std::string(stream->kind()) + ")"
-                              : std::string("memcpy of 64 MiB (out of cache)")) +
-                         "; all interleaved",
-                     tcp ? "raw TCP stream" : "memcpy 64 MiB");
-    const std::string env = env_note();
-    if (!env.empty()) ctx.report.note("environment: " + env);
+    begin_report(
+        ctx,
+        "upc_bw: bandwidth of upc_memget and upc_memput from thread 0 (thread 1 idle), path " + path + ", transport " +
+            ctx.transport,
+        "per repetition at most " + std::to_string(p.iters) + " calls or " + std::to_string(plan.bytes >> 20) +
+            " MiB; " + std::to_string(p.reps) +
+            " repetitions; MB/s = 10^6 bytes/s; baseline: Portals put_bw (windowed PtlPut with ack, "
+            "same sizes and counts; goal: UPC >= 0.8 of it); baseline2: " +
+            (tcp ? "raw TCP stream (" + base.stream_kind() + ")" : std::string("memcpy of 64 MiB (out of cache)")) +
+            "; all interleaved",
+        tcp ? "raw TCP stream" : "memcpy 64 MiB");
     if (tcp && path == "node_local")
         ctx.report.note("UPC's transfers do not use TCP: node-local memory maps thread 1's segment "
                         "(UPC_NODE_LOCAL_MEM=0 sends them through Portals)");
 
     uint64_t stamp = 0;
-    for (size_t size : sizes) {
-        const uint64_t window = BwCounts::window_of(size);
-        const uint64_t msgs = BwCounts::messages(size, bytes, p.iters);
-        const uint64_t warm = std::max(window, msgs / 8 / window * window);
-        std::vector<double> put_bw, get_v, put_v, base2;
-        for (int r = -1; r < p.reps; ++r) { // r = -1: warm-up (shorter)
-            const uint64_t n = r < 0 ? warm : msgs;
+    sweep_sizes(
+        plan,
+        [&](size_t size, const BwCounts &c, int rep) -> std::vector<double> {
+            const uint64_t n = c.count(rep);
             dog.peer_phase();
-            double b2 = 0;
-            if (tcp)
-                b2 = stream->run(stream_bytes);
-            else if (job.rank() == 0)
-                b2 = memcpy_rate(big_dst.data(), big_src.data(), kBigCopy, r < 0 ? 1 : 2);
-
-            bw.stamp(size, ++stamp);
-            job.barrier();
-            dog.portals_phase();
-            const double pb = bw.run(size, n, window, dog);
-            dog.peer_phase();
-            job.barrier();
-            bw.check_stamp(size, stamp);
-
+            const double b2 = base.stream_or_out_of_cache(rep);
+            const double pb = bw.measure(job, dog, size, n, c.window, ++stamp);
             double ops[2] = {0, 0}; // memget, memput
             for (int op = 0; op < 2; ++op) {
                 const bool get = op == 0;
@@ -191,28 +149,23 @@ void run_upc_bw(Context &ctx) {
                 job.barrier();
                 xfer.check(get, size, stamp);
             }
-            if (r < 0) continue;
-            put_bw.push_back(pb);
-            get_v.push_back(ops[0]);
-            put_v.push_back(ops[1]);
-            base2.push_back(b2);
-            if (ctx.opt.verbose && job.rank() == 0)
+            if (rep >= 0 && ctx.opt.verbose && job.rank() == 0)
                 std::fprintf(stderr,
                              "upc_bw %s size %zu rep %d: %llu calls: memget %.1f MB/s, memput %.1f, Portals put_bw "
                              "%.1f (windows of %llu), baseline2 %.1f\n",
-                             path.c_str(), size, r, static_cast<unsigned long long>(n), ops[0], ops[1], pb,
-                             static_cast<unsigned long long>(window), b2);
-        }
-        for (int op = 0; op < 2; ++op) {
-            Result res = Result::of("upc_bw", job.size(), size, op == 0 ? get_v : put_v, put_bw, "portals_put_bw",
-                                    p.reps, msgs, warm);
-            res.variant = std::string(op == 0 ? "memget/" : "memput/") + path;
-            res.unit = "MB/s";
-            res.better = "higher";
-            res.set_baseline2(base2, tcp ? stream->kind() : "memcpy_64MiB");
-            ctx.report.result(res);
-        }
-    }
+                             path.c_str(), size, rep, static_cast<unsigned long long>(n), ops[0], ops[1], pb,
+                             static_cast<unsigned long long>(c.window), b2);
+            return {ops[0], ops[1], pb, b2};
+        },
+        [&](size_t size, const BwCounts &c, const Series &series) {
+            for (int op = 0; op < 2; ++op) {
+                Result res = bandwidth_result("upc_bw", job.size(), size, series[op == 0 ? 0 : 1], series[2],
+                                              "portals_put_bw", p.reps, c.msgs, c.warm);
+                res.variant = std::string(op == 0 ? "memget/" : "memput/") + path;
+                res.set_baseline2(series[3], base.stream_or_out_of_cache_kind());
+                ctx.report.result(res);
+            }
+        });
     job.barrier();
 }
 

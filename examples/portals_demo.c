@@ -6,7 +6,8 @@
  * Every rank opens a logical, matching NI (the launcher supplies the rank map), exposes a
  * mailbox with one slot per rank, puts a greeting into every other rank's slot for it, counts
  * the arrivals with a counting event, then reads its right neighbour's mailbox with a get.
- * portico_runtime_barrier() (through the launcher) separates setting up from communicating.
+ * portico_runtime_barrier() (through the launcher) separates the phases: setting up, the
+ * greetings, the gets, leaving.
  * Written in C against portals4.h only, as any Portals client would be.
  */
 #include <portals4.h>
@@ -108,14 +109,16 @@ int main(void) {
         if (ev.type == PTL_EVENT_ACK) ++acks;
         if (ev.type == PTL_EVENT_SEND) ++sends;
     }
+    /* The CT counts every operation on the mailbox, gets too: the barrier below keeps the
+     * neighbour's get out until every rank has seen its n - 1 greetings arrive. */
     ptl_ct_event_t ct;
     CHECK(PtlCTWait(arrivals, n - 1, &ct));
-    /* The CT counts every operation on the mailbox, so a neighbour's get may already be in it. */
     printf("[rank %u] %u puts acknowledged; mailbox counted %lu operations; greetings:", rank, acks,
            (unsigned long)ct.success);
     for (ptl_rank_t s = 0; s < n; ++s)
         if (s != rank) printf(" \"%s\"", mailbox + (size_t)s * SLOT);
     printf("\n");
+    CHECK(portico_runtime_barrier());
 
     /* A get: read the right neighbour's whole mailbox straight from its memory. */
     static char copy[MAX_RANKS * SLOT];

@@ -37,6 +37,10 @@ int portico_runtime_local(int *local_rank, int *local_size);
 int portico_runtime_barrier(void);
 /* Every rank contributes len bytes at mine; all (size * len bytes) receives them in rank order. */
 int portico_runtime_allgather(const void *mine, size_t len, void *all);
+/* The same for contributions of different lengths (each rank its own len): lens (size entries)
+ * receives every rank's length, and *all a buffer that holds the contributions back to back in
+ * rank order, which the caller releases with free() (NULL when the call fails). */
+int portico_runtime_allgatherv(const void *mine, size_t len, size_t *lens, void **all);
 /* root's len bytes at data are copied to data on every rank. */
 int portico_runtime_broadcast(void *data, size_t len, int root);
 /* Leaves the job (the launcher's finalize, which launchers such as hydra and Open MPI's mpirun

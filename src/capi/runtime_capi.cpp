@@ -3,8 +3,12 @@
 #include <portico_ext.h>
 #include <portico_runtime.h>
 
+#include <algorithm>
 #include <bit>
+#include <cstdlib>
+#include <new>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "bootstrap/job.hpp"
@@ -65,6 +69,26 @@ PORTICO_API int portico_runtime_barrier(void) {
 PORTICO_API int portico_runtime_allgather(const void *mine, size_t len, void *all) {
     if (len > 0 && (!mine || !all)) return PTL_ARG_INVALID;
     return on_job("portico_runtime_allgather", [&](Job &j) { j.allgather(mine, len, all); });
+}
+PORTICO_API int portico_runtime_allgatherv(const void *mine, size_t len, size_t *lens, void **all) {
+    if ((len > 0 && !mine) || !lens || !all) return PTL_ARG_INVALID;
+    *all = nullptr;
+    return on_job("portico_runtime_allgatherv", [&](Job &j) {
+        const std::vector<std::string> parts =
+            j.allgather(len ? std::string(static_cast<const char *>(mine), len) : "");
+        size_t total = 0;
+        for (const std::string &part : parts) total += part.size();
+        // At least one byte: a job whose contributions are all empty still gets a buffer to free.
+        char *out = static_cast<char *>(std::malloc(std::max<size_t>(total, 1)));
+        if (!out) throw std::bad_alloc();
+        size_t at = 0;
+        for (size_t r = 0; r < parts.size(); ++r) {
+            lens[r] = parts[r].size();
+            parts[r].copy(out + at, parts[r].size());
+            at += parts[r].size();
+        }
+        *all = out;
+    });
 }
 PORTICO_API int portico_runtime_broadcast(void *data, size_t len, int root) {
     if (len > 0 && !data) return PTL_ARG_INVALID;

@@ -1,6 +1,10 @@
 #include "clientkit.hpp"
 
+#include <portico_runtime.h>
+
 #include <cstddef>
+#include <cstdlib>
+#include <memory>
 
 namespace portico::clientkit {
 
@@ -153,6 +157,25 @@ ptl_ct_event_t wait_ct(ptl_handle_ct_t ct, ptl_size_t test, const char *what) {
                                   " failed and " + std::to_string(c.success) + " successful operations (waiting for " +
                                   std::to_string(test) + ")");
     return c;
+}
+
+std::vector<std::string> allgather(const std::string &mine) {
+    int size = 0;
+    int rc = portico_runtime_size(&size);
+    if (rc != PTL_OK && rc != PTL_IGNORED) fail(rc, "portico_runtime_size");
+    std::vector<size_t> lens(static_cast<size_t>(size));
+    void *all = nullptr;
+    rc = portico_runtime_allgatherv(mine.data(), mine.size(), lens.data(), &all);
+    if (rc != PTL_OK && rc != PTL_IGNORED) fail(rc, "portico_runtime_allgatherv");
+    const std::unique_ptr<char, decltype(&std::free)> owned(static_cast<char *>(all), &std::free);
+    std::vector<std::string> parts;
+    parts.reserve(lens.size());
+    size_t at = 0;
+    for (size_t len : lens) {
+        parts.emplace_back(owned.get() + at, len);
+        at += len;
+    }
+    return parts;
 }
 
 } // namespace portico::clientkit

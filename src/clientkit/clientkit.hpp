@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace portico::clientkit {
 
@@ -202,5 +203,10 @@ ptl_event_t wait_event(ptl_handle_eq_t eq, const char *what);
 ptl_event_t expect_event(ptl_handle_eq_t eq, ptl_event_kind_t kind, const char *what);
 // PtlCTWait until the success count reaches `test`; the counter must report no failure.
 ptl_ct_event_t wait_ct(ptl_handle_ct_t ct, ptl_size_t test, const char *what);
+
+// ---- the job (portico_runtime.h; each throws Error naming the call) -----------------------------
+// Every rank's contribution, any bytes of any length, in rank order (portico_runtime_allgatherv).
+// A process without a launcher is a job of one (PTL_IGNORED is no error).
+std::vector<std::string> allgather(const std::string &mine);
 
 } // namespace portico::clientkit

@@ -1,6 +1,6 @@
-// gasnet_exit and fatal errors end the whole job (spec §2.1.5, §3). Run by run_exit_test.sh,
-// which checks portico-run's exit code and that no rank is left; every rank records its pid in
-// $GASNET_TEST_DIR. Modes:
+// gasnet_exit and fatal errors end the whole job (spec §2.1.5, §3). Run by
+// tests/support/run_exit_test.sh, which checks portico-run's exit code and that no rank is left;
+// every rank records its pid in $EXIT_TEST_DIR. Modes:
 //   code       the last node calls gasnet_exit(7) while the others wait in a barrier     -> 7
 //   compute    node 0 calls gasnet_exit(0) while the others compute without GASNet calls -> 0
 //   handler    an AM handler on node 1 calls gasnet_exit(9)                             -> 9
@@ -167,7 +167,7 @@ void *put_forever(void *arg) {
 } // namespace
 
 int main(int argc, char **argv) {
-    const char *d = getenv("GASNET_TEST_DIR");
+    const char *d = getenv("EXIT_TEST_DIR");
     dir = d ? d : "/tmp";
     // Before gasnet_init (collective): once any node can exit, every rank has recorded its pid.
     write_pid_marker();

@@ -1,6 +1,6 @@
 /*
- * Helpers of the GASNet tests (C and C++). A failed check prints where and why, then ends the
- * whole job with gasnet_exit(1), so a failure on one node never leaves the others waiting.
+ * Helpers of the GASNet tests (C and C++): the checks of tests/support/check.h, whose failure
+ * ends the whole job with gasnet_exit(1), and GASNET_SAFE for calls that return GASNet codes.
  * Include after gasnet.h.
  */
 #ifndef GASNET_TEST_UTIL_H
@@ -9,36 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(cond)                                                                                                    \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "node %u: %s:%d: CHECK failed: %s\n", (unsigned)gasnet_mynode(), __FILE__, __LINE__,       \
-                    #cond);                                                                                            \
-            fflush(stderr);                                                                                            \
-            gasnet_exit(1);                                                                                            \
-        }                                                                                                              \
-    } while (0)
+#include "../support/check.h"
 
-#define CHECK_EQ(a, b)                                                                                                 \
-    do {                                                                                                               \
-        long long _va = (long long)(a), _vb = (long long)(b);                                                          \
-        if (_va != _vb) {                                                                                              \
-            fprintf(stderr, "node %u: %s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", (unsigned)gasnet_mynode(),   \
-                    __FILE__, __LINE__, #a, #b, _va, _vb);                                                             \
-            fflush(stderr);                                                                                            \
-            gasnet_exit(1);                                                                                            \
-        }                                                                                                              \
-    } while (0)
+static inline void check_hook_who(char *buf, size_t size) { snprintf(buf, size, "node %u", (unsigned)gasnet_mynode()); }
+static inline void check_hook_end_job(void) { gasnet_exit(1); }
 
 #define GASNET_SAFE(call)                                                                                              \
     do {                                                                                                               \
-        int _rc = (call);                                                                                              \
-        if (_rc != GASNET_OK) {                                                                                        \
-            fprintf(stderr, "node %u: %s:%d: %s returned %s (%s)\n", (unsigned)gasnet_mynode(), __FILE__, __LINE__,    \
-                    #call, gasnet_ErrorName(_rc), gasnet_ErrorDesc(_rc));                                              \
-            fflush(stderr);                                                                                            \
-            gasnet_exit(1);                                                                                            \
-        }                                                                                                              \
+        const int gasnet_safe_rc_ = (call);                                                                            \
+        if (gasnet_safe_rc_ != GASNET_OK)                                                                              \
+            check_failed(__FILE__, __LINE__, "%s returned %s (%s)", #call, gasnet_ErrorName(gasnet_safe_rc_),          \
+                         gasnet_ErrorDesc(gasnet_safe_rc_));                                                           \
     } while (0)
 
 static inline void test_barrier(void) {

@@ -4,7 +4,8 @@
 # the finished build into a temporary prefix, then the commands of README's "Using it", "GASNet", "UPC", "PSM2" and "PMI"
 # sections, taken from README.md itself (only the placeholders /opt/portico, P and the build
 # directory are replaced, so the README cannot drift from what works), with LD_LIBRARY_PATH unset;
-# then every installed program from the prefix, and the same after moving the prefix.
+# the GASNet and PSM2 commands build and run the demo's examples (examples/*/hello.c) too; then
+# every installed program from the prefix, and the same after moving the prefix.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
@@ -44,7 +45,7 @@ mapfile -t using < <(block "Using it")
 # using[0] configures and builds: that is the build under test.
 run_line "$src" "${using[1]}" "cmake --install build --prefix /opt/portico" \
          "cmake --install $(printf '%q' "$build") --prefix $(printf '%q' "$prefix")" > "$tmp/install.log"
-mkdir "$tmp/portals" "$tmp/gasnet"
+mkdir "$tmp/portals"
 cp "$src/examples/portals_demo.c" "$tmp/portals/prog.c"
 run_line "$tmp/portals" "${using[2]}" /opt/portico "$prefix"
 run_line "$tmp/portals" "${using[3]}" /opt/portico "$prefix" > "$tmp/portals.out"
@@ -71,12 +72,23 @@ run_section() {
     np=$(sed -n 's/.*portico-run -n \([0-9]*\).*/\1/p' <<< "${cmds[-1]}")
 }
 
-# --- "GASNet" -----------------------------------------------------------------------------------
-cp "$src/tests/install/gasnet_prog.c" "$tmp/gasnet/prog.c"
-run_section GASNet 3 "$tmp/gasnet"
-ok=$(grep -c "gasnet ok" "$tmp/gasnet/out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/gasnet/out"; fail "the GASNet program: $ok of $np nodes ok"; }
-echo "GASNet program: $np nodes ok"
+# section_runs NAME COUNT SOURCE FILE PATTERN WHAT: README's section NAME (COUNT commands) builds
+# SOURCE, copied to FILE in a directory of its own, and every process of the run prints a line
+# matching PATTERN.
+section_runs() {
+    local name=$1 count=$2 source=$3 file=$4 pattern=$5 what=$6 dir ok
+    dir=$(mktemp -d "$tmp/section.XXXX")
+    cp "$source" "$dir/$file"
+    run_section "$name" "$count" "$dir"
+    ok=$(grep -c -- "$pattern" "$dir/out" || true)
+    [ "$ok" = "$np" ] || { cat "$dir/out"; fail "$what: $ok of $np processes ok"; }
+    echo "$what: $np processes ok"
+}
+
+# --- "GASNet" (and the demo's GASNet example, with the same commands) ----------------------------
+section_runs GASNet 3 "$src/tests/install/gasnet_prog.c" prog.c "gasnet ok" "the GASNet program"
+section_runs GASNet 3 "$src/examples/gasnet/hello.c" prog.c 'my segment holds "hello from node' \
+    "examples/gasnet/hello.c"
 
 # --- "UPC" --------------------------------------------------------------------------------------
 mkdir "$tmp/upc"
@@ -88,21 +100,14 @@ okx=$(grep -c "upc++ ok" "$tmp/upc/out" || true)
 [ "$ok" = "$np" ] && [ "$okx" = "$np" ] || { cat "$tmp/upc/out"; fail "the UPC programs: $ok and $okx of $np threads ok"; }
 echo "UPC programs (C and C++): $np threads ok"
 
-# --- "PSM2" -------------------------------------------------------------------------------------
-mkdir "$tmp/psm2"
-cp "$src/tests/install/psm2_prog.c" "$tmp/psm2/psm2_prog.c"
-run_section PSM2 3 "$tmp/psm2"
-ok=$(grep -c "psm2 ok" "$tmp/psm2/out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/psm2/out"; fail "the PSM2 program: $ok of $np ranks ok"; }
-echo "PSM2 program: $np ranks ok"
+# --- "PSM2" (and the demo's PSM2 example) -------------------------------------------------------
+section_runs PSM2 3 "$src/tests/install/psm2_prog.c" psm2_prog.c "psm2 ok" "the PSM2 program"
+section_runs PSM2 3 "$src/examples/psm2/hello.c" psm2_prog.c 'received "hello from rank' "examples/psm2/hello.c"
 
 # --- "PMI" -------------------------------------------------------------------------------------
+section_runs PMI 3 "$src/tests/install/pmi_prog.c" pmi_prog.c "pmi ok" "the PMI program"
 mkdir "$tmp/pmi"
 cp "$src/tests/install/pmi_prog.c" "$tmp/pmi/pmi_prog.c"
-run_section PMI 3 "$tmp/pmi"
-ok=$(grep -c "pmi ok" "$tmp/pmi/out" || true)
-[ "$ok" = "$np" ] || { cat "$tmp/pmi/out"; fail "the PMI program: $ok of $np ranks ok"; }
-echo "PMI program: $np ranks ok"
 # The PMI home as GASNet's configure uses it (--with-pmi=HOME: -I HOME/include, -L HOME/lib -lpmi).
 home=$prefix/lib/portico/pmi
 (cd "$tmp/pmi" && cc pmi_prog.c -I"$home/include" -L"$home/lib" -Wl,-rpath,"$home/lib" -lpmi -o home.out)
@@ -124,7 +129,7 @@ for f in include/portals4.h include/portals.h include/portico_runtime.h include/
          lib/libgasnet-portico.so lib/libgasnet-portico.so.1 lib/pkgconfig/portals4.pc \
          lib/pkgconfig/gasnet-seq.pc lib/pkgconfig/gasnet-parsync.pc lib/pkgconfig/gasnet-par.pc \
          bin/portico-run bin/portico-info bin/portico-bench bin/portals_demo bin/triggered_collectives \
-         bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench \
+         bin/gasnet_hello bin/gasnet_pingpong bin/gasnet_histogram bin/gasnet_bench bin/psm2_hello \
          include/portico/upc/upc.h include/portico/upc/upc_strict.h include/portico/upc/upc_relaxed.h \
          include/portico/upc/upc_collective.h \
          include/portico/upc_abi.h include/portico/upc.hpp lib/libportico-upc.so lib/libportico-upc.so.1 \
@@ -157,6 +162,8 @@ tools() {
     expect 2 "done; 0 messages dropped" "$run" -n 2 "$p/bin/portals_demo"
     expect 1 "^triggered collectives over 2 ranks" "$run" -n 2 "$p/bin/triggered_collectives"
     expect 1 "AM Short round trip" "$run" -n 2 "$p/bin/gasnet_pingpong" 100
+    expect 2 "my segment holds \"hello from node" "$run" -n 2 "$p/bin/gasnet_hello"
+    expect 2 "received \"hello from rank" "$run" -n 2 "$p/bin/psm2_hello"
     expect 1 "total correct" "$run" -n 2 "$p/bin/gasnet_histogram"
     expect + '"test":"put_lat"' "$run" -n 2 "$p/bin/gasnet_bench" put_lat --short --json --iters 100 --reps 1
     expect 1 "0 wrong: OK" "$run" -n 2 "$p/bin/upc_vector_add"

@@ -1,7 +1,8 @@
 /* The job service's C face (portico_runtime.h), as a program sees it: a rank program started by
  * portico-run (or alone, without a launcher). Modes:
  *   collectives     rank, size, local ranks, barrier, allgather (empty, small, and larger than one
- *                   launcher value), broadcast from every root, and the argument checks
+ *                   launcher value), allgatherv (every rank its own length, some empty),
+ *                   broadcast from every root, and the argument checks
  *   engine-leaves   PtlInit first: the last PtlFini leaves the job, later collectives fail
  *   program-leaves  a runtime call before PtlInit: the job outlives PtlFini until
  *                   portico_runtime_finalize
@@ -72,6 +73,28 @@ static void collectives(void) {
     for (int r = 0; r < size; ++r)
         for (size_t i = 0; i < big; ++i) CHECK(ball[(size_t)r * big + i] == pattern(r, i));
 
+    /* Variable lengths: rank r contributes r * 1000 bytes (rank 0 nothing), then all nothing. */
+    {
+        const size_t vlen = (size_t)g_rank * 1000;
+        size_t *lens = calloc((size_t)size, sizeof *lens);
+        void *vall = NULL;
+        CHECK(portico_runtime_allgatherv(bmine, vlen, lens, &vall) == g_ok);
+        CHECK(vall != NULL);
+        const unsigned char *at = vall;
+        for (int r = 0; r < size; ++r) {
+            CHECK(lens[r] == (size_t)r * 1000);
+            for (size_t i = 0; i < lens[r]; ++i) CHECK(at[i] == pattern(r, i));
+            at += lens[r];
+        }
+        free(vall);
+        vall = NULL;
+        CHECK(portico_runtime_allgatherv(NULL, 0, lens, &vall) == g_ok);
+        CHECK(vall != NULL); /* a buffer to free even when every rank contributed nothing */
+        for (int r = 0; r < size; ++r) CHECK(lens[r] == 0);
+        free(vall);
+        free(lens);
+    }
+
     /* Every rank a root once; the others' buffers are overwritten. */
     for (int root = 0; root < size; ++root) {
         unsigned char data[3000];
@@ -90,6 +113,11 @@ static void collectives(void) {
     CHECK(portico_runtime_local(&x, NULL) == PTL_ARG_INVALID);
     CHECK(portico_runtime_allgather(NULL, 4, &x) == PTL_ARG_INVALID);
     CHECK(portico_runtime_allgather(&x, 4, NULL) == PTL_ARG_INVALID);
+    size_t one_len;
+    void *one_all = &x;
+    CHECK(portico_runtime_allgatherv(NULL, 4, &one_len, &one_all) == PTL_ARG_INVALID);
+    CHECK(portico_runtime_allgatherv(&x, 4, NULL, &one_all) == PTL_ARG_INVALID);
+    CHECK(portico_runtime_allgatherv(&x, 4, &one_len, NULL) == PTL_ARG_INVALID);
     CHECK(portico_runtime_broadcast(NULL, 4, 0) == PTL_ARG_INVALID);
     CHECK(portico_runtime_broadcast(&x, sizeof x, -1) == PTL_ARG_INVALID);
     CHECK(portico_runtime_broadcast(&x, sizeof x, size) == PTL_ARG_INVALID);

@@ -5,14 +5,14 @@
 # matches FORBIDDEN_REGEX (grep -E; "" for none), printing that run's output. For exits that
 # launchers take for failures only now and then (hydra kills a job when one rank's end without
 # finalize beats the others' to it), so one run proves nothing. The ranks get a scratch directory
-# of their own in GASNET_TEST_DIR and UPC_TEST_DIR (the exit tests write their pids there).
+# of their own in EXIT_TEST_DIR (the exit tests write their pids there).
 set -u
 runs=$1 expect=$2 forbidden=$3
 shift 3
 out=$(mktemp)
 scratch=$(mktemp -d)
 trap 'rm -rf "$out" "$scratch"' EXIT
-export GASNET_TEST_DIR=$scratch UPC_TEST_DIR=$scratch
+export EXIT_TEST_DIR=$scratch
 ulimit -c 0
 start=$(date +%s)
 for i in $(seq 1 "$runs"); do

@@ -40,7 +40,7 @@ death() { # mpi, transport, expected message (pmi2), description, then the comma
     shift 4
     echo "=== $d, srun --mpi=$mpi -n 4, $transport"
     start=$(date +%s)
-    GASNET_TEST_DIR=$tmp PORTICO_TRANSPORT=$transport timeout -k 5 100 srun --mpi=$mpi -n 4 "$@" >"$out" 2>&1
+    EXIT_TEST_DIR=$tmp PORTICO_TRANSPORT=$transport timeout -k 5 100 srun --mpi=$mpi -n 4 "$@" >"$out" 2>&1
     rc=$?
     took=$(($(date +%s) - start))
     echo "    ended with $rc after $took s"
@@ -72,7 +72,7 @@ alone='PORTICO_NID=$((2130706442 + SLURM_PROCID)) exec "$0" "$@"'
 death pmi2 tcp "$lost" "GASNet, each rank on its own nid: node 3 is killed" sh -c "$alone" "$gasnet_exit" killed
 death pmi2 tcp "$lost" "GASNet, each rank on its own nid: node 3 calls _exit(3)" sh -c "$alone" "$gasnet_exit" crash3
 echo "=== GASNet, each rank on its own nid, srun --mpi=pmi2 -n 4: a normal job ends with 0"
-GASNET_TEST_DIR=$tmp PORTICO_TRANSPORT=tcp timeout -k 5 100 srun --mpi=pmi2 -n 4 sh -c "$alone" "$am" >"$out" 2>&1 ||
+EXIT_TEST_DIR=$tmp PORTICO_TRANSPORT=tcp timeout -k 5 100 srun --mpi=pmi2 -n 4 sh -c "$alone" "$am" >"$out" 2>&1 ||
     { tail -20 "$out"; fail "GASNet AM with a nid per rank"; }
 
 echo "=== srun without a PMI (--mpi=none): a clear error"

@@ -4,9 +4,9 @@
  * (portico-run), endpoint set-up and the epid exchange, and data patterns.
  *
  * Every program calls t_begin first (a job service call before the first PtlInit: the program then
- * owns the job's end) and t_end last. A failed check prints "<program>[rank r] file:line: ..." and
- * ends the job with exit code 1 (portico_runtime_abort), so that no rank waits forever for one that
- * failed.
+ * owns the job's end) and t_end last. The checks are tests/support/check.h's (CHECK, CHECKF) and
+ * PSM2's own below; a failed one prints "<program>[rank r]: file:line: ..." and ends the job with
+ * exit code 1 (portico_runtime_abort), so that no rank waits forever for one that failed.
  */
 #ifndef PSM2_TEST_H
 #define PSM2_TEST_H
@@ -29,29 +29,13 @@ static int t_rank = 0;
 static int t_size = 1;
 static int t_launched = 0; /* started by a launcher (portico_runtime_rank returned PTL_OK) */
 
-static void t_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));
-static void t_fail(const char *file, int line, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s[rank %d] %s:%d: FAILED: %s\n", t_prog, t_rank, file, line, msg);
-    fflush(stderr);
-    fflush(stdout);
+#include "../support/check.h"
+
+static inline void check_hook_who(char *buf, size_t size) { snprintf(buf, size, "%s[rank %d]", t_prog, t_rank); }
+static inline void check_hook_end_job(void) {
     if (t_launched) portico_runtime_abort(1, "a PSM2 conformance check failed");
     exit(1);
 }
-
-#define CHECK(cond)                                                                                                    \
-    do {                                                                                                               \
-        if (!(cond)) t_fail(__FILE__, __LINE__, "check failed: %s", #cond);                                            \
-    } while (0)
-
-#define CHECKF(cond, ...)                                                                                              \
-    do {                                                                                                               \
-        if (!(cond)) t_fail(__FILE__, __LINE__, __VA_ARGS__);                                                          \
-    } while (0)
 
 /* expr must return want (both psm2_error_t). */
 #define CHECK_ERR(expr, want)                                                                                          \
@@ -59,8 +43,8 @@ static void t_fail(const char *file, int line, const char *fmt, ...) {
         const psm2_error_t t_got_ = (expr);                                                                            \
         const psm2_error_t t_want_ = (want);                                                                           \
         if (t_got_ != t_want_)                                                                                         \
-            t_fail(__FILE__, __LINE__, "%s returned %d (%s), expected %d (%s)", #expr, (int)t_got_,                    \
-                   psm2_error_get_string(t_got_), (int)t_want_, psm2_error_get_string(t_want_));                       \
+            check_failed(__FILE__, __LINE__, "%s returned %d (%s), expected %d (%s)", #expr, (int)t_got_,              \
+                         psm2_error_get_string(t_got_), (int)t_want_, psm2_error_get_string(t_want_));                 \
     } while (0)
 
 #define CHECK_OK(expr) CHECK_ERR(expr, PSM2_OK)
@@ -69,7 +53,7 @@ static void t_fail(const char *file, int line, const char *fmt, ...) {
 #define CHECK_RT(expr)                                                                                                 \
     do {                                                                                                               \
         const int t_rc_ = (expr);                                                                                      \
-        if (t_rc_ != PTL_OK && t_rc_ != PTL_IGNORED) t_fail(__FILE__, __LINE__, "%s returned %d", #expr, t_rc_);       \
+        if (t_rc_ != PTL_OK && t_rc_ != PTL_IGNORED) check_failed(__FILE__, __LINE__, "%s returned %d", #expr, t_rc_); \
     } while (0)
 
 static inline void t_begin(const char *prog) {
@@ -168,8 +152,8 @@ static inline size_t t_verify(const void *buf, size_t len, uint32_t seed) {
         const size_t t_len_ = (size_t)(len);                                                                           \
         const size_t t_at_ = t_verify((buf), t_len_, (seed));                                                          \
         if (t_at_ != t_len_)                                                                                           \
-            t_fail(__FILE__, __LINE__, "data of %zu bytes (seed %u) wrong at byte %zu", t_len_, (unsigned)(seed),      \
-                   t_at_);                                                                                             \
+            check_failed(__FILE__, __LINE__, "data of %zu bytes (seed %u) wrong at byte %zu", t_len_,                  \
+                         (unsigned)(seed), t_at_);                                                                     \
     } while (0)
 
 static inline void *t_malloc(size_t n) {
@@ -191,7 +175,7 @@ static inline psm2_mq_tag_t t_tag(uint32_t t0, uint32_t t1, uint32_t t2) {
 static inline void t_quiesce(psm2_ep_t ep) {
     for (int i = 0; i < 1000000; ++i)
         if (psm2_poll(ep) == PSM2_OK_NO_PROGRESS) return;
-    t_fail(__FILE__, __LINE__, "psm2_poll never reported PSM2_OK_NO_PROGRESS");
+    check_failed(__FILE__, __LINE__, "psm2_poll never reported PSM2_OK_NO_PROGRESS");
 }
 
 #endif /* PSM2_TEST_H */

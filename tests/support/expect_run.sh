@@ -1,8 +1,11 @@
 #!/bin/sh
-# expect_run.sh [--exit CODES] [--output ERE]... [--retry-on CODES --attempts N] -- COMMAND [ARG...]
+# expect_run.sh [--exit CODES] [--output ERE]... [--count N ERE]... [--retry-on CODES --attempts N]
+#               -- COMMAND [ARG...]
 #
 # Runs COMMAND and passes (exits 0) only when it ends with one of CODES (comma-separated, default
-# 0) and its output, stdout and stderr together, matches every ERE (grep -E, line by line). ctest
+# 0) and its output, stdout and stderr together, matches every ERE of --output (grep -E, line by
+# line) and has exactly N lines matching each ERE of --count (one per rank, say, for a program
+# whose output is what it shows: the examples). ctest
 # alone cannot ask for both: PASS_REGULAR_EXPRESSION makes it ignore the exit status, so a program
 # that prints the right line and then crashes would pass.
 #
@@ -17,17 +20,25 @@ codes=0
 retry_on=
 attempts=1
 patterns=$(mktemp) || exit 1
+counted=$(mktemp) || exit 1
 output=$(mktemp) || exit 1
 status=$(mktemp) || exit 1
-trap 'rm -f "$patterns" "$output" "$status"' EXIT
+trap 'rm -f "$patterns" "$counted" "$output" "$status"' EXIT
 usage() {
-    echo "usage: expect_run.sh [--exit CODES] [--output ERE]... [--retry-on CODES --attempts N] -- COMMAND..." >&2
+    echo "usage: expect_run.sh [--exit CODES] [--output ERE]... [--count N ERE]... [--retry-on CODES --attempts N]" \
+         "-- COMMAND..." >&2
     exit 1
 }
 while [ $# -gt 0 ]; do
     case $1 in
     --exit) [ $# -ge 2 ] || usage; codes=$2; shift 2 ;;
     --output) [ $# -ge 2 ] || usage; printf '%s\n' "$2" >>"$patterns"; shift 2 ;;
+    --count)
+        [ $# -ge 3 ] || usage
+        case $2 in '' | *[!0-9]*) usage ;; esac
+        printf '%s %s\n' "$2" "$3" >>"$counted"
+        shift 3
+        ;;
     --retry-on) [ $# -ge 2 ] || usage; retry_on=$2; shift 2 ;;
     --attempts) [ $# -ge 2 ] || usage; attempts=$2; shift 2 ;;
     --) shift; break ;;
@@ -70,5 +81,12 @@ while IFS= read -r ere; do
         exit 1
     fi
 done <"$patterns"
-echo "expect_run: pass: exit status $rc$( [ -s "$patterns" ] && echo ", and the output has every expected line")"
+while read -r want ere; do
+    got=$(grep -cE -- "$ere" "$output")
+    if [ "$got" != "$want" ]; then
+        echo "expect_run: FAIL: exit status $rc as expected, but $got lines of the output match /$ere/, expected $want"
+        exit 1
+    fi
+done <"$counted"
+echo "expect_run: pass: exit status $rc$( [ -s "$patterns" ] || [ -s "$counted" ] && echo ", and the output has every expected line")"
 exit 0

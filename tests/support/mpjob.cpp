@@ -1,11 +1,6 @@
-// The test job: rank, size and out-of-band collectives over the launcher's PMI-1 key/value space,
-// and the GoogleTest main() shared by every multi-process test binary.
-//
-// Collectives: barrier() is the PMI barrier. allgather() puts one key per rank and call,
-// "t.<seq>.<rank>", barriers, then reads every rank's key. PMI values cannot hold spaces, newlines
-// or binary data and must not be empty, so a value is "x" followed by the hex encoding of the
-// payload; a payload too long for one value is split over "t.<seq>.<rank>.<i>" and the main key
-// then holds "#<count>". All ranks call the collectives in the same order, so <seq> agrees.
+// The test job: rank, size and out-of-band collectives through Portico's job service
+// (portico_runtime.h, the launcher's connection, never the Portals engine under test), and the
+// GoogleTest main() shared by every multi-process test binary.
 //
 // Failure handling: a listener ends the whole job at the first failed assertion on any rank. It
 // prints the failure with the rank, flushes and _exit(1)s; the launcher then kills the other
@@ -21,7 +16,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +27,8 @@
 
 #include <portals4.h>
 #include <portico_runtime.h>
+
+#include "clientkit.hpp"
 
 extern "C" {
 char portico_test_wait_note[256] = "";
@@ -142,19 +138,7 @@ void Job::barrier() {
 
 std::vector<std::string> Job::allgather(const std::string &mine) {
     WaitNote note("a job allgather");
-    // Two fixed-size rounds: the lengths, then every value padded to the longest.
-    const uint64_t len = mine.size();
-    std::vector<uint64_t> lens(static_cast<size_t>(g_size));
-    check_job(portico_runtime_allgather(&len, sizeof len, lens.data()), "portico_runtime_allgather");
-    uint64_t longest = 0;
-    for (uint64_t l : lens) longest = std::max(longest, l);
-    std::string padded = mine;
-    padded.resize(longest);
-    std::string all(longest * static_cast<size_t>(g_size), '\0');
-    check_job(portico_runtime_allgather(padded.data(), longest, all.data()), "portico_runtime_allgather");
-    std::vector<std::string> out;
-    for (size_t r = 0; r < lens.size(); ++r) out.push_back(all.substr(r * longest, lens[r]));
-    return out;
+    return clientkit::allgather(mine);
 }
 
 int run_all_tests(int argc, char **argv) {

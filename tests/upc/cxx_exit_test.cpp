@@ -17,7 +17,7 @@ namespace upc = portico::upc;
 namespace {
 
 void record_pid() {
-    const char *dir = std::getenv("UPC_TEST_DIR");
+    const char *dir = std::getenv("EXIT_TEST_DIR");
     if (!dir) return;
     const std::string path = std::string(dir) + "/pid." + std::to_string(upc::mythread());
     if (FILE *f = std::fopen(path.c_str(), "w")) {

@@ -187,500 +187,62 @@ GASNETP_API void gasnetp_blockuntil_step(unsigned *iteration);
         while (!(cond)) gasnetp_blockuntil_step(&_gasnetp_bu_iter);                                                    \
     } while (0)
 
-/* The 7 families x 17 argument counts (M = 0..16): 119 functions. */
-GASNETP_API int gasnet_AMRequestShort0(gasnet_node_t dest, gasnet_handler_t handler);
-GASNETP_API int gasnet_AMRequestShort1(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMRequestShort2(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                       gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMRequestShort3(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMRequestShort4(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMRequestShort5(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                       gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMRequestShort6(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                       gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMRequestShort7(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                       gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMRequestShort8(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                       gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                       gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMRequestShort9(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                       gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                       gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                       gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMRequestShort10(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMRequestShort11(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                        gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMRequestShort12(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMRequestShort13(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMRequestShort14(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                        gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMRequestShort15(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                        gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMRequestShort16(gasnet_node_t dest, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                        gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                        gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                        gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                        gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                        gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
-
-GASNETP_API int gasnet_AMRequestMedium0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes);
-GASNETP_API int gasnet_AMRequestMedium1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMRequestMedium2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMRequestMedium3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMRequestMedium4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                        gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMRequestMedium5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMRequestMedium6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMRequestMedium7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                        gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMRequestMedium8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                        gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMRequestMedium9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                        gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                        gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                        gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMRequestMedium10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                         gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMRequestMedium11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMRequestMedium12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMRequestMedium13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
-                                         gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMRequestMedium14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
-                                         gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMRequestMedium15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
-                                         gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMRequestMedium16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                         gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                         gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                         gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                         gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
-                                         gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14,
-                                         gasnet_handlerarg_t a15);
-
-GASNETP_API int gasnet_AMRequestLong0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr);
-GASNETP_API int gasnet_AMRequestLong1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMRequestLong2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMRequestLong3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                      gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMRequestLong4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMRequestLong5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMRequestLong6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                      gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMRequestLong7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                      gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMRequestLong8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                      gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMRequestLong9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                      gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                      gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                      gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMRequestLong10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMRequestLong11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMRequestLong12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                       gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMRequestLong13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                       gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMRequestLong14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                       gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMRequestLong15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                       gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13,
-                                       gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMRequestLong16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                       gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                       gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                       gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                       gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13,
-                                       gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
-
-GASNETP_API int gasnet_AMRequestLongAsync0(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr);
-GASNETP_API int gasnet_AMRequestLongAsync1(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMRequestLongAsync2(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                           gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMRequestLongAsync3(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMRequestLongAsync4(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMRequestLongAsync5(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                           gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMRequestLongAsync6(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                           gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMRequestLongAsync7(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                           gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMRequestLongAsync8(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                           gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                           gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMRequestLongAsync9(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                           size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                           gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                           gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                           gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMRequestLongAsync10(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMRequestLongAsync11(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                            gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMRequestLongAsync12(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMRequestLongAsync13(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMRequestLongAsync14(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                            gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMRequestLongAsync15(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                            gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMRequestLongAsync16(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr,
-                                            size_t nbytes, void *dest_addr, gasnet_handlerarg_t a0,
-                                            gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                            gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                            gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                            gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                            gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
-
-GASNETP_API int gasnet_AMReplyShort0(gasnet_token_t token, gasnet_handler_t handler);
-GASNETP_API int gasnet_AMReplyShort1(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMReplyShort2(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                     gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMReplyShort3(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMReplyShort4(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMReplyShort5(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                     gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMReplyShort6(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                     gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMReplyShort7(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                     gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMReplyShort8(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                     gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                     gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMReplyShort9(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                     gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                     gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                     gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMReplyShort10(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMReplyShort11(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                      gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMReplyShort12(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMReplyShort13(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMReplyShort14(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                      gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMReplyShort15(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                      gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMReplyShort16(gasnet_token_t token, gasnet_handler_t handler, gasnet_handlerarg_t a0,
-                                      gasnet_handlerarg_t a1, gasnet_handlerarg_t a2, gasnet_handlerarg_t a3,
-                                      gasnet_handlerarg_t a4, gasnet_handlerarg_t a5, gasnet_handlerarg_t a6,
-                                      gasnet_handlerarg_t a7, gasnet_handlerarg_t a8, gasnet_handlerarg_t a9,
-                                      gasnet_handlerarg_t a10, gasnet_handlerarg_t a11, gasnet_handlerarg_t a12,
-                                      gasnet_handlerarg_t a13, gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
-
-GASNETP_API int gasnet_AMReplyMedium0(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes);
-GASNETP_API int gasnet_AMReplyMedium1(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMReplyMedium2(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMReplyMedium3(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMReplyMedium4(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                      gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMReplyMedium5(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMReplyMedium6(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMReplyMedium7(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                      gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMReplyMedium8(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                      gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMReplyMedium9(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                      gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                      gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                      gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMReplyMedium10(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                       gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMReplyMedium11(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMReplyMedium12(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMReplyMedium13(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
-                                       gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMReplyMedium14(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
-                                       gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMReplyMedium15(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
-                                       gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMReplyMedium16(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                       gasnet_handlerarg_t a0, gasnet_handlerarg_t a1, gasnet_handlerarg_t a2,
-                                       gasnet_handlerarg_t a3, gasnet_handlerarg_t a4, gasnet_handlerarg_t a5,
-                                       gasnet_handlerarg_t a6, gasnet_handlerarg_t a7, gasnet_handlerarg_t a8,
-                                       gasnet_handlerarg_t a9, gasnet_handlerarg_t a10, gasnet_handlerarg_t a11,
-                                       gasnet_handlerarg_t a12, gasnet_handlerarg_t a13, gasnet_handlerarg_t a14,
-                                       gasnet_handlerarg_t a15);
-
-GASNETP_API int gasnet_AMReplyLong0(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr);
-GASNETP_API int gasnet_AMReplyLong1(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0);
-GASNETP_API int gasnet_AMReplyLong2(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1);
-GASNETP_API int gasnet_AMReplyLong3(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                    gasnet_handlerarg_t a2);
-GASNETP_API int gasnet_AMReplyLong4(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3);
-GASNETP_API int gasnet_AMReplyLong5(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4);
-GASNETP_API int gasnet_AMReplyLong6(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                    gasnet_handlerarg_t a5);
-GASNETP_API int gasnet_AMReplyLong7(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                    gasnet_handlerarg_t a5, gasnet_handlerarg_t a6);
-GASNETP_API int gasnet_AMReplyLong8(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                    gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7);
-GASNETP_API int gasnet_AMReplyLong9(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                    void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                    gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                    gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                    gasnet_handlerarg_t a8);
-GASNETP_API int gasnet_AMReplyLong10(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9);
-GASNETP_API int gasnet_AMReplyLong11(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10);
-GASNETP_API int gasnet_AMReplyLong12(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                     gasnet_handlerarg_t a11);
-GASNETP_API int gasnet_AMReplyLong13(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                     gasnet_handlerarg_t a11, gasnet_handlerarg_t a12);
-GASNETP_API int gasnet_AMReplyLong14(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                     gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13);
-GASNETP_API int gasnet_AMReplyLong15(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                     gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13,
-                                     gasnet_handlerarg_t a14);
-GASNETP_API int gasnet_AMReplyLong16(gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,
-                                     void *dest_addr, gasnet_handlerarg_t a0, gasnet_handlerarg_t a1,
-                                     gasnet_handlerarg_t a2, gasnet_handlerarg_t a3, gasnet_handlerarg_t a4,
-                                     gasnet_handlerarg_t a5, gasnet_handlerarg_t a6, gasnet_handlerarg_t a7,
-                                     gasnet_handlerarg_t a8, gasnet_handlerarg_t a9, gasnet_handlerarg_t a10,
-                                     gasnet_handlerarg_t a11, gasnet_handlerarg_t a12, gasnet_handlerarg_t a13,
-                                     gasnet_handlerarg_t a14, gasnet_handlerarg_t a15);
+/* The Active Message entry points: 7 families x M = 0..16 handler arguments, 119 functions,
+ * gasnet_AM<family><M>(<the family's parameters>, gasnet_handlerarg_t a0, ..., a<M-1>):
+ *   RequestShort<M>(gasnet_node_t dest, gasnet_handler_t handler, ...)
+ *   RequestMedium<M>(gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes, ...)
+ *   RequestLong<M>, RequestLongAsync<M>(..., void *source_addr, size_t nbytes, void *dest_addr, ...)
+ *   ReplyShort<M>(gasnet_token_t token, gasnet_handler_t handler, ...)
+ *   ReplyMedium<M>, ReplyLong<M>: as the requests, from a request handler's token
+ * This table is their only list: it declares them here, defines them (src/gasnet/am_names.cpp)
+ * and exports them (src/gasnet/CMakeLists.txt writes libgasnet.map's AM names from it).
+ * GASNETP_AM_FAMILIES(X, M) applies X(M, family, (parameters), (leading arguments)) to each
+ * family; GASNETP_AM_ARGUMENT_COUNTS(X) applies X to M = 0..16; GASNETP_AM_HANDLER_ARGS<M>(T) is
+ * ", T a0, ..., T a<M-1>" (the handler arguments' parameters, or with T empty their names). */
+#define GASNETP_AM_HANDLER_ARGS0(T)
+#define GASNETP_AM_HANDLER_ARGS1(T) , T a0
+#define GASNETP_AM_HANDLER_ARGS2(T) GASNETP_AM_HANDLER_ARGS1(T), T a1
+#define GASNETP_AM_HANDLER_ARGS3(T) GASNETP_AM_HANDLER_ARGS2(T), T a2
+#define GASNETP_AM_HANDLER_ARGS4(T) GASNETP_AM_HANDLER_ARGS3(T), T a3
+#define GASNETP_AM_HANDLER_ARGS5(T) GASNETP_AM_HANDLER_ARGS4(T), T a4
+#define GASNETP_AM_HANDLER_ARGS6(T) GASNETP_AM_HANDLER_ARGS5(T), T a5
+#define GASNETP_AM_HANDLER_ARGS7(T) GASNETP_AM_HANDLER_ARGS6(T), T a6
+#define GASNETP_AM_HANDLER_ARGS8(T) GASNETP_AM_HANDLER_ARGS7(T), T a7
+#define GASNETP_AM_HANDLER_ARGS9(T) GASNETP_AM_HANDLER_ARGS8(T), T a8
+#define GASNETP_AM_HANDLER_ARGS10(T) GASNETP_AM_HANDLER_ARGS9(T), T a9
+#define GASNETP_AM_HANDLER_ARGS11(T) GASNETP_AM_HANDLER_ARGS10(T), T a10
+#define GASNETP_AM_HANDLER_ARGS12(T) GASNETP_AM_HANDLER_ARGS11(T), T a11
+#define GASNETP_AM_HANDLER_ARGS13(T) GASNETP_AM_HANDLER_ARGS12(T), T a12
+#define GASNETP_AM_HANDLER_ARGS14(T) GASNETP_AM_HANDLER_ARGS13(T), T a13
+#define GASNETP_AM_HANDLER_ARGS15(T) GASNETP_AM_HANDLER_ARGS14(T), T a14
+#define GASNETP_AM_HANDLER_ARGS16(T) GASNETP_AM_HANDLER_ARGS15(T), T a15
+#define GASNETP_AM_PARAMS(M) GASNETP_AM_HANDLER_ARGS##M(gasnet_handlerarg_t)
+#define GASNETP_AM_ARGUMENT_COUNTS(X)                                                                                  \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16)
+#define GASNETP_AM_FAMILIES(X, M)                                                                                      \
+    X(M, RequestShort, (gasnet_node_t dest, gasnet_handler_t handler GASNETP_AM_PARAMS(M)), (dest, handler))           \
+    X(M, RequestMedium,                                                                                                \
+      (gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes GASNETP_AM_PARAMS(M)),           \
+      (dest, handler, source_addr, nbytes))                                                                            \
+    X(M, RequestLong,                                                                                                  \
+      (gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,                                 \
+       void *dest_addr GASNETP_AM_PARAMS(M)),                                                                          \
+      (dest, handler, source_addr, nbytes, dest_addr))                                                                 \
+    X(M, RequestLongAsync,                                                                                             \
+      (gasnet_node_t dest, gasnet_handler_t handler, void *source_addr, size_t nbytes,                                 \
+       void *dest_addr GASNETP_AM_PARAMS(M)),                                                                          \
+      (dest, handler, source_addr, nbytes, dest_addr))                                                                 \
+    X(M, ReplyShort, (gasnet_token_t token, gasnet_handler_t handler GASNETP_AM_PARAMS(M)), (token, handler))          \
+    X(M, ReplyMedium,                                                                                                  \
+      (gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes GASNETP_AM_PARAMS(M)),         \
+      (token, handler, source_addr, nbytes))                                                                           \
+    X(M, ReplyLong,                                                                                                    \
+      (gasnet_token_t token, gasnet_handler_t handler, void *source_addr, size_t nbytes,                               \
+       void *dest_addr GASNETP_AM_PARAMS(M)),                                                                          \
+      (token, handler, source_addr, nbytes, dest_addr))
+#define GASNETP_AM_DECLARE_ONE(M, family, params, args) GASNETP_API int gasnet_AM##family##M params;
+#define GASNETP_AM_DECLARE(M) GASNETP_AM_FAMILIES(GASNETP_AM_DECLARE_ONE, M)
+GASNETP_AM_ARGUMENT_COUNTS(GASNETP_AM_DECLARE)
 /* ---- atomicity control (§2.4) ---------------------------------------------------------------- */
 GASNETP_API void gasnet_hold_interrupts(void);
 GASNETP_API void gasnet_resume_interrupts(void);
