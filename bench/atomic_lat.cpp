@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // atomic_lat and fetch_atomic_lat: latency of Portals atomics between two processes.
 //
 // atomic_lat: a ping-pong of 8-byte PtlAtomic(PTL_SUM, PTL_INT64_T, PTL_ACK_REQ): rank 0 adds to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // portico-bench: the framework every benchmark test plugs into.
 //
 // A test is one source file that registers itself (PORTICO_BENCH_TEST below) with a name, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // put_bw and get_bw: windowed bandwidth of PtlPut (PTL_ACK_REQ) and PtlGet from rank 0 to/from
 // rank 1, sizes 8 B .. 16 MiB.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Portals side of put_bw and get_bw (bw.cpp), also measured by psm2_bw and upc_bw next to
 // their own transfers: windowed PtlPut (PTL_ACK_REQ) or PtlGet from rank 0 to an idle rank 1,
 // completion counted on a CT (bw.cpp's header says how).

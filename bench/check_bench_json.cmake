@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Smoke test of one portico-bench test in short mode (run by ctest, see CMakeLists.txt):
 #   cmake -DRUN=portico-run -DBENCH=portico-bench -DTEST=put_lat [-DNPROCS=2] [-DUNIT=us] [-DBETTER=lower]
 #         [-DTRANSPORT=shm] [-DENV=PORTICO_TRANSPORT=tcp[+NAME=value...]] [-DKIND=regex] [-DVARIANT=regex]

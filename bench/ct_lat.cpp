@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // ct_lat: one-way latency of Portals' leanest put, measured by a ping-pong between two processes:
 // an 8..4096-byte PtlPut without ack from an MD that has neither EQ nor CT (nothing at the
 // initiator observes it, so the engine sends it without tracking it or taking its lock), into a

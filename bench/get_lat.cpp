@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // get_lat: latency of PtlGet between two processes: rank 0 gets `size` bytes from rank 1 and waits
 // (PtlEQWait) for the REPLY; rank 1's application does nothing meanwhile (its engine answers:
 // application bypass). Reported as round trip / 2, so that it compares with the baseline's one-way

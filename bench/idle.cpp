@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // idle: what a process costs while it waits for nothing. Rank 0 blocks in PtlEQWait while nothing
 // arrives for about a second; the CPU time its whole process uses meanwhile (all threads: the
 // application thread, Portico's progress thread, the benchmark's watchdog;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The benchmark's job: rank, size and out-of-band collectives through Portico's job service
 // (portico_runtime.h), never through the Portals engine being measured.
 //

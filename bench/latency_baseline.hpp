@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The physical baselines of the latency tests: how fast ranks 0 and 1 can signal each other
 // without Portico. On shared memory a raw flag ping-pong (shm_pingpong.hpp); when the transport is
 // TCP a raw TCP socket ping-pong (tcp_baseline.hpp). Portals latencies are reported as a ratio to it.

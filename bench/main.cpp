@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // portico-bench: Portico's benchmarks, run under the launcher:
 //
 //   portico-run -n 2 portico-bench put_lat [--json] [--iters N] [--reps R] [--short] [--plot FILE.svg]

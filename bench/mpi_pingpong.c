@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mpi_pingpong: MPI ping-pong latency between ranks 0 and 1, for bench/psm2_mpi_pingpong.sh (which
  * builds it with mpicc.openmpi and runs it under Open MPI with different transports).
  *

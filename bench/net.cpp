@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "net.hpp"
 
 #include <arpa/inet.h>

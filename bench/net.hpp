@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which transport the job uses (the JSON field `transport`), and the addresses of this machine.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // --plot FILE.svg: the results drawn as a hand-written SVG, one panel per test (and transport):
 // value (median, with min..max bars) and baseline curves against the message size on a log2 axis
 // (tests without a size, like triggered_barrier, use the number of processes), log10 value axis.

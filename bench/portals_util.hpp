@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The benchmarks' Portals vocabulary: clientkit's (src/clientkit: owned handles, descriptors,
 // names, check() throwing an exception that main() reports), plus the exchange of endpoints over
 // the job's PMI, which only the benchmark has.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // psm2_bw: streaming bandwidth of PSM2 MQ messages (Portico's libpsm2, psm2_session.hpp) from
 // rank 0 to rank 1, sizes 8 B .. 4 MiB.
 //

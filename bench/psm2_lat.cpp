@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // psm2_lat: one-way latency of a PSM2 MQ message (Portico's libpsm2, psm2_session.hpp) between
 // two processes, by ping-pong, sizes 8 B .. 4 MiB.
 //

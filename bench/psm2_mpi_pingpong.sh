@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # psm2_mpi_pingpong.sh BUILD_DIR [ROUNDS]: Open MPI's ping-pong latency over Portico's libpsm2 next
 # to Open MPI's own shared-memory BTL and Debian's libpsm2, in one run (issue 15).
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PSM2 (Portico's libpsm2, src/psm2) inside a portico-bench process, for the psm2_* tests, and the
 // two MQ loops they time.
 //

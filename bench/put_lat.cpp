@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // put_lat: one-way latency of PtlPut (PTL_ACK_REQ), measured by a ping-pong between two processes
 // (put_pingpong.hpp: a ring of two). One-way latency is the round trip / 2.
 //

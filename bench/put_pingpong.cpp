@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "put_pingpong.hpp"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A token passed around a ring of PtlPuts: put_lat (2 processes: a ping-pong) and put_ring
 // (N processes).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // put_ring: N processes pass a token around a ring of 8-byte PtlPuts (PTL_ACK_REQ; the same code
 // as put_lat, put_pingpong.hpp); reported per hop (the time of a trip around the ring / N). Run it
 // with more processes than cores to see what oversubscription costs: every hop then needs the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // put_rate, get_rate, atomic_rate: message rate of 8-byte operations from rank 0 to rank 1,
 // windowed.
 //

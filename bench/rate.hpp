@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rate.hpp: put_rate's (get_rate's, atomic_rate's) Portals loop, shared with psm2_rate, which
 // measures Portals' put rate in the same run as its PSM2 messages.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The test registry and the statistics helpers.
 #include <algorithm>
 #include <cstdlib>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Output of results, on rank 0 only: a readable table, or (--json) one JSON object per line.
 //
 // JSON fields of a result line:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared-memory latency baseline: a raw flag ping-pong between ranks 0 and 1, the fastest way
 // two processes of this machine can tell each other something.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A shared-memory region mapped by some ranks of the job, for the raw physical baselines.
 //
 // Rank 0 creates it with shm_open("/portico-bench-<tag>-<job>-<random>", O_CREAT|O_EXCL, 0600),

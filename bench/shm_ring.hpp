@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The message-rate baseline: a raw shared-memory SPSC ring from rank 0 to rank 1.
 //
 // 8-byte messages in a ring of 4096 slots in a SharedRegion; the producer's `tail` and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The TCP baselines, used when the transport is TCP: a raw TCP connection between ranks 0 and 1,
 // set up without Portico. Rank 1 listens on listen_address() (net.hpp), port chosen by the kernel,
 // and publishes "address:port" over PMI; rank 0 connects and sends the job id, which rank 1

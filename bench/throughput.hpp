@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // throughput.hpp: the driver of the bandwidth tests (put_bw and get_bw: bw.cpp, psm2_bw, upc_bw)
 // and the rate tests (put_rate, get_rate and atomic_rate: rate.cpp, psm2_rate): their plan (the
 // sizes, the messages and windows of a repetition), the physical baseline that the transport

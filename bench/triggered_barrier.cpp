@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // triggered_barrier: a barrier over N processes built only from triggered puts and counters on a
 // binary tree (as examples/triggered_collectives.c, on physical NIs), the way collective libraries
 // offload barriers onto Portals. After setup the application only bumps its own counter and waits.

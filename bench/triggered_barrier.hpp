@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The two barriers of triggered_barrier (and upc_barrier_lat, which measures them next to UPC's):
 // a barrier over N processes built only from triggered puts and counters on a binary tree (as
 // examples/triggered_collectives.c, on physical NIs), the way collective libraries offload

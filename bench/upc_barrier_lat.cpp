@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // upc_barrier_lat: the UPC barrier (__upc_barrier, anonymous, in a loop: a notify and a wait) at
 // the job's size, next to the two other barriers a program on Portico can use, in the same
 // processes and the same run, interleaved repetition by repetition:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // upc_bw: bandwidth of upc_memget and upc_memput between threads 0 and 1, against Portals put_bw
 // measured in the same run.
 //

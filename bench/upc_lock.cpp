@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // upc_lock: UPC locks (upc_lock/upc_unlock, libportico-upc's MCS queue locks).
 //
 // - "uncontended/home", "uncontended/remote/<path>": upc_lock + upc_unlock in a loop by one

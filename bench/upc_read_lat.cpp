@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // upc_read_lat: a relaxed 8-byte UPC read (__getdi2) of data another thread has just written, the
 // other thread a process of this machine; one-way latency.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The UPC runtime (libportico-upc) inside a portico-bench process, for the upc_* tests.
 //
 // The runtime is one more Portals client of the process: its own PtlInit and its own NI (logical,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A watchdog for measurement loops: a Portals wait that never returns (a lost event, a lost
 // wakeup) must end the job with a message saying where it stopped, not hang until the launcher's
 // timeout (or forever without one).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # portico_version_script(<shared library target> <version script>)
 #
 # The library exports exactly the symbols the linker version script lists, under its version

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # portico_layer(<target> [SEES <part>...])
 #
 # The layers of src/ (common, bootstrap, wire, transport and each transport, engine, capi) are

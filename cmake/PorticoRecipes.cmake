@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The two ways Portico grows, each one call: a transport under the engine (portico_transport) and
 # a client library over the public API (portico_client_library). docs/ARCHITECTURE.md, "Adding a
 # transport" and "Adding a client", is the recipe that uses them.

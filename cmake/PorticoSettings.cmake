@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # portico_settings_table(NAME <name> HEADER <path from the source root> TABLE <symbol>)
 #
 # Registers a layer's table of settings (common/settings.hpp): the header declares the layer's

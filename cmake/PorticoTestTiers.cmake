@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Test tiers: ctest labels that say what a test costs and needs, so that a developer can run the
 # fast tier first and leave out what a machine lacks. Every test carries at least one (the test
 # tests.tiers checks it):

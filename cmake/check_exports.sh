@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # check_exports.sh NM LIBRARY VERSION_SCRIPT
 # Fails unless LIBRARY's dynamic symbol table defines exactly the global names of VERSION_SCRIPT
 # (plain C names, and quoted demangled names inside extern "C++" blocks), each under a version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * portals_demo: a small Portals 4 job that shows what the engine does.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * triggered_collectives: a barrier and a broadcast built only from triggered puts and counters
  * over a binary tree, the way collective libraries offload them onto Portals.

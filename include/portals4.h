@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * portals4.h — the Portals 4.3 network programming interface, as implemented by Portico.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * portico_ext.h — Portico's extensions to the Portals 4.3 API: settings a client (a library
  * built on Portals, such as Portico's GASNet) may choose for the engine instead of setting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * portico_runtime.h — the job a process belongs to, as its launcher (portico-run, any PMI-1
  * launcher such as MPICH's mpiexec, or a PMIx launcher such as Open MPI's mpirun or srun

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds Portico and runs the demos, multi-process jobs on this machine, one for each interface
 # Portico offers: Portals (portals_demo: puts, acks, counting events, a get; triggered_collectives:
 # a barrier and a broadcast built only from triggered puts and counters), GASNet (gasnet_hello: an

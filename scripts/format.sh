@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Formats every C and C++ file git knows with the project's .clang-format (clang-format 14, the
 # version Debian 12 ships: another version may lay code out differently). With --check it changes
 # nothing and fails, listing the files, if any file is not formatted: CI runs that.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Prints what README.md's generated section NAME holds, from its source:
 #   settings  `portico-info --markdown` (every setting's declaration)
 #   exports   the portico_* functions src/libportals.map exports, grouped by header

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Checks the formatting (scripts/format.sh --check) and runs clang-tidy (scripts/tidy.sh, 2-4
 # minutes on 2 CPUs; PORTICO_SKIP_TIDY=1 skips it), then builds Portico and runs every test: the
 # normal build, then again under ASan+UBSan, then the engine's multi-threaded tests under TSan,

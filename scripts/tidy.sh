@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs clang-tidy (14, Debian 12; the checks are in .clang-tidy) over the parts of the tree that
 # are clean, with every finding an error: CI runs this after the format check. It configures its
 # own build directory (build-tidy, configure only: nothing is compiled) for compile_commands.json.

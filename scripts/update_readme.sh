@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Replaces README.md's generated sections (between <!-- NAME:begin --> and <!-- NAME:end -->) with
 # what scripts/readme_section.sh prints for them (the settings' declarations, the export map).
 #   scripts/update_readme.sh [BUILD_DIR]   (default: build)

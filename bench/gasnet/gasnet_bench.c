@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gasnet_bench: GASNet on Portico — AM round trips, put/get latency and bandwidth — against raw
  * baselines measured in the same run: a shared-memory flag ping-pong between the same two
  * processes (latency) and memcpy of the same size (bandwidth).

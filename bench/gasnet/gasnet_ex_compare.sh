@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gasnet_ex_compare.sh GEX_PREFIX BUILD_DIR [ROUNDS] [TEST]: the same GASNet-1 program (gasnet_bench.c)
 # compiled once against GASNet-EX's smp conduit and once against Portico, run alternately on this
 # machine, ROUNDS times each (default 10), TEST (default am_short_rt; any gasnet_bench test or "all").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* am_loop ROUNDS: a GASNet job of one node sends itself an AM Short request whose handler replies
  * with an AM Short, and waits for the reply's handler (GASNET_BLOCKUNTIL), ROUNDS times: the
  * software of both hops of one `am_short_rt` round trip, both sides, with no cache line crossing

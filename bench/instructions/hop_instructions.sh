@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # hop_instructions.sh PROGRAM [ROUNDS] [SHAPE]: the instructions of one round of PROGRAM's loop,
 # counted by callgrind, which this host's drifting speed does not move. PROGRAM is
 #   hop_loop (SHAPE ct, the default: one ct_lat hop's software, both sides: PtlPut to itself and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hop_loop ROUNDS [ct|put]: one process puts 8 bytes to itself ROUNDS times: the software of both
  * sides of one hop, with no cache line crossing cores.
  *   ct  (default): the ct_lat shape: no ack, counted on the target entry's CT, PtlCTWait.

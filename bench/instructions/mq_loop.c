@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mq_loop ROUNDS: one PSM2 endpoint connected to itself posts a receive (psm2_mq_irecv), sends
  * itself 8 bytes with that tag (psm2_mq_isend) and waits for both requests (psm2_mq_wait),
  * ROUNDS times: the software of both sides of one PSM2 eager message, the shape of an MPI

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The point where a rank of a memory benchmark program holds its steady-state resources (its
  * links, buffers and queues after it has talked to every peer).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench/memory's GASNet program: gasnet_init and gasnet_attach with a 1 MiB segment (what the
  * project's GASNet tests and examples ask for), then the traffic of a typical client: one AM
  * request (Short, answered by a Short reply) to every other node, so that it has talked to each,

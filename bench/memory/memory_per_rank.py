@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Memory per rank: what a job of N ranks on this machine costs per rank, for a Portals, a GASNet,
 a UPC and a PSM2 program (bench/memory/memory_*.c), next to a C program that does nothing
 (memory_baseline.c) started by the same launcher in the same run.

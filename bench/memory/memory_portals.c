@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench/memory's Portals program: a logical matching NI, then the traffic of a typical
  * application: one 8-byte put to every other rank (so that this rank has a link with each) and a
  * halo exchange of 16 KiB puts with its two neighbours in a ring of ranks (HALO_ROUNDS rounds,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench/memory's PSM2 program: an endpoint and its matched queue, the epids exchanged through
  * portico_runtime_allgather, psm2_ep_connect to every rank, one 8-byte message to every other rank
  * and HALO_ROUNDS rounds of 16 KiB messages (eager) with the two neighbours in a ring of ranks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench/memory's UPC program, a C program calling the compiler interface as GCC UPC's generated
  * code does (it defines upc_main): upc_all_alloc'd arrays, an 8-byte upc_memput into every other
  * thread's share (an all-to-all), a halo exchange of 16 KiB upc_memputs with the two neighbours

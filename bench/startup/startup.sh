@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Start-up at scale: for each N, the wall time of `portico-run -n N startup_rank` (a logical NI,
 # its id, a barrier, the end) and, in the same run as the baseline, of `portico-run -n N /bin/true`
 # (spawning alone). Prints one JSON object per N; ratio = start-up / spawning.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One rank of the start-up benchmark (bench/startup/startup.sh): what every Portals job does
  * before its first message — a logical NI (the job's rank map, a collective), its id, a barrier —
  * and then it ends. */

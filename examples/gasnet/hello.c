@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gasnet_hello: the two halves of GASNet in a few lines each, on any number of nodes.
  *

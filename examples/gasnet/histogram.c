@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A distributed histogram: every node draws random keys; bin b belongs to node b % nodes, which
  * keeps it in its segment. Updates travel in batches as AM Medium requests whose handler adds
  * them under a handler-safe lock; at the end node 0 reads every bin with gasnet_get and checks

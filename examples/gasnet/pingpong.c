@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* GASNet ping-pong: node 0 and node 1 bounce an Active Message and then a put, and print the
  * round-trip times; exits 1 if a reply carries another request's number.
  * Build: cc pingpong.c $(pkg-config --cflags --libs gasnet-seq)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * psm2_hello: PSM2's matched queue in a few lines, on any number of processes.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Heat diffusion on a plate with ghost rows, in Portico's C++ UPC front end (docs/UPC.md shows the
 // UPC original line by line beside it). The plate is ROWS * THREADS rows of N columns, hot along
 // its top edge and cold on the other three; Jacobi steps average each point's four neighbours.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A parallel integer sort in Portico's C++ UPC front end (docs/UPC.md shows the UPC original line
 // by line beside it): a bucket sort, the top digit of each key picking its bucket, one bucket per
 // thread, and the keys moved to their buckets by one all-to-all, upc_all_exchange.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Vector addition with upc_forall, the first program of every UPC course, written with Portico's
 // C++ front end (docs/UPC.md shows the UPC original line by line beside it). c = a + b over cyclic
 // shared arrays: each thread adds the elements it owns, picked by the forall's affinity, so every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // portico/upc.hpp — UPC for C++ programmers: the PGAS model of Unified Parallel C as a header-only
 // C++20 library over Portico's UPC runtime (libportico-upc; link with portico-upc, or
 // pkg-config portico-upc). It uses only the public C interface: upc.h, upc_collective.h and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * portico/upc_abi.h — the compiler interface of Portico's UPC runtime (libportico-upc): what GCC
  * UPC's code generator calls, with its names and calling conventions, and the representation of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Settings of the bootstrap (see common/settings.hpp): what a launcher tells each rank about its
 // job. portico-run sets these for every rank; they are declared here, where they are read.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The job service: what a process knows about the job it belongs to and the out-of-band
 // collectives it can run before (and besides) the network, whoever launched it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The job's identity, drawn once per job: by portico-run before it starts the ranks, or by rank 0
 // when another launcher started them (bootstrap::Job::secret()). One definition of both, so that
 // every secret a job can have looks the same.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the launcher says about this machine's share of the job before any collective: how many of
 // its processes run here and which of them this one is. Memory per peer is sized by it when an
 // endpoint opens (shared-memory rings), long before the job's first allgather could count them.

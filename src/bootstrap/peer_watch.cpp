@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "bootstrap/peer_watch.hpp"
 
 #include "common/log.hpp"

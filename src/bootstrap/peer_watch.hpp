@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The peer watch: the ranks of a job on one machine notice when one of them ends without leaving
 // the job, and end the job, whatever the launcher does about it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Simple PMI-1 client: newline-terminated "key=value" lines over the socket named by PMI_FD, or
 // over a TCP connection to PMI_PORT.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bootstrap clients (class PmiClient below): the simple PMI-1 wire protocol, and PMIx when built
 // with it (see PmiClient).
 //

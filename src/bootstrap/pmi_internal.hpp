@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Internals shared by the bootstrap clients (pmi_client.cpp, pmix_client.cpp).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The simple PMI-1 wire protocol's line format, shared by the client (src/bootstrap) and the
 // launcher's server (tools/portico-run): space-separated key=value tokens.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PMIx client (built when pkg-config finds libpmix, PORTICO_HAVE_PMIX): the bootstrap of processes
 // started by a PMIx server (Open MPI's mpirun, srun --mpi=pmix, prterun).
 //

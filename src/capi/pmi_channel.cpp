@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libpmi's entry point into libportals (capi/pmi_channel.h): the PMI-1 API's operations on a
 // bootstrap::PmiClient of its own, which shares the process's launcher connection (and its lock)
 // with the job service's client and counts as one of its users until PMI_Finalize.

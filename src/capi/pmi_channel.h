@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pmi_channel.h — libportals' private entry point for Portico's libpmi (src/pmi): the PMI-1 API
  * on the process's one launcher connection, the one the job service (bootstrap/job.hpp) uses.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C ABI of portals4.h: argument plumbing only; the engine does the work.
 #include <portals4.h>
 #include <portico_ext.h>

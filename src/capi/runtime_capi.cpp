@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C ABI of portico_runtime.h (the job service, bootstrap/job.hpp) and portico_ext.h.
 #include <portals4.h>
 #include <portico_ext.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // clientkit: the Portals set-up every Portico client needs, written once on the public API.
 //
 // Users: libgasnet-portico (src/gasnet), the UPC runtime and PSM2 to come, portico-bench and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Settings of src/common (see common/settings.hpp): how this machine's nid is chosen, diagnostics.
 #pragma once
 

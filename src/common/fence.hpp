@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The full barrier of the sleep/wake handshakes (store my flag; barrier; load yours).
 #pragma once
 

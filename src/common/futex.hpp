@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Process-private futex wait/wake on a 32-bit word: how blocked waiters sleep without burning a core.
 #pragma once
 

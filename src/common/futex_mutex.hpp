@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A sleeping lock for sections that may be long (the engine lock: a frame run, a list walk, an
 // MD bind). Its word is 0 (free), 1 (held) or 2 (held, and somebody may sleep on it). Taking a
 // free lock is one compare-exchange and leaving it one exchange, inlined at the caller: a

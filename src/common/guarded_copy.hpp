@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Copies that survive unmapped memory. Portals lets MDs, LEs and MEs cover the whole address space
 // (start=NULL, length=PTL_SIZE_MAX); touching an unmapped byte must become PTL_NI_SEGV, not a crash.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Diagnostics: one logger for every layer and client. A line is
 //   portico[<pid>] rank <r> <layer> <level>: <text>
 // ("rank <r>" once the process knows its rank in a job), written with one write() so that the

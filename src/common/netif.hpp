@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Which IPv4 address names this machine: the engine's nid, what TCP listens on, and what
 // portico-run advertises to remote ranks. One rule for all of them: an interface named by the
 // user is taken as named; otherwise the first interface that is up and not loopback.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Random bytes from the kernel, for what must not be guessed (job secrets, handshake nonces) or
 // must not repeat between jobs (job ids).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Settings: every PORTICO_* environment variable is declared once, as a constexpr object next to
 // the code that reads it (common_settings.hpp, engine/engine_settings.hpp, ...). The declaration
 // carries what portico-info and the README print (name, type, default, range, description,

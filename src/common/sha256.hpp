@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), for authenticating the peers of a job.
 // Written from the standards; small inputs only (handshakes), so clarity wins over speed.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared segments: memory one process allocates and the other processes of the machine (of the
 // same user) map, so that they reach it with plain loads, stores and memcpy.
 //

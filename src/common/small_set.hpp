@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A set of at most N values as plain data (nothing to construct at run time, nothing to destroy),
 // for the thread-locals of the message path: Portals may be called from atexit handlers, after
 // glibc has destroyed a thread's objects, and those thread-locals are initial-exec (a

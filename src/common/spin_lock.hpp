@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A lock for the short critical sections of the message path (a ring's producer or consumer
 // side). Taking it is one exchange and leaving it a plain store; a std::mutex also pays a locked
 // instruction to leave (it looks for sleepers), and a small message takes and leaves two of these

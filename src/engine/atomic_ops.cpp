@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Atomic operations (spec §3.15.4–3.15.8): the initiator side and the target side.
 //
 // Atomics are applied by the target's engine while it holds the engine lock, the same lock under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Portals atomic operations on data (spec §3.15.4–3.15.7): the legality table and the arithmetic.
 // Where and when they are applied is the engine's business (data_movement.cpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Counting events (spec §3.14). Counts are atomics: reading them never takes the engine lock.
 #include "engine/trace.hpp"
 #include "engine/wait.hpp"

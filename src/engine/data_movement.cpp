@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Put and get: the initiator side (operations, SEND/ACK/REPLY) and the target side (matching,
 // permissions, flow control, delivery, target events, acks and replies) — spec §2.5, §2.8, §3.15.
 #include <unistd.h>

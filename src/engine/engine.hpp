@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The Portals engine: Portico's software "NIC".
 //
 // All object state (NIs, portal tables, MDs, list entries, unexpected headers, operations) is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Settings of the engine (see common/settings.hpp): waiting and progress, the transport choice,
 // and the defaults of the NI limits (PtlNIInit's desired values can only lower them).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Event queues (spec §3.13).
 #include "engine/trace.hpp"
 #include "engine/wait.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The ring of an event queue (spec §3.13): one producer at a time (the engine, under its lock),
 // any number of consumers without a lock (PtlEQGet/PtlEQPoll/PtlEQWait on the application's
 // threads), so that taking an event is a few atomic loads, a copy and one compare-and-swap.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Handles: 64-bit values of (object type, generation, slot). A stale handle (object freed, slot
 // reused) has the wrong generation and is rejected instead of touching the new object.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // List entries and match list entries: append, unlink, search, matching and the unexpected-header
 // list (spec §2.5, §3.11, §3.12). An LE is kept as an ME that matches every message, so one path
 // serves both kinds of NI.

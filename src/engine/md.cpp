@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Memory descriptors (spec §3.10).
 #include "engine/engine.hpp"
 

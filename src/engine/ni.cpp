@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Network interfaces, ids, the rank map and the portal table (spec §3.6–3.9).
 #include <algorithm>
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Memory regions of MDs and list entries: contiguous or gather lists, possibly covering memory
 // that is not mapped (every copy is guarded).
 #pragma once

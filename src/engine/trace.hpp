@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The engine's trace of counting events, triggered operations and matching (PORTICO_TRACE): for
 // finding which operation or count a collective built of triggered operations lost, on every
 // rank of a job. Off by default; then each trace point costs one relaxed load and a branch,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Triggered operations (spec §3.16) and bundles (§3.17).
 //
 // Each counter keeps its pending operations in a multimap ordered by threshold (equal thresholds

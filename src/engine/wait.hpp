@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How a thread waits for an event or a count: poll the transport itself for a bounded time (a
 // ping-pong then never pays a thread hand-off, and the progress thread stays parked), yielding the
 // core after the first microseconds, then sleep until news about its EQs or CTs while the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Active messages over Portals.
 //
 // A message is one PtlPut into the target's request (or reply) portal entry: hdr_data names the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Not compiled: src/gasnet/CMakeLists.txt runs it through the C preprocessor, which expands
  * gasnet.h's table of the Active Message entry points into one "GASNETP_EXPORTED_NAME <name>"
  * per function, the names libgasnet.map exports. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The 119 active-message entry points of the spec, from the one table in gasnet.h
 // (GASNETP_AM_FAMILIES x GASNETP_AM_ARGUMENT_COUNTS): each packs its handler arguments and passes
 // them, with its family's leading arguments, to the family's function below, which calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Split-phase barriers (§3.5): a dissemination barrier over Portals puts.
 //
 // In round r (r < ceil(log2 N)) a node sends its combined value to node + 2^r and combines what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Job control (init, attach, exit), the job environment, errors, NIS and HSLs.
 #include <gasnet_tools.h>
 #include <portico_ext.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The extended API: put, get and memset (blocking, explicit-handle, implicit-handle, access
 // regions), register-value operations. Every transfer is one Portals operation straight onto the
 // target's segment entry; the target's engine answers it without the target application. A put

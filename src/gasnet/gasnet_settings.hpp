@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GASNet's environment variables, named as GASNet names them (docs/GASNET.md, *Environment
 // variables*), declared in the settings system (common/settings.hpp): portico-info lists them,
 // and a bad value is reported once and replaced by the default instead of ending the job.

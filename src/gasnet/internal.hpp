@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Portico's GASNet 1.8.1: the state shared by the library's files. Only portals4.h,
 // portico_runtime.h and clientkit (the clients' shared set-up on the same public API) are used
 // underneath, no engine internals. docs/GASNET.md explains the design.

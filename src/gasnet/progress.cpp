@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Progress and waiting: draining the event queues (completing operations, running handlers) and
 // blocking without burning a core.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How much memory GASNet's active messages take, sized by the number of nodes (docs/GASNET.md,
 // "Memory"): pure functions, so that the unit tests check the rules the library uses.
 //

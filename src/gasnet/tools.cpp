@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The library half of gasnet_tools.h: environment helpers, system queries, backtraces, thread keys,
 // checksums.
 #include <gasnet_tools.h>

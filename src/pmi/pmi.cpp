@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libpmi.so.0: the PMI-1 API (include/portico/pmi/pmi.h) on libportals' private channel entry
 // (capi/pmi_channel.h), so that the application's PMI calls and Portico's own share one launcher
 // connection. This file checks arguments, keeps the PMI_Init state and reports failures; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PSM2 active messages on Portals: a request or reply is one put to the peer endpoint's control
 // PT from the sender's retain ring, landing in a slab on the control PT's overflow list (or, with
 // the slabs full, only its header in the catch-all behind them: the target then gets the data

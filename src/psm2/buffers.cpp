@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The buffers behind "nothing is dropped for want of room" (docs/PSM2.md, Settled question 3),
 // shared by the matched queue and active messages: a portal table entry's overflow slabs with
 // the catch-all behind them, and the sender's retain ring.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PSM2 core: library lifetime, error handling, endpoints, connections, options and queries.
 #include <sys/random.h>
 #include <time.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libpsm2 on Portals: the state behind the PSM2 handles, and how a PSM2 message travels as
 // Portals operations. A client of the public Portals API (portals4.h, portico_ext.h's wide match)
 // like GASNet and UPC; see docs/PSM2.md for the design.

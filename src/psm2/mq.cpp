@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PSM2 matched queues on Portals (the message format is in internal.hpp).
 #include <sched.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PSM2's environment variables, named as opa-psm2 names them (docs/PSM2.md, *Environment*),
 // declared in the settings system (common/settings.hpp): portico-info lists them, and a bad value
 // is reported once and replaced by the default.

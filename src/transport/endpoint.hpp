@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An endpoint's transports: PORTICO_TRANSPORT selects among the registered ones (registry.hpp),
 // and every peer is served by the first selected transport that reaches it (shared memory for the
 // peers on this machine, TCP for the others, by default).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transports this build knows, and which of them an endpoint uses.
 //
 // A transport is one folder under src/transport/: it defines a TransportInfo (its name, its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transport layer: moves messages between endpoints as frames, reliably and in order per link.
 //
 // The engine (the "NIC") sits above it and never sees sockets or rings; a transport never looks

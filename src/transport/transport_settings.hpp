@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Settings of the transport layer as a whole (each transport declares its own beside it).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GCC UPC's compiler interface (portico/upc_abi.h) and the UPC library's pointer and transfer
 // functions (upc.h, UPC 1.3 §7.2.3 and §7.2.5), over gmem.cpp and barrier.cpp.
 #include "state.hpp"

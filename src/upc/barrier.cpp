@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // upc_notify / upc_wait (design §14.7): a reduction up a tree rooted at thread 0 with PTL_MIN
 // atomics, and the agreed value sent down by triggered puts, so that an inner thread's part of a
 // barrier proceeds in the engine while the thread itself computes between notify and wait.

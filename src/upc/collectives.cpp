@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The UPC Collectives 1.0 library (upc_collective.h; design ch. 16) over runtime.hpp.
 //
 // Algorithms:

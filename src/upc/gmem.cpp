@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Data movement (design ch. 13 and 14) with the memory model of UPC §5: loads and stores to the
 // segments this process maps, Portals gets and puts to the others, and the ordering rules that
 // decide when an access must wait for earlier ones.

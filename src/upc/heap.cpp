@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared heap (UPC 1.3 §7.2.2; design §15.2 with the fixes of notes §4.7): upc_global_alloc,
 // upc_all_alloc, upc_alloc, upc_free, upc_all_free.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Start-up, teardown and the job's end: the Portals objects of design Table 9.1, the segments and
 // which of them this process maps, upc_global_exit and the exit watcher.
 #include "state.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // UPC locks (UPC 1.3 §7.2.4): MCS queue locks (design §15.3, with the fixes of notes §4.8).
 //
 // A lock is two words in shared memory on its creator (thread 0 for upc_all_lock_alloc):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The UPC runtime's internal interface: one Runtime per process (one UPC thread per process),
 // built on the public Portals API (portals4.h, portico_runtime.h, portico_ext.h) and clientkit,
 // as GASNet is. The compiler ABI (abi.cpp), the library calls of upc.h (heap.cpp, lock.cpp,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The runtime's process-wide state, shared by job.cpp (start-up, teardown, the end of the job), gmem.cpp
 // (data movement) and barrier.cpp. One UPC thread per process; the runtime's calls come from the
 // program's thread (UPC threads are processes), its exit watcher only reads the exit counter.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The runtime's main, as GCC UPC's runtime owns main and calls the program's upc_main (a UPC
  * compiler renames the program's main). In a static library of its own (libportico-upc-main.a)
  * so that a program that defines main itself never pulls it in. */

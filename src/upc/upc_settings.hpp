@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The UPC runtime's environment variables (docs/UPC.md, *Environment*), named as GCC UPC names
 // them, declared in the settings system (common/settings.hpp): portico-info lists them, and a
 // bad value is reported once and replaced by the default.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Portico's Portals protocol: the header of every message the engine sends, encoded (encode,
 // decode: only its non-zero words travel) as the protocol header of the message's first frame
 // (transport/transport.hpp frames it: which protocol, payload sizes, continuation frames, a

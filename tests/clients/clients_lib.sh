@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # Sourced by the client scripts (tests/clients/*.sh): where the clients' sources and builds are
 # cached, how their sources are fetched, and how a test skips or fails.

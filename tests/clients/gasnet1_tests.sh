@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gasnet1_tests.sh [BUILD_DIR] [NPROCS...]: GASNet 1.28's own test programs (tests/*.c with their
 # test.h) built against Portico's installed GASNet exactly as GASNet builds a client: its tests'
 # sources, `pkg-config --cflags --libs gasnet-par` of the install, and nothing else (no shim

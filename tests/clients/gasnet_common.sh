@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # gasnet_common.sh: shared by the GASNet client scripts of tests/clients (sourced, not run).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # gasnet_conduit.sh [BUILD_DIR] CONDUIT [NPROCS...]: GASNet 1.28's own network conduit built
 # against the installed Portico, and GASNet's test programs run on it under portico-run.
 #   CONDUIT  portals4: GASNet's Portals 4 client (PORTALS4HOME=<prefix>: portals4.h, -lportals);

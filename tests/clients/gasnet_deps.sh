@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian packages the GASNet client scripts need beyond scripts/install-deps.sh
 # (only those missing): GASNet's git tree is bootstrapped with autoconf, automake and libtool
 # (its ./Bootstrap), and its test harness scripts use perl.

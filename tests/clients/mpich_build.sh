@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpich_build.sh: builds MPICH 4.0.2's MPI test suite (test/mpi of Debian 12's source package
 # `mpich`) standalone against the Open MPI that ompi_build.sh built, for mpich_run.sh: its test
 # library and the tests of pt2pt, coll, rma and comm. Cached next to that Open MPI build; a few

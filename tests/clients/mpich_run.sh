@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mpich_run.sh GROUP [TRANSPORT] [TEST...]: MPICH 4.0.2's MPI tests (built by mpich_build.sh)
 # under the Open MPI of ompi_build.sh, over its Portals 4 components, on this machine:
 #   pt2pt-mtl  pt2pt/ over pml cm + mtl portals4

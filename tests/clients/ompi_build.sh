@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ompi_build.sh PORTICO_BUILD_DIR: installs Portico from PORTICO_BUILD_DIR (cmake --install) into
 # the Open MPI cache directory, and builds Open MPI 4.1.4 (the upstream tarball of Debian 12's
 # source package `openmpi`) against it with its Portals 4 components (mtl, btl, osc, coll

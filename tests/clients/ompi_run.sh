@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ompi_run.sh COMPONENT [NP] [TRANSPORT]: MPI programs under the Open MPI that ompi_build.sh
 # built, on NP ranks (default 2) of this machine, over one of its Portals 4 components, with
 # Portico's transport TRANSPORT (shm, the default: shared memory between the ranks; tcp:

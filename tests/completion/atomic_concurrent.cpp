@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Completion conformance: atomicity under concurrency (spec §3.15.4, §3.15.8; conformance item 57).
 // Runs on 8 ranks under ctest; every rank, the target included, issues atomics at once, and every
 // rank is both initiator and target in the all-to-all tests. Results are exact totals; waits are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Completion conformance: the rules around atomics (spec §3.15.4-3.15.7, Table 3-4, §3.13,
 // §3.14, §3.12.1 permissions; conformance items 56 (multi-item rejection) and 58, illegal
 // combinations, sizes, counting events, permissions).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Completion conformance: the values atomics compute (spec §3.15.4-3.15.8, Table 3-4; conformance
 // items 52-56 and multi-element atomics up to the size limits).
 //

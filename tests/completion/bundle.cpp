@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Completion conformance: bundles (spec §3.17; the bundle part of conformance item 63).
 //
 // "Delivered by EndBundle" is checked strictly (phase()): the receiver is already blocked in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers of the completion conformance tests (atomics, triggered operations, bundles), on top of
 // the conformance helpers (tests/conformance/ptl_helpers.hpp, used as they are).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Completion conformance: triggered operations (spec §3.14.3, §3.14.4, §3.16, Note 16;
 // conformance items 47-51, triggers fired by incoming traffic).
 //

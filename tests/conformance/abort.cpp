@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: PtlAbort (spec §3.5.3, §3.13.6, §3.14.3; conformance item 40).
 //
 // PtlAbort is permanent for the process, so this is the only test of its binary.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: AUTO_UNLINK of a locally managed ME that several initiators fill at once (spec
 // §3.12.1 min_free, §3.13.1 "A PTL_EVENT_AUTO_UNLINK must be delivered after all PTL_EVENT_GET,
 // PTL_EVENT_PUT, ... events associated with the list entry", §2.7 message order; conformance

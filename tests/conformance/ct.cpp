@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: counting events (spec §3.10.1, §3.12.1 CT options, §3.14, §3.15.1, §4.3;
 // conformance items 42, 43, 45, 46).
 #include <atomic>

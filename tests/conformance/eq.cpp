@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: event queues (spec §2.8, §3.13.5-9; conformance items 37, 38, 39).
 #include <atomic>
 #include <fstream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Portico's SIGSEGV/SIGBUS handler (guarded copies, src/common/guarded_copy.cpp) must not change
 // what the application sees of these signals. Run on 2 ranks under portico-run; one mode per job,
 // since the disposition Portico chains to is the one in place when the first NI opens:

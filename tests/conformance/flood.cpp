@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Thousands of operations in flight between two processes in both directions at once, on every
 // transport: a sender whose outgoing queue is full must keep serving what arrives (acks, get
 // replies, the peer's puts), or both sides would wait for each other forever.

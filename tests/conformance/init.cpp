@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: initialization and finalization (spec §3.5, §3.6.2; conformance item 1).
 //
 // The only test of its binary: it must run before anything initialized Portals in the process, and

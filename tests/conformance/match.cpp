@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: matching, truncation, use-once, locally managed offsets, min_free and drops
 // (spec §2.5, §3.11, §3.12, §4.2.2; conformance items 12, 13, 15, 16, 17, 18, 19, 20, 27).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: network interfaces, identifiers, handles and the logical map
 // (spec §3.6, §3.8, §3.9, §3.18; conformance items 2, 3, 5, 6).
 #include <unistd.h>

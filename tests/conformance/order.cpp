@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: message and data ordering, I/O vectors, volatile MDs (spec §2.7, §3.10.1-2,
 // §3.12.1 PTL_IOVEC; conformance items 59, 60, 61).
 //

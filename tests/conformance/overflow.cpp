@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: overflow list, unexpected headers, search, AUTO_UNLINK/AUTO_FREE (spec §2.5,
 // §3.11.2-4, §3.12.1-4, §3.13.1; conformance items 21-32).
 //

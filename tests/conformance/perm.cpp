@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: permission (uid) and operation (OP_PUT/OP_GET) checks (spec §2.5, §3.3.7, §3.11.1,
 // §3.12.1, §3.13.3; conformance items 10, 11, 14).
 //

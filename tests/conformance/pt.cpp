@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: portal table entries and flow control (spec §2.8, §3.7, §3.13.3, §3.13.5;
 // conformance items 4, 33, 34, 35, 36).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared helpers of the Portals 4.3 conformance tests.
 //
 // Every rank of the job runs the same binary and therefore the same TESTs in the same order; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance: put, get, memory descriptors and event fields (spec §3.10, §3.11, §3.13, §3.15.1-3;
 // conformance items 7, 8, 9, 41, 44, 62, 63 (unreliable put), and Portico's PTL_NI_SEGV decision).
 #include <dirent.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Stress: all-to-all traffic between every rank (8 under ctest), a bounded number of rounds, every
 // byte checked and every event counted (conformance item 63, "no events lost under stress").
 #include <atomic>

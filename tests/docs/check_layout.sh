@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # docs.layout: README.md's "Layout" section names every folder of the tree a newcomer looks for
 # (include/, each folder of src/, src/transport/, tools/, tests/, bench/, examples/, each file of
 # docs/), and every path it names exists.

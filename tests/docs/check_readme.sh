@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # docs.readme.SECTION: README.md's generated section SECTION is exactly what
 # scripts/readme_section.sh prints from its source (refresh with scripts/update_readme.sh).
 #   check_readme.sh SOURCE_DIR SECTION BUILD_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The engine's atomic arithmetic on its own (engine/atomics.cpp): integer SUM, PROD and DIFF wrap
 // modulo 2^N for every width and signedness, as a NIC's do, instead of overflowing (which UBSan
 // reported for PTL_SUM on PTL_INT32_T through the UPC collectives).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The engine in one process: two or three Engine objects (each its own endpoint, so its own
 // peer) talk through the in-memory loopback transport. Each test asserts the values the
 // Portals 4.3 spec requires of events (type, ni_fail_type, mlength, rlength, remote_offset,

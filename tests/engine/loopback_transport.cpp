@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The loopback transport (loopback_transport.hpp): endpoints are inboxes in one process-global
 // fabric. A send copies the message into frames and appends them, all at once, to the peer's
 // inbox; a poll takes frames out of our own inbox one at a time and hands each to the receiver

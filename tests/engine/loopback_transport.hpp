@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An in-memory transport for testing the engine in one process ("loopback"): every endpoint opened
 // in this process is an inbox in one process-global fabric, keyed by (nid, pid), so two Engine
 // objects are two peers without fork, sockets or shared memory.

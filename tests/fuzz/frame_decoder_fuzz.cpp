@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: everything a TCP peer can make Portico parse. The input is the byte stream of
 // a connection: the first 72 bytes go through the handshake checks as an acceptor would see them,
 // the rest through the frame decoder, cut into reads of sizes taken from the input itself. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Active messages: every category (Short, Medium, Long, LongAsync) and argument count (0..16) for
 // requests and replies — all 119 entry points — with payloads up to the maxima; every argument
 // value and payload byte is checked. Then all 9 request/reply category pairs, the handler rules

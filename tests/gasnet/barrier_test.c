@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Barriers (spec §3.5), in C: named and anonymous barriers, mismatch detection on every node,
  * the MISMATCH flag, wait/notify disagreement, gasnet_barrier_try, and communication between
  * notify and wait; GASNet-1's extensions gasnet_barrier, gasnet_barrier_result and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Puts and gets that are memory copies still run handlers (GASNet 1.28's testcontend, section G):
  * a put or get to a node whose segment is mapped here (PSHM) or to oneself moves no message, and a
  * thread that loops on them, waiting for a flag that an AM handler sets, must still see the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GASNET_SEGMENT_EVERYTHING: the whole address space is the segment. Puts, gets, memset and Long
 // AMs reach the peer's heap, static data and stack (addresses exchanged by AM).
 #define GASNET_SEGMENT_EVERYTHING 1

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // gasnet_exit and fatal errors end the whole job (spec §2.1.5, §3). Run by
 // tests/support/run_exit_test.sh, which checks portico-run's exit code and that no rank is left;
 // every rank records its pid in $EXIT_TEST_DIR. Modes:

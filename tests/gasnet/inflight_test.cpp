@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // 65,535 operations in flight (spec §3.3.1): explicit-handle puts and gets, implicit-handle puts
 // and gets, and an access region, each issued 65,535 times before a single synchronization.
 #include <gasnet.h>

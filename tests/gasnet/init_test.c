@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Job control, environment, constants and gasnet_tools, as a plain C99 client. The test driver
  * (pkgconfig_test.sh) compiles this file exactly as an installed client would:
  *     cc init_test.c $(pkg-config --cflags --libs gasnet-seq)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* gasnet.h's inline node-local puts and gets: a put or get to oneself or to a node whose segment
  * is mapped here (PSHM) is copied in the caller, not in the library. Checks, on every node:
  *  - each of the twelve put and get calls moves the right bytes to and from the next node and

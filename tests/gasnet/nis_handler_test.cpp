@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // gasnet_hold_interrupts()/gasnet_resume_interrupts() where GASNet already holds interrupts: in
 // request and reply handlers (paired, a lone hold, a lone resume, resume-then-hold) and while the
 // main line holds a handler-safe lock. Each must leave this thread able to run handlers again:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # pkgconfig_test.sh PKG_CONFIG_DIR SOURCE_DIR PORTICO_RUN NPROCS
 # Builds tests/gasnet/init_test.c the way an installed GASNet client is built,
 #     cc -std=c99 init_test.c $(pkg-config --cflags --libs gasnet-seq)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The extended API: put/get of 1 B .. 4 MiB, aligned and unaligned, blocking, non-blocking with
 // explicit and implicit handles, access regions; value put/get; memset; the synchronization rules
 // (INVALID handles, try/wait all/some, nbi sets); put-then-AM ordering. Each node writes into its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Error explanations (docs/GASNET.md, "Rules"): a core call that fails says why on stderr, at most
 // 20 times per process, then once that further explanations are suppressed. (report() once called
 // itself instead of printing, so nothing was ever said.) One node; stderr goes to a temporary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers of the GASNet tests (C and C++): the checks of tests/support/check.h, whose failure
  * ends the whole job with gasnet_exit(1), and GASNET_SAFE for calls that return GASNet codes.

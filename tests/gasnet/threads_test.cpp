@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GASNET_PAR with several threads: handler-safe locks (static and dynamic init, trylock, nested
 // locks, handlers taking them), a counter incremented exactly by threads and handlers, a thread
 // in GASNET_BLOCKUNTIL woken when another thread runs the handler it waits for, no-interrupt

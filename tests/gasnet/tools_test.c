@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gasnet_tools.h, source compatibility with GASNet 1.x: every macro used with GASNet-1's
  * signature (GASNETT_FORMAT_PRINTF(fnname, fmtarg, firstvararg, declarator), GASNETT_NORETURN +

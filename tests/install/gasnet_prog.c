@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A GASNet client as README's GASNet section builds it (install.readme): every node puts its
  * number into its right neighbour's segment, and after a barrier checks what its left one put. */
 #include <gasnet.h>

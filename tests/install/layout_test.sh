@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # layout_test.sh BUILD_DIR | --prefix PREFIX
 # Portico's client headers must not shadow the real ones (test install.layout, issue 29 item 8).
 # GASNet's own portals4-conduit is built with -I<PORTALS4HOME>/include ahead of its own headers,
@@ -24,6 +25,12 @@ else
     cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; fail "install"; }
 fi
 unset LD_LIBRARY_PATH
+
+# --- the examples as sources, and the license ----------------------------------------------------------
+for f in portals_demo.c triggered_collectives.c gasnet/hello.c psm2/hello.c upc/heat.cpp; do
+    [ -f "$prefix/share/portico/examples/$f" ] || fail "$prefix/share/portico/examples/$f is not installed"
+done
+[ -f "$prefix/share/doc/portico/LICENSE" ] || fail "$prefix/share/doc/portico/LICENSE is not installed"
 
 # --- nothing at the top of include/ but Portals and Portico's own ---------------------------------
 extra=()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The README's PMI example (install.readme builds it against an installed Portico, through
  * pkg-config portico-pmi and as GASNet's configure would from the PMI home): each process puts its
  * rank, and after the barrier reads its neighbour's. */

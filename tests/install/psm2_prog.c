@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The README's PSM2 example (install.readme builds it against an installed Portico): each process
  * sends its rank to the next one around a ring, through Portico's libpsm2. */
 #include <portico_runtime.h>

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # readme_test.sh BUILD_DIR SOURCE_DIR
 # The README's install instructions, run as written (test install.readme): `cmake --install` of
 # the finished build into a temporary prefix, then the commands of README's "Using it", "GASNet", "UPC", "PSM2" and "PMI"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A UPC program in C, as README's UPC section builds it (install.readme): it defines upc_main,
  * as a UPC compiler's output does, and reaches shared memory through the compiler interface.
  * Every thread writes its number into its right neighbour's element of a cyclic array, and after

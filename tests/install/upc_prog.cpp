@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A C++ front-end program, as README's UPC section builds it (install.readme): the same ring as
 // upc_prog.c, line for line in portico/upc.hpp.
 #include <portico/upc.hpp>

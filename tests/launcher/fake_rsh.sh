@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Stand-in for ssh in the launcher tests: `fake_rsh.sh HOST COMMAND` runs COMMAND with sh on this
 # machine, the way `ssh HOST COMMAND` runs it with the remote user's login shell: in a fresh
 # environment (PATH and HOME only, plus FAKE_RSH_HOST=HOST so that a test can check the host,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Like fake_rsh.sh, but behaves like ssh when it is killed: the command runs in a session of its
 # own and survives the death of this script (and the launcher's SIGKILL to its process group), so
 # only its PMI connection can tell it that the job is over. The exit status is the command's.

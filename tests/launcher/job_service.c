@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The job service's C face (portico_runtime.h), as a program sees it: a rank program started by
  * portico-run (or alone, without a launcher). Modes:
  *   collectives     rank, size, local ranks, barrier, allgather (empty, small, and larger than one

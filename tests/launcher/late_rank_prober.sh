@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # late_rank_prober.sh PORTICO_RUN RSH HOSTS PROBER PROGRAM MODE [VIA...]
 # A two-rank job (PROGRAM, a PMI program) over portico-run --hosts HOSTS (two of them: rank 1 runs
 # on the second) whose second rank starts late (its remote shell waits until the prober is done),

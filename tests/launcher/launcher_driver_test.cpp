@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Runs portico-run as a user would and checks its exit code and what it says on stderr: exit
 // code propagation, killing the job when a rank fails, --timeout, PMI abort, signals to the
 // launcher, bad command lines, programs that cannot be run; remote ranks (--hosts) started through

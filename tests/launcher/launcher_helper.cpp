@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A rank program with scripted misbehaviour, started by launcher_driver_test through portico-run.
 // Ranks that must be killed by the launcher block in a PMI barrier (or in pause()) forever, so a
 // test only finishes if portico-run really terminates them; a barrier that ends instead (a PMIx

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Unit tests of portico-run's pure parts: host lists and files, placement of ranks on hosts,
 // PMI_process_mapping, shell quoting of the remote command (checked by running it with /bin/sh),
 // and the PMI-over-TCP peer allow list.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An MPICH program (MPICH's simple PMI client inside libmpi) run by portico-run with remote
  * ranks: checks that init, the node layout from PMI_process_mapping and collectives work over
  * PMI_PORT/PMI_ID. Exit status 0 on success. */

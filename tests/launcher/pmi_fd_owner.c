@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A program that speaks PMI-1 on PMI_FD itself (as GASNet's own PMI client, or an MPI library's,
  * does) and also uses Portals, whose job service speaks on the same descriptor: Portico's PtlFini
  * (the engine's last, which leaves the job) must leave the program's descriptor open and usable,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Multi-process test of the PMI-1 client library (portico_bootstrap) against the launcher it runs
 // under (portico-run, with PMI_FD or with PMI_PORT/PMI_ID over TCP for remote ranks; the program
 // also runs under MPICH's mpiexec.hydra, where the portico-run-specific checks are skipped, and,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Portico's libpmi (include/portico/pmi/pmi.h) as a PMI program sees it, under any launcher
  * (portico-run, MPICH's mpiexec.hydra, Open MPI's mpirun, none). Modes:
  *   api [names=fail|any]  every call of the PMI-1 API: the job, the key-value space across ranks

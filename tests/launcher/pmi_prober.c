@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An outsider trying to take a rank's place on portico-run's PMI port (late_rank_prober.sh runs
  * it while a remote rank of a job has not started yet). It does what a user of the machine can:
  * it reads every process's command line (as `ps` does) for a job's PMI_PORT, PMI_JOBID, PMI_SIZE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Speaks the PMI-1 wire protocol by hand (no client library) and checks portico-run's replies
 // byte for byte: the spellings MPICH's simple PMI client expects, error replies to malformed or
 // unknown requests (the launcher must survive them), partial and pipelined writes.

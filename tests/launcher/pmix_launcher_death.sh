@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # launcher.pmix.launcher_death: Open MPI's mpirun (MPIRUN) starts 2 ranks of launcher_helper
 # barrier-hang (rank 0 in pause(), outside any PMIx call; rank 1 in a fence) and is killed with
 # SIGKILL; the PMIx client's lost-connection handler must end both ranks within 10 s.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A Portals job in which the last rank exits with 8 first and rank 0 is killed by SIGKILL right
  * after, while the launcher cannot look: the last rank stops it (SIGSTOP) before it exits, and
  * rank 1 continues it once both are gone (the last rank stops it only once every rank has told

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A Portals rank for launcher tests: opens a logical NI (collective over the job), then either
  * exits with a code or blocks in PtlEQWait on an event that never comes.
  *   portals_rank EXITING_RANK CODE   rank EXITING_RANK exits with CODE (returns it from main), the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # repeat_job.sh RUNS EXPECTED_STATUS FORBIDDEN_REGEX COMMAND [ARGS...]
 # Runs a job (a launcher command) RUNS times, each bounded by 60 s, and fails at the first run whose
 # exit status is not EXPECTED_STATUS ("failure": any status but 0 and timeout's 124) or whose output

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A one-node Slurm cluster on this machine for the length of one command: munged, slurmctld and
 # slurmd with their state, sockets, logs and configuration in a temporary directory (nothing of
 # the machine's own Slurm or munge is touched), then

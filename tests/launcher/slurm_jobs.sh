@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The jobs run on the private Slurm cluster of slurm.sh (launcher.slurm): Portals and GASNet jobs
 # under srun --mpi=pmi2 and --mpi=pmix, 2 and 4 ranks, shared memory and TCP, plain srun without a
 # PMI (a clear error, not N jobs of one), an sbatch script with srun inside, and jobs in which a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A Portals program whose PtlInit and PtlFini do not balance, as Open MPI's osc/portals4 does (it
  * calls PtlInit without a matching PtlFini): two PtlInit, one PtlFini. Its NI is physical, as Open
  * MPI's are, so the launcher is needed only for the TCP transport's job secret (run it with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # probe_includes.sh <c++ compiler> <source tree> <headers found, comma-separated>
 #                   <headers refused, comma-separated> <include directory>...
 # Preprocesses an #include "<header>" of each with the given include directories (as -I, in order):

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # expect_warning.sh MIN_MACHINE_GIB PATTERN COMMAND...: runs COMMAND (a job), which must succeed and
 # say PATTERN (an extended regular expression) on its output exactly once: a configuration that
 # cannot fit is named once per machine, by one process, and the job still runs. Skipped (77) on a

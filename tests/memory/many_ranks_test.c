@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A GASNet job with many ranks on one machine (issue 30 item 6): every node talks to every other
  * one (an AM request and reply, a 2 KiB Medium, an 8-byte put into its segment) and sends the
  * largest Medium to its two neighbours, every value checked; then, with a budget, the job's memory

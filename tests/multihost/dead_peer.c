@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A job in which one rank hangs and then dies mid-job (SIGSTOP, then SIGKILL, as a stuck node that
  * crashes would): the survivors must see their operations on it end in failure events, never hang.
  * Run with N >= 2 ranks, each started by dead_peer_rank.sh, which stops and kills the victim.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # dead_peer_rank.sh PROGRAM NPROCS: how each rank of the dead-peer test starts (see dead_peer.c).
 # The victim (the last rank) runs PROGRAM as a child. Once the child's NI is open, this wrapper
 # stops it (SIGSTOP) and waits until every thread is stopped, lets the survivors post their gets

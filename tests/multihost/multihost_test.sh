@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Multi-host tests over network namespaces; run inside `netns.sh run N -- multihost_test.sh ...`,
 # which provides PORTICO_NETNS_HOSTS/ADDRS/GATEWAY/IFACE. Every job has a hard timeout.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # netns.sh - network namespaces as the "hosts" of multi-machine tests, on one machine.
 #
 # Each invocation of `up` (or `run`) creates a set K (1..254, unique among the sets that exist)

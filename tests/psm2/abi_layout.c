@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * abi_layout.c — prints what a PSM2 client's binary bakes in from the headers, one `name value`
  * per line: the size, alignment and member offsets of every struct and union, the size and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * am_limits_test.c — the PSM2 active-message limits as opa-psm2 reports them, used at exactly
  * those limits between two processes (psm2.am_limits, psm2.am_limits.tcp). Rank 0 ("A") requests,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * am_test.c — PSM2 active messages between two processes (psm2.am, psm2.am.tcp). Rank 0 ("A")
  * requests, rank 1 ("B") runs the handlers and replies. Notes/psm2.md §6 case 36: the parameters'

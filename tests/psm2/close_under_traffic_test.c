@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * close_under_traffic_test.c — an endpoint closed while a peer still sends to it (docs/PSM2.md,
  * "Closing"): psm2_ep_close disables the endpoint's portals before it frees its buffers, so a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # compare_abi.sh PORTICO_PROGRAM SYSTEM_PROGRAM [PORTICO_AUX SYSTEM_AUX]
 # compare_abi.sh --skip REASON
 # Runs abi_layout built against Portico's PSM2 headers and against the system's, and fails on any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * core_test.c — PSM2 conformance, one process (psm2.core): the library's lifetime, errors and
  * error handlers, endpoints, connections to itself and to endpoints that do not exist, options,

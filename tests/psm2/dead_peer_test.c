@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dead_peer_test.c — a peer that dies gives errors, never a hang (issue 15, "Protocols"): two
  * processes started without a launcher (a parent and the child it forks, as PSM2 clients start

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * demo_test.c — the PSM2 guide's psm2-demo flow (notes/psm2.md §4 item 10), as two processes of
  * one job (psm2.demo.*): rank 0 is the server, rank 1 the client; their only exchange is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * devices_test.c — PSM2_DEVICES (notes/psm2.md §2.3): "self", "shm" (peers reached through shared
  * memory) and "hfi" (Portico's network transport) are the paths an endpoint may use. Two ranks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * flood_test.c — a flood of unexpected messages while the receiver makes no PSM2 call (notes/
  * psm2.md §3.5 and §6 case 21: unexpected messages are buffered until a receive takes them, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Portico's three PSM2 headers from C++ (the project's warnings, as errors): they must compile
 // together in either order, leave every name at global scope with C linkage, and allow what C++
 // clients of the PSM2 ABI write (libfabric's psm2 provider and Open MPI's mtl are C, but their

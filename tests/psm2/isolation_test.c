@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * isolation_test.c — PSM2 jobs of one user on one machine do not see each other's messages
  * (issue 30, item 4): the job key is checked on every message's path, not only by psm2_ep_connect.

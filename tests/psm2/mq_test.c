@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mq_test.c — PSM2 conformance between two processes (psm2.mq, psm2.mq.tcp): connections and
  * matched queues. Rank 0 ("A") mostly receives, rank 1 ("B") mostly sends. Notes/psm2.md §6:

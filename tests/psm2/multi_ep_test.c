@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * multi_ep_test.c — PSM2_MULTI_EP=1 between two processes (psm2.multi_ep, psm2.multi_ep.tcp).
  * Each process opens four endpoints with one job key and a fifth with another. Notes/psm2.md §6:

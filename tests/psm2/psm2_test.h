@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * psm2_test.h — what the PSM2 conformance programs share: checks that name the failed condition
  * (and the PSM2 codes involved) and end the whole job, the job's rank and size from the launcher

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * source_test.c — PSM2 conformance with two senders (psm2.source, psm2.source.tcp; 3 processes):
  * rank 0 receives from ranks 1 and 2. It connects to rank 1 only: rank 2 is known from its

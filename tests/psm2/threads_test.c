@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * threads_test.c — one PSM2 endpoint per process driven by several threads at once, as GASNet's
  * psm-conduit (PAR: the application's threads and its progress thread) and MPI_THREAD_MULTIPLE

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # settings.undeclared: every PORTICO_* name the code uses must be declared (common/settings.hpp),
 # i.e. listed by `portico-info --json`; and C++ code must read them through the declarations. The
 # client libraries' GASNET_*, UPC_* and PSM2_* variables likewise; and no library may set a

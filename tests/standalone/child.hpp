@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A child process for tests that start processes themselves (no launcher): stdin and stdout on
 // pipes, lines read with a deadline (a hang becomes a failure), stderr optionally kept in a file.
 #pragma once

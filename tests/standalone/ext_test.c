@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* portico_ext.h as a C client uses it: portico_set_wait_spin_us before and after PtlInit, and
  * that PORTICO_WAIT_SPIN_US in the environment wins (run with "ignored" and the variable set);
  * portico_set_transport's choice of TCP reaches the NI and not the environment, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // An outsider to a Portico job, for the tests of what outsiders cannot do (outsiders_test.cpp):
 // another user when started with --uid (it drops root's privileges first), or a stranger process
 // of the same user. It does one thing, says so on stdout, and holds on until its stdin closes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What outsiders cannot do to Portico's processes (issue 30; the trust model in
 // tools/portico-run/README.md, "Trust model: transports", names these tests beside its sentences).
 // The outsiders are real processes (outsider.cpp): another user where the point is another user

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A Portals process started on its own, without any launcher: it learns its peer's physical id
 // from its standard input, the way existing Portals clients exchange ids out of band.
 //   standalone_peer pingpong ROLE   exchange puts with the peer, check data and events

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Processes started without any launcher (no PMI in their environment), connected only by the
 // physical ids they print, as existing Portals clients do it.
 #include <gtest/gtest.h>

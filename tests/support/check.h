@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * check.h — the checks of the clients' test programs (tests/gasnet, tests/upc, tests/psm2; C and
  * C++). A failed check prints "<who>: <file>:<line>: <what failed>" on stderr and ends the whole

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check_tiers.sh CTEST BUILD_DIR: every test of the build carries a tier label, and quick stands
 # alone (cmake/PorticoTestTiers.cmake says what each tier means), so that `ctest -L quick` runs
 # only fast tests and `ctest -LE 'root|external-client'` leaves nothing out by accident.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # expect_run.sh [--exit CODES] [--output ERE]... [--count N ERE]... [--retry-on CODES --attempts N]
 #               -- COMMAND [ARG...]
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # expect_run_test.sh EXPECT_RUN: expect_run.sh's verdicts, on stand-in commands that end with a
 # chosen status. The launcher.pmix tests depend on them, and the failures they must catch (an
 # mpirun that crashes, hangs or aborts) cannot be caused on demand.

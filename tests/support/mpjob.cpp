@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The test job: rank, size and out-of-band collectives through Portico's job service
 // (portico_runtime.h, the launcher's connection, never the Portals engine under test), and the
 // GoogleTest main() shared by every multi-process test binary.

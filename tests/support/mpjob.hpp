@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The job a multi-process test belongs to: rank, size and out-of-band collectives that do not
 // go through the Portals engine under test (they use the launcher's PMI-1 key/value space).
 #pragma once

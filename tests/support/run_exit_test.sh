@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run_exit_test.sh [--message REGEX] [--left FILE]... RUN PROG NPROCS EXPECTED_CODE MODE
 # How a client's job ends (GASNet's gasnet.exit.*, UPC's upc.*exit*): runs PROG MODE on NPROCS
 # processes under portico-run (RUN) and checks that

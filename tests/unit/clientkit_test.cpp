@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // clientkit (src/clientkit) in one process: names, descriptors and errors need no peer; the owned
 // handles, set-up and waits are exercised on a physical NI that puts to itself (no launcher).
 #include <gtest/gtest.h>

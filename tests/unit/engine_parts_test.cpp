@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Pieces of the engine that need no peer: handles, the fault guard, header validation.
 #include <cstring>
 #include <gtest/gtest.h>

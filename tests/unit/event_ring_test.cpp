@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The event queue's ring (engine/event_ring.hpp): one producer, consumers without a lock. What
 // must hold whatever the interleaving: every event is taken at most once, each consumer sees
 // events in the order they were pushed, an event is lost only by being dropped as the oldest of a

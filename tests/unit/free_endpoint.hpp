@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Opening a transport endpoint in a unit test: on the first free pid from a per-process starting
 // point, since tests of other processes may hold pids (and TCP ports) at the same time.
 #pragma once

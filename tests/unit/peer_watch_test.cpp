@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The peer watch (bootstrap/peer_watch.hpp) with real processes: forked "ranks" that form a ring,
 // each with its own watch, and end in the ways a rank can end.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The PMI-1 client against a launcher that behaves as Slurm's pmi2 plugin does when it answers
 // PMI-1: it never answers a second cmd=init on a connection, and reads each request in one read
 // of 1024 bytes (the rest of a longer line is lost). The fake launcher here closes the connection

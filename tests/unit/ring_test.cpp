@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared-memory ring on its own: order, wrap-around with padding, laps, batched head,
 // fullness, the sleep/wake flags, corruption detection, and two threads.
 #include <gtest/gtest.h>

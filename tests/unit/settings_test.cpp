@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The settings declarations (common/settings.hpp): value syntax, defaults, ranges, bad values,
 // and the catalog portico-info prints.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared segments (portico_ext.h) through the public API, with a second process: what one writes
 // the other reads, ids that do not belong are refused, and the argument checks.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How a shared-memory endpoint takes its connections (transport/shm): the hello of a connection
 // is read without waiting, and a connection whose hello is already there is never dropped for
 // being late — however long the acceptor itself was kept from looking (issue 30, item 8: 42 of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How a TCP endpoint takes connections that have not authenticated yet (issue 30, item 1): the
 // slots they may hold are shared out (per stranger's address; the oldest silent one goes first,
 // strangers before the job's peers), a dropped connection is told why, and a connector that is

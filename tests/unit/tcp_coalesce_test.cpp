@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TCP coalescing (tcp_transport.hpp): requests sent with Hold::Burst to a peer that was sent one
 // moments ago, and that do not answer something the peer sent since, wait, copied, for the next
 // poll, and then leave together in one write; a lone one leaves at once. What must hold whatever the timing: every frame arrives once, in the order sent,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What the TCP transport parses from the network: SHA-256/HMAC (against the standards' test
 // vectors), the authentication handshake, and the frame decoder (any split of the stream, and
 // every kind of malformed frame).

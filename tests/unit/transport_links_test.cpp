@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transports' promise about failed links (transport.hpp, Receiver::on_link_failed): two
 // endpoints that send to each other before either has heard from the other open a link each, and
 // each sends on its own. When one of them goes away, the end of the first link is reported with

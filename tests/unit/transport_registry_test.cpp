@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The transport registry (transport/registry.hpp) and the endpoint over what it selects
 // (transport/endpoint.hpp): what PORTICO_TRANSPORT's values select, that each peer goes to the first
 // selected transport that reaches it, that a pid taken on any transport moves the search on, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The UPC collectives (upc_collective.h; notes §5 cases 45-53) as generated code uses them: shared
  * arrays from upc_all_alloc, pointers-to-shared as upc_shared_ptr_t, every result checked against a
  * serial oracle that each thread computes on its own.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The runtime's core: accesses, transfers, the memory model, barriers, pointer functions.
 upc_c_test(upc_core_test core_test.c)
 upc_mp_tests(core upc_core_test)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The C++ front end (portico/upc.hpp): its conformance test under every configuration, and the
 # three examples of docs/UPC.md (examples/upc) run as tests on four threads.
 upc_cxx_test(upc_cxx_test cxx_test.cpp)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How a C++ front-end job ends (notes §5 cases 39 and 40 in the C++ face): upc::global_exit while
 // the other threads wait in a barrier, an exception that escapes one thread's main, an error the
 // runtime reports (a lock taken twice), and a normal return through the runtime guard. Run by

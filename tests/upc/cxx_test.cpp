@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Conformance of the C++ front end (portico/upc.hpp) on every thread of a job: pointer-to-shared
 // arithmetic against an independent model of the block-cyclic layout, shared_array element access
 // from every thread with each block size and access width, strict and relaxed accesses, forall

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared heap as generated code uses it (notes §5 cases 22-30): upc_all_alloc, concurrent
  * upc_global_alloc, upc_alloc, size 0 and NULL, cross-thread frees, random allocate/free cycles
  * whose coalescing gives the largest block back, every thread extending the heaps at once, a large

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* UPC locks as generated code uses them (notes §5 cases 31-38): distinct and collective locks,
  * upc_lock_attempt, N threads x 1000 locked increments, the critical section's writes reaching
  * the next holder, FIFO hand-off in queueing order, unlock with and without waiters, more locks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory-model stress (notes §5 case 56): every thread issues a random mix of relaxed and strict
  * puts, gets, block copies and memsets of 1 B to 3 KiB (bounced and waited puts, typed and block
  * entries) to regions it owns on every thread, and checks each read against a shadow copy: a read

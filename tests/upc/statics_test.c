@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared statics as a UPC compiler lays them out: one thread's part of
  *     shared int64_t cyc[4 * THREADS] = ...;      (cyclic)
  *     shared [3] int32_t blk[3 * THREADS];        (blocked)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Helpers of the UPC tests (C programs calling the compiler interface as generated code does, and
  * C++ front-end programs): the checks of tests/support/check.h, whose failure ends the whole job

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A minimal streaming JSON writer (objects, arrays, strings, integers, booleans, null).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // portico-info: what this Portals implementation provides, as Appendix B of the Portals 4.3
 // specification asks an implementation to state: limits (and how desired limits are negotiated),
 // memory use as a function of the limits, status registers, interface ids, the portal table size,
@@ -270,8 +271,9 @@ void build_memory(Report &r) {
          std::to_string(kNiBytes) + " B + (max_pt_index+1) x " + std::to_string(kPtEntryBytes) + " B portal table",
          kNiBytes + (static_cast<uint64_t>(l.max_pt_index) + 1) * kPtEntryBytes},
         {"per EQ",
-         "count x sizeof(ptl_event_t) (" + std::to_string(sizeof(ptl_event_t)) + " B) + " +
-             std::to_string(kEqBytes + kHandleSlotBytes) + " B, allocated at PtlEQAlloc",
+         "up to count x " + std::to_string(sizeof(ptl_event_t) + sizeof(uint64_t)) +
+             " B (an event and its sequence word; 256 at first, grown as events are pending at once) + " +
+             std::to_string(kEqBytes + kHandleSlotBytes) + " B",
          0},
         {"per CT", std::to_string(kCtBytes + kHandleSlotBytes) + " B", kCtBytes + kHandleSlotBytes},
         {"per MD",

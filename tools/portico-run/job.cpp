@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // portico-run's process management: fork/exec the ranks into one process group, serve them
 // PMI-1, and watch everything from a single poll() loop (PMI sockets, a signalfd for SIGCHLD and
 // the signals we forward, timerfds for --timeout and the kill grace period). No sleeps, no busy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Process management of portico-run: starts the ranks, serves them PMI-1, watches them, and
 // decides the launcher's exit code. See README.md next to this file for the user-visible rules.
 #pragma once

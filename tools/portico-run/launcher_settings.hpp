@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Settings of portico-run (see common/settings.hpp). The variables it sets for its ranks are
 // declared where they are read (bootstrap/bootstrap_settings.hpp).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // portico-run: starts N processes of a program (on this machine, or on other machines through a
 // remote shell) and serves them the simple PMI-1 wire protocol. Command-line handling only; see
 // job.cpp, remote.cpp, tcp.cpp and pmi_server.cpp.

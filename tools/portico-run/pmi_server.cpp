@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PMI-1 "simple" wire protocol server. Replies use the exact spellings of MPICH's hydra:
 //   cmd=init pmi_version=1 pmi_subversion=1 -> cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0
 //   cmd=get_maxes                  -> cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Server side of the simple PMI-1 wire protocol (MPICH's "simple" PMI, as served by hydra):
 // one stream socket per rank, newline-terminated lines of space-separated key=value tokens.
 //

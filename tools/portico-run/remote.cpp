@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Host lists, placement and the remote command line (see remote.hpp).
 #include "remote.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Multi-machine launching, the parts without processes or sockets: host lists and host files, the
 // placement of ranks on hosts, PMI_process_mapping, and the shell command line a remote rank is
 // started with (`RSH host 'cd DIR 2>/dev/null; read -r PMI_ID ...; exec env VAR=value ... PROGRAM ARGS'`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // PMI over TCP: listener, advertised address, allowed peers (see tcp.hpp).
 #include "tcp.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The TCP side of portico-run's PMI server for ranks on other machines: the listening socket,
 // the address advertised to the ranks (PMI_PORT=addr:port), and the list of peer addresses
 // allowed to connect. IPv4 only (MPICH's simple PMI client splits PMI_PORT at the first colon).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gasnet.h — GASNet 1.8.1 (core and extended API) on Portico's Portals 4.3 engine.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gasnet_tools.h — the GASNet-1 tools a client commonly needs, for Portico's GASNet.
  *

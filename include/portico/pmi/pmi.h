@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pmi.h — the PMI-1 process-management API (as MPICH defined it), implemented by Portico's
  * libpmi.so.0 on the launcher connection Portico itself uses: portico-run, MPICH's mpiexec

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * psm2.h — the core of the PSM2 API (initialisation, errors, endpoints, connections, options,
  * progress, queries), as implemented by Portico's libpsm2.so.2.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * psm2_am.h — PSM2 Active Messages: short requests that run a registered handler on the target
  * endpoint, and replies sent from within that handler. Not in the Programmer's Guide; libfabric's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * psm2_mq.h — PSM2 Matched Queues: tagged point-to-point messages between endpoints, with 64-bit
  * tags (the original calls) or 96-bit tags plus source selection (the calls ending in 2).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * upc.h — the UPC library (UPC 1.3 §7.2) of Portico's UPC runtime, libportico-upc.
  *

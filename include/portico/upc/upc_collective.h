@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * upc_collective.h — the UPC Collectives 1.0 library (UPC 1.3 §7.3) of Portico's UPC runtime,
  * libportico-upc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The hello that opens a shared-memory link: the connector's id, the id it means to reach, its
 // ring size and, when its process has a job secret, a proof of it; the link's segment comes
 // attached (SCM_RIGHTS). A connector sends it right after connect(); the acceptor reads it without

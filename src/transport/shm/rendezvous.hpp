@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Where the shared-memory endpoints of one user meet on this machine: one Unix socket per
 // endpoint in a directory that only this user can enter (0700, owned by the user), next to a lock
 // file whose flock reserves the pid for as long as the endpoint lives.

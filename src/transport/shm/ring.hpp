@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A single-producer single-consumer ring of variable-length records in shared memory, whose
 // record is its own doorbell (docs/FASTPATH.md, "A ring whose record is its own doorbell").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The shared-memory transport's entry in the registry (transport/registry.hpp): it serves the
 // peers on this machine, and reads its own settings (shm_settings.hpp) when it opens.
 #include <algorithm>

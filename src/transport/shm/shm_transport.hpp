@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared-memory transport between processes of one machine.
 //
 // Each endpoint listens on a Unix socket named after its (nid, pid) in a directory only its user

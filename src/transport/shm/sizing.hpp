@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // How large a shared-memory link's rings are (docs/ARCHITECTURE.md, "Shared-memory transport"):
 // pure functions, so that the unit tests check the rules the transport uses.
 //

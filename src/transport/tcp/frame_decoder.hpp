@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Cuts the byte stream of a TCP connection into frames (transport.hpp: FrameHeader).
 //
 // The decoder owns the receive buffer: the caller recv()s straight into space() and announces the

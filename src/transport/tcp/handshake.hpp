@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The opening of every TCP connection: both ends prove that they hold the job's secret before a
 // single frame is accepted, without the secret ever crossing the network.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Who holds a TCP port of this machine, for the message of an endpoint that cannot have its pid
 // (PTL_PID_IN_USE). Read from /proc/net/tcp and tcp6 (every socket's local port, owner uid and
 // inode) and, where this user may look, /proc/<pid>/fd (which process has that socket).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The TCP transport's entry in the registry (transport/registry.hpp): it reaches every peer, and
 // reads its own settings (tcp_settings.hpp) and the job's secret when it opens.
 #include "transport/registry.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Settings of the TCP transport (see common/settings.hpp).
 #pragma once
 

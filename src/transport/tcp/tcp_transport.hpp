@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TCP transport between machines (and, when forced, between processes of one machine).
 //
 // Addressing: the endpoint (nid, pid) listens on IPv4 address nid, TCP port port_base + pid, so a

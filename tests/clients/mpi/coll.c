@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Collectives over whichever coll components mpirun selected (tests/clients/ompi_run.sh puts
  * coll portals4 first): on MPI_COMM_WORLD, a duplicate and a split, every root, the blocking and
  * non-blocking forms of the operations coll portals4 provides (barrier, bcast, reduce, allreduce,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the MPI programs of tests/clients: checks that end the job with the place of the
  * failure, and the byte pattern the data checks use. */
 #ifndef MPI_CHECK_H

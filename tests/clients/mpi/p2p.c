@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Point-to-point over whichever PML/MTL/BTL mpirun selected (tests/clients/ompi_run.sh chooses
  * the Portals 4 ones): expected and unexpected messages from 0 bytes to 4 MiB (across the eager
  * limit, the 2 KiB short-message and overflow-buffer sizes, and Open MPI's rendezvous), probes,

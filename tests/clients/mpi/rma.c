@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One-sided communication (MPI-3 RMA) over whichever osc component mpirun selected
  * (tests/clients/ompi_run.sh chooses osc portals4): windows made by MPI_Win_create,
  * MPI_Win_allocate and MPI_Win_create_dynamic; put, get, accumulate, get_accumulate,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # fake_hfi.sh COMMAND...: runs COMMAND where PSM2's real clients believe an Omni-Path adapter is
 # present. libfabric's psm2 provider and Open MPI's mtl psm2 look for /dev/hfi1_N (and Open MPI
 # for an ACTIVE port in sysfs) before they call libpsm2; this makes both exist inside a private

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # fi_pingpong.sh LIBDIR MODE [shm|tcp]: Debian's fi_info and fi_pingpong over the psm2 provider,
 # with Portico's libpsm2 from LIBDIR (run inside fake_hfi.sh). MODE is msg or tagged; every size
 # fi_pingpong knows ('-S all'), with its data-integrity checks (-c).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # fi_rma.sh LIBDIR PORTICO_RUN PROGRAM [shm|tcp]: fi_rma_test.c's two ranks under portico-run,
 # libfabric's psm2 provider loading Portico's libpsm2 from LIBDIR (run inside fake_hfi.sh).
 set -euo pipefail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fi_rma_test.c — libfabric's psm2 provider over Portico's libpsm2, the way a libfabric program
  * uses it for one-sided operations: RDM endpoints, an address vector, a registered memory region,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An MPI program for Open MPI's mtl psm2 over Portico's libpsm2 (ompi.sh runs it): point to
  * point with wildcards, probe and mprobe, synchronous sends, messages on both sides of the
  * rendezvous thresholds, crossed large sends, and collectives. Every check names what failed. */

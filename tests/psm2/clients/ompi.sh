@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ompi.sh LIBDIR PROGRAM NP [shm|tcp]: PROGRAM on NP ranks under Open MPI's mpirun with the cm PML
 # and the psm2 MTL, which load Portico's libpsm2 from LIBDIR (run inside fake_hfi.sh). The MTL
 # is required (--mca mtl psm2): a job that fell back to another transport would fail instead.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ompi_multihost.sh LIBDIR PROGRAM NP: PROGRAM on NP ranks spread evenly over the hosts of
 # tests/multihost/netns.sh (run me as `netns.sh run N -- ompi_multihost.sh ...`), under Open MPI's
 # mpirun with the cm PML and the psm2 MTL loading Portico's libpsm2 from LIBDIR. Open MPI starts

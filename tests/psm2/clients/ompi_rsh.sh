@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ompi_rsh.sh [ssh options] HOST COMMAND...: Open MPI's remote shell (plm_rsh_agent) for the
 # multi-host namespaces of tests/multihost/netns.sh: runs COMMAND (Open MPI's daemon) on HOST
 # inside fake_hfi.sh, keeping HOST's network, so that the ranks it starts see an Omni-Path
