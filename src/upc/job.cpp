@@ -33,7 +33,6 @@ Runtime *g_runtime = nullptr;
 const unsigned char *g_statics_start = nullptr;
 size_t g_statics_bytes = 0;
 
-constexpr size_t kDefaultHeapBytes = size_t{256} << 20;
 constexpr size_t kAlign = size_t{64} << 10; // heap water marks count 64 KiB units
 
 size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
