@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # psm2_mpi_pingpong.sh BUILD_DIR [ROUNDS]: Open MPI's ping-pong latency over Portico's libpsm2 next
-# to Open MPI's own shared-memory BTL and Debian's libpsm2, in one run (issue 15).
+# to Open MPI's own shared-memory BTL and Debian's libpsm2, in one run (docs/PERFORMANCE.md,
+# *PSM2*).
 #
 # Builds bench/mpi_pingpong.c with mpicc.openmpi into a temporary directory and runs it on 2 ranks
 # inside tests/psm2/clients/fake_hfi.sh (Open MPI's mtl psm2 wants /dev/hfi1_0 and an ACTIVE port

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// upc_notify / upc_wait (design §14.7): a reduction up a tree rooted at thread 0 with PTL_MIN
-// atomics, and the agreed value sent down by triggered puts, so that an inner thread's part of a
-// barrier proceeds in the engine while the thread itself computes between notify and wait.
+// upc_notify / upc_wait (docs/UPC.md, *Barriers*): a reduction up a tree rooted at thread 0 with
+// PTL_MIN atomics, and the agreed value sent down by triggered puts, so that an inner thread's part
+// of a barrier proceeds in the engine while the thread itself computes between notify and wait.
 //
-// The design's errata (notes §4.6) and how they are settled:
+// What a simpler barrier on triggered operations gets wrong, and how this one avoids it:
 // - Counters are never reset: every threshold is a running total (episode e waits for
 //   (e + 1) * (children + 1) arrivals), so a fast child's next contribution cannot be lost to a
 //   reset, and no reset races the engine.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The UPC Collectives 1.0 library (upc_collective.h; design ch. 16) over runtime.hpp.
+// The UPC Collectives 1.0 library (upc_collective.h) over runtime.hpp; docs/UPC.md, *Collectives*.
 //
 // Algorithms:
-// - broadcast: down a binomial tree rooted at src's thread (design §16.4); each thread writes its
+// - broadcast: down a binomial tree rooted at src's thread; each thread writes its
 //   block into its children's blocks, then signals them.
 // - scatter: each thread reads its own chunk from the root (parallel gets, no writes into a
 //   thread that may not have entered); gather, gather_all, exchange, permute: each thread writes
@@ -10,14 +10,14 @@
 // - reduce with an operator the engine computes (ADD, MULT, MIN, MAX on every type; AND, OR, XOR,
 //   LOGAND, LOGOR on the integer types): a binomial tree over the threads that own elements,
 //   rooted at dst's thread when it owns some; each thread folds its elements, and children add
-//   their value to the parent's accumulator with one Portals atomic (design §16.10).
+//   their value to the parent's accumulator with one Portals atomic.
 // - reduce with UPC_FUNC, UPC_NONCOMM_FUNC, or LOGAND/LOGOR on floating types: the same tree, the
 //   values put into the parent's scratch and combined by the parent in software. For
 //   UPC_NONCOMM_FUNC the tree is rooted at the first element's thread and values travel per
 //   "course" (one block of each thread), so that every combination is of adjacent runs in index
 //   order.
-// - prefix_reduce: a scan (design erratum: not a reduce) on that tree, up and then down: each
-//   thread learns the fold of everything before each of its blocks and writes its prefixes.
+// - prefix_reduce: a scan, not a reduce, on that tree, up and then down: each thread learns the
+//   fold of everything before each of its blocks and writes its prefixes.
 // - sort: gathered to A's first thread, sorted there (stable merge sort calling the user's
 //   function on pointers-to-shared into a local-heap copy), written back.
 //
@@ -42,9 +42,8 @@
 // for the slow owner's "ready" before it touches the owner's scratch, whatever the sync modes; no
 // barrier is needed for that.
 //
-// Design errata settled here (notes §4.10): exchange sends chunk j of its own block to block j
-// (the listing copied gather_all); UPC_LOGOR is a logical or (PTL_LOR), not PTL_LAND;
-// prefix_reduce is a scan; the sync modes are honoured.
+// Easy to get wrong (docs/UPC.md, *Collectives*): exchange sends chunk j of its own block to block
+// j (a transpose, not gather_all); UPC_LOGOR is a logical or (PTL_LOR), not PTL_LAND.
 #include "runtime.hpp"
 #include "upc_settings.hpp"
 
@@ -277,8 +276,8 @@ public:
 
     bool commutative() const { return op_ != UPC_NONCOMM_FUNC; }
 
-    // The Portals atomic that computes this operator on T, if there is one (design Table 16.3,
-    // with LOGOR as PTL_LOR); the engine has no logical or bitwise operators on floating types.
+    // The Portals atomic that computes this operator on T, if there is one (LOGOR is PTL_LOR, not
+    // PTL_LAND); the engine has no logical or bitwise operators on floating types.
     bool portals_op(ptl_op_t &out) const {
         switch (op_) {
         case UPC_ADD: out = PTL_SUM; return true;
@@ -676,8 +675,8 @@ UPC_EXPORT void upc_all_gather_all(upc_shared_ptr_t dst, upc_shared_ptr_t src, s
 UPC_EXPORT void upc_all_exchange(upc_shared_ptr_t dst, upc_shared_ptr_t src, size_t nbytes, upc_flag_t sync_mode) {
     begin_transfer("upc_all_exchange", sync_mode, dst, src, nbytes);
     if (nbytes) {
-        // Chunk j of this thread's block i goes to chunk i of block j (design erratum §4.10: the
-        // listing sent block j's chunk, as gather_all does).
+        // Chunk j of this thread's block i goes to chunk i of block j: a transpose (sending block
+        // j's chunk instead, as gather_all does, is the classic mistake upc.coll catches).
         const size_t T_ = nthreads(), i = (me() + T_ - thread_of(src)) % T_;
         const Where w = block_of(src, i, nbytes * T_);
         const auto *mine = static_cast<const unsigned char *>(local_addr(as_thread(w.thread), w.offset));

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Data movement (design ch. 13 and 14) with the memory model of UPC §5: loads and stores to the
-// segments this process maps, Portals gets and puts to the others, and the ordering rules that
-// decide when an access must wait for earlier ones.
+// Data movement (docs/UPC.md, *Data movement and the memory model*) with the memory model of UPC
+// §5: loads and stores to the segments this process maps, Portals gets and puts to the others, and
+// the ordering rules that decide when an access must wait for earlier ones.
 //
 // Ordering, as built:
-// - A relaxed get waits for this thread's earlier puts to the same thread (erratum §4.4: the
-//   design let a get overtake an unordered put of 9 B..1 KiB to the same address).
+// - A relaxed get waits for this thread's earlier puts to the same thread (otherwise it could
+//   overtake a put above max_waw_ordered_size to the same address and read the old value).
 // - A relaxed put is asynchronous: up to kBounceMax bytes are copied to the bounce buffer and
 //   the call returns; a larger one is sent from the caller's buffer and returns once that buffer
 //   is free (its SEND), its acknowledgement counted later like the small ones'.
 // - A strict put first completes every earlier put, and leaves itself pending: the next access of
-//   any kind completes it first (design §14.6, "one strict put in flight").
+//   any kind completes it first (one strict put in flight).
 // - A strict get completes every earlier put and the pending strict put first.
 // - fence (upc_fence, notify, unlock) completes everything.
 // Node-local targets need none of this for same-address order (stores are program-ordered on
@@ -25,8 +25,8 @@ namespace portico::upc {
 
 namespace {
 
-constexpr size_t kBounceBytes = 256 * 1024; // design: PUT_BOUNCE_BUFFER_SIZE
-constexpr size_t kBounceMax = 1024;         // design: MAX_SAFE_PUT_SIZE
+constexpr size_t kBounceBytes = 256 * 1024; // the bounce buffer
+constexpr size_t kBounceMax = 1024;         // puts up to this size are bounced
 constexpr size_t kStagingBytes = 256 * 1024;
 
 ptl_process_t target(int thread) { return ck::rank_id(static_cast<ptl_rank_t>(thread)); }
@@ -157,7 +157,8 @@ void do_copy(Runtime &r, int dt, uint64_t doff, int st, uint64_t soff, size_t n)
     if (db && sb) {
         std::memmove(db + doff, sb + soff, n);
     } else if (db) {
-        // Only the destination is here: a get into it (erratum §4.3: the design put to itself).
+        // Only the destination is here: a get into it (a put to ourselves would complete later, so
+        // a local read right after the copy could see old data).
         portals_get(r, db + doff, st, soff, n);
     } else if (sb) {
         portals_put_bulk(r, dt, doff, sb + soff, n);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The shared heap (UPC 1.3 §7.2.2; design §15.2 with the fixes of notes §4.7): upc_global_alloc,
+// The shared heap (UPC 1.3 §7.2.2; docs/UPC.md, *The heap*): upc_global_alloc,
 // upc_all_alloc, upc_alloc, upc_free, upc_all_free.
 //
 // Two kinds of binary-buddy heap over the segments:
@@ -18,14 +18,15 @@
 // never coalesces past its superblock's order, which is what makes unaligned heap ends and gaps
 // safe for the buddy arithmetic (buddy = X ^ 2^order).
 //
-// Water marks (design §15.2): one word on thread 0, (global high mark << 32) | lowest local
+// Water marks: one word on thread 0, (global high mark << 32) | lowest local
 // bottom, in 64 KiB units, moved with Portals CSWAP retry loops. Each thread keeps its own local
-// bottom privately (erratum §4.7: a single shared LWM would give every local heap the size of
-// the largest one); the word only records the lowest, which is all the global heap must not cross.
+// bottom privately (a single shared low mark would give every local heap the size of the
+// largest one); the word only records the lowest, which is all the global heap must not cross.
 //
 // Locking: a CSWAP spinlock in the HeapHeader (never a upc_lock_t, whose queue links may come from
-// this heap: erratum §4.7). Every metadata put is complete before the lock word is released, so
-// the next holder, which may read through Portals or through its own mapping, sees all of it.
+// this heap: an allocation inside upc_lock would recurse). Every metadata put is complete before
+// the lock word is released, so the next holder, which may read through Portals or through its own
+// mapping, sees all of it.
 #include "runtime.hpp"
 
 #include <upc.h>
@@ -51,7 +52,7 @@ constexpr uint32_t kBlockMagic = 0x48435055; // "UPCH" in memory
 constexpr uint64_t kHeaderBytes = 16;
 constexpr unsigned kMinOrder = 5;                   // the header and the two free-list links
 constexpr unsigned kMaxOrder = 47;                  // HeapHeader::free has 48 lists
-constexpr unsigned kSuperOrder = 22;                // 4 MiB: extensions are rare, as §15.2.2.3 wants
+constexpr unsigned kSuperOrder = 22;                // 4 MiB, so that extensions are rare
 constexpr unsigned kMarkShift = 16;                 // water marks count 64 KiB units
 constexpr unsigned kSmallestExtension = kMarkShift; // so that every mark is exact
 constexpr unsigned kSpinsBeforeYield = 16;
@@ -88,7 +89,7 @@ unsigned order_for(uint64_t need) {
 }
 
 // ---- the private part of the heaps' state ----------------------------------------------------
-uint64_t g_local_bottom = 0; // this thread's local heap starts here (private: erratum §4.7)
+uint64_t g_local_bottom = 0; // this thread's local heap starts here (private: see Water marks)
 
 uint64_t heap_floor() { return round_up(heap_base(), uint64_t{1} << kMinOrder); }
 uint64_t heap_ceiling() { return segment_bytes() & ~((uint64_t{1} << kMinOrder) - 1); }

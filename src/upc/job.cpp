@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Start-up, teardown and the job's end: the Portals objects of design Table 9.1, the segments and
-// which of them this process maps, upc_global_exit and the exit watcher.
+// Start-up, teardown and the job's end: the Portals objects (docs/UPC.md, *Portals resources*),
+// the segments and which of them this process maps, upc_global_exit and the exit watcher.
 #include "state.hpp"
 #include "common/log.hpp"
 #include "upc_settings.hpp"
@@ -150,8 +150,9 @@ void start(int *argc, char ***argv) {
             r->bases[static_cast<size_t>(t)] = static_cast<unsigned char *>(peer);
     }
 
-    // Portals objects (design Table 9.1). Every LE covers the whole segment, so that a remote
-    // offset is a segment offset on every portal; what differs is which counter sees the message.
+    // Portals objects (docs/UPC.md, *Portals resources*). Every LE covers the whole segment, so
+    // that a remote offset is a segment offset on every portal; what differs is which counter sees
+    // the message.
     const ptl_handle_ni_t ni = r->ni.get();
     r->fail_eq = ck::alloc_eq(ni, 256);
     for (ck::Ct *ct : {&r->put_ct, &r->bulk_ct, &r->get_ct, &r->op_ct, &r->notify_ct, &r->fwd_ct, &r->lock_ct,

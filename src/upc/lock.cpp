@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// UPC locks (UPC 1.3 §7.2.4): MCS queue locks (design §15.3, with the fixes of notes §4.8).
+// UPC locks (UPC 1.3 §7.2.4): MCS queue locks (docs/UPC.md, *Locks*).
 //
 // A lock is two words in shared memory on its creator (thread 0 for upc_all_lock_alloc):
 // `last`, the MCS tail (the pointer-to-shared bits of the last queued link, 0 when free), and a
-// tag that says "this is a live lock" (the design's owner_link slot: the owner's link is kept in
-// this process instead, erratum §4.8, because a put of it could land after the successor's
-// write). Queue links live on the waiting thread: the preallocated Control::links, then blocks of
+// tag that says "this is a live lock". The owner's link is kept in this process, not in a shared
+// word beside them, because an unlocker's put clearing it could land after the successor's
+// write. Queue links live on the waiting thread: the preallocated Control::links, then blocks of
 // its local heap when more than kLockLinks locks are held at once.
 //
 // Traffic: SWAP and CSWAP on `last` through kPtGmem (the engine applies them, so they are atomic

@@ -59,7 +59,7 @@ struct LockLink {
 };
 
 // A buddy heap's header: a CSWAP spinlock (0 free, else the holder's thread + 1; not a upc_lock_t,
-// which would allocate its queue links from this heap: design erratum §4.7) and the free lists
+// which would allocate its queue links from this heap, recursively) and the free lists
 // by order (offset of the first free block, 0 for none). Layout and use are heap.cpp's.
 struct HeapHeader {
     uint64_t lock;
@@ -135,7 +135,7 @@ template <typename T> constexpr uint64_t control_offset(T Control::*field) {
 
 // ---- data movement (gmem.cpp); relaxed unless said otherwise ----------------------------------
 // Blocking read of n bytes at (thread, offset). Waits first for this thread's own earlier puts
-// to the same thread (same-address ordering, design erratum §4.4).
+// to the same thread (same-address ordering, whatever their sizes).
 void get(void *dst, int thread, uint64_t offset, size_t n);
 // Write n bytes; src is reusable on return; completion is asynchronous (sync_puts/fence).
 void put(int thread, uint64_t offset, const void *src, size_t n);

@@ -5,7 +5,7 @@
 # sources, `pkg-config --cflags --libs gasnet-par` of the install, and nothing else (no shim
 # header); then run under portico-run on 2 and 4 processes (or NPROCS) with the arguments GASNet's
 # own harness gives them (tests/upcr-harness/gasnet-tests/harness.conf). A run passes when it
-# exits 0 (testexit N: with N) and prints no "ERROR" line, GASNet's own rule. Issue 29 item 7;
+# exits 0 (testexit N: with N) and prints no "ERROR" line, GASNet's own rule.
 # docs/GASNET.md lists the results.
 #
 # Left out, as they need APIs beyond GASNet-1's core, extended and tools interfaces: testcoll*,

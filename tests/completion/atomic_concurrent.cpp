@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Completion conformance: atomicity under concurrency (spec §3.15.4, §3.15.8; conformance item 57).
+// Completion conformance: atomicity under concurrency (spec §3.15.4, §3.15.8).
 // Runs on 8 ranks under ctest; every rank, the target included, issues atomics at once, and every
 // rank is both initiator and target in the all-to-all tests. Results are exact totals; waits are
 // on counting events (no sleeps, no timing).
@@ -28,7 +28,7 @@ struct Counters {
     }
 };
 
-// Item 57: every rank (rank 0 included) issues 1000 PtlAtomic SUM of 1 on one int64 at rank 0,
+// Every rank (rank 0 included) issues 1000 PtlAtomic SUM of 1 on one int64 at rank 0,
 // all outstanding at once; the total is exact.
 TEST_F(Concurrent, SumsFromEveryRankOnOneWord) {
     constexpr int kPerRank = 1000;
@@ -51,7 +51,7 @@ TEST_F(Concurrent, SumsFromEveryRankOnOneWord) {
     }
 }
 
-// Item 57, fetch-add variant: every rank issues 1000 PtlFetchAtomic SUM of 1 on one uint64 at rank
+// Fetch-add: every rank issues 1000 PtlFetchAtomic SUM of 1 on one uint64 at rank
 // 0. The old values returned to all ranks together are exactly {0 .. N-1} (each ticket once); each
 // rank's own tickets increase in issue order (one initiator, one offset: ordered, §2.6).
 TEST_F(Concurrent, FetchAddTicketsAreUnique) {
@@ -93,7 +93,7 @@ TEST_F(Concurrent, FetchAddTicketsAreUnique) {
     }
 }
 
-// Item 57, all to all (bidirectional): every rank is a target and sends to every rank, itself
+// All to all (bidirectional): every rank is a target and sends to every rank, itself
 // included, kRounds each of SUM (int64), MAX (int64), BXOR (uint64) and SUM (double) on four
 // words, all outstanding at once. Every rank's words end with the exact totals.
 TEST_F(Concurrent, AllToAllMixedOperations) {
@@ -136,7 +136,7 @@ TEST_F(Concurrent, AllToAllMixedOperations) {
     EXPECT_EQ(0.5 * kRounds * n, words.as<double>()[3]);
 }
 
-// Item 57 with compare-and-swap: every rank increments one word at rank 0 kIncrements times with
+// With compare-and-swap: every rank increments one word at rank 0 kIncrements times with
 // a read / CSWAP(expected -> expected + 1) retry loop. A CSWAP succeeds exactly when it returns the
 // expected value, so the word ends at exactly n * kIncrements and the successful old values are
 // exactly {0 .. n*kIncrements - 1}.

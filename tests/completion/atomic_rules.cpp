@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Completion conformance: the rules around atomics (spec §3.15.4-3.15.7, Table 3-4, §3.13,
-// §3.14, §3.12.1 permissions; conformance items 56 (multi-item rejection) and 58, illegal
-// combinations, sizes, counting events, permissions).
+// §3.14, §3.12.1 permissions: illegal combinations, sizes, counting events, permissions, the
+// multi-item rejection of CSWAP and MSWAP, atomics that land in an overflow entry).
 //
 // Portico decisions used here: an illegal op/datatype/call combination, a length that is not a
 // multiple of the datatype size, a CSWAP*/MSWAP of more than one item and a length above
@@ -48,7 +48,7 @@ constexpr Call kCalls[] = {Call::Atomic, Call::FetchAtomic, Call::Swap};
 constexpr int kOps = PTL_OP_LAST + 1;         // every op plus one invalid value
 constexpr int kTypes = PTL_DATATYPE_LAST + 1; // every datatype plus one invalid value
 
-// Illegal combinations (Table 3-4; portals-4.3.md §2): every op x datatype x call, for PtlAtomic,
+// Illegal combinations (Table 3-4): every op x datatype x call, for PtlAtomic,
 // PtlFetchAtomic, PtlSwap and their triggered versions, plus an out-of-range op and datatype. Each
 // illegal one returns PTL_ARG_INVALID and sends nothing; each legal one returns PTL_OK, and the
 // plain ones reach the peer (both ranks at once) with the right event kind, op and datatype. The
@@ -151,7 +151,7 @@ TEST_F(AtomicRules, LegalityTableEveryOpTypeCall) {
 
 // Sizes (§3.15.4-3.15.7): a length that is not a multiple of the datatype size, a length above
 // max_atomic_size (PtlAtomic) or max_fetch_atomic_size (PtlFetchAtomic, PtlSwap), a range
-// outside the MD, and (item 56) a CSWAP-family or MSWAP call of more than one item are all
+// outside the MD, and a CSWAP-family or MSWAP call of more than one item are all
 // PTL_ARG_INVALID, plain and triggered, and send nothing (a legal witness arrives alone).
 TEST_F(AtomicRules, LengthRules) {
     REQUIRE_RANKS(2);
@@ -212,7 +212,7 @@ TEST_F(AtomicRules, LengthRules) {
         reject(Call::Atomic, PTL_SUM, PTL_INT64_T, 16, big - 8, 0, "put range outside the MD");
         reject(Call::FetchAtomic, PTL_SUM, PTL_INT64_T, 16, 0, big - 8, "get range outside the MD");
         reject(Call::Swap, PTL_SWAP, PTL_INT32_T, 8, big + 64, 0, "put offset past the MD");
-        // Item 56: CSWAP family and MSWAP are limited to one item.
+        // CSWAP family and MSWAP are limited to one item.
         for (ptl_op_t op : {PTL_CSWAP, PTL_CSWAP_NE, PTL_CSWAP_LE, PTL_CSWAP_LT, PTL_CSWAP_GE, PTL_CSWAP_GT, PTL_MSWAP})
             for_each_dt([&]<ptl_datatype_t D>() {
                 const size_t s = sizeof(typename Dt<D>::type);
@@ -280,7 +280,7 @@ TEST_F(AtomicRules, CountingEvents) {
     }
 }
 
-// Permissions (§3.12.1, §3.15.4, portals-4.3.md §5.2): PtlAtomic needs OP_PUT, PtlFetchAtomic and
+// Permissions (§3.12.1, §3.15.4, README decision 2): PtlAtomic needs OP_PUT, PtlFetchAtomic and
 // PtlSwap need OP_PUT and OP_GET. A violation drops the message (target unchanged, no target
 // event), adds 1 to OPERATION_VIOLATIONS (not DROP_COUNT) and the ACK/REPLY reports
 // PTL_NI_OP_VIOLATION; a uid mismatch reports PTL_NI_PERM_VIOLATION.
@@ -372,7 +372,7 @@ TEST_F(AtomicRules, Permissions) {
     }
 }
 
-// Item 58 (§3.15.4, §3.12.2, C: 4.2): atomics that land in an overflow entry are not applied.
+// §3.15.4, §3.12.2, Appendix C.2: atomics that land in an overflow entry are not applied.
 // PtlAtomic deposits the initiator's bytes there like a put; PtlFetchAtomic and PtlSwap act like a
 // get: the reply carries the overflow buffer's bytes and nothing is written. The ATOMIC /
 // FETCH_ATOMIC events (ptl_list OVERFLOW) and the *_OVERFLOW events raised when a matching

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Completion conformance: the values atomics compute (spec §3.15.4-3.15.8, Table 3-4; conformance
-// items 52-56 and multi-element atomics up to the size limits).
+// Completion conformance: the values atomics compute (spec §3.15.4-3.15.8, Table 3-4;
+// multi-element atomics up to the size limits).
 //
 // Every batch runs in both directions at once: ranks 0 and 1 are each other's target and
 // initiator (run_cases). Values are chosen so that every result is exactly representable, and are
@@ -54,7 +54,7 @@ std::vector<AtomicCase> arithmetic_cases(Call call) {
     return cases;
 }
 
-// Items 52, 54 (§3.15.4, §3.15.5, Table 3-4): SUM, MIN, MAX, PROD and DIFF (target - initiator) on
+// §3.15.4, §3.15.5, Table 3-4: SUM, MIN, MAX, PROD and DIFF (target - initiator) on
 // every legal datatype: 8 integer types, float, double, long double and the three complex types
 // (SUM, PROD, DIFF only), four items per call.
 TEST_F(Atomics, ArithmeticEveryType) {
@@ -65,7 +65,7 @@ TEST_F(Atomics, ArithmeticEveryType) {
     run_cases(ni, cases, kPt);
 }
 
-// Items 52, 54 (§3.15.6): the same through PtlFetchAtomic, which also returns the old values.
+// §3.15.6: the same through PtlFetchAtomic, which also returns the old values.
 TEST_F(Atomics, ArithmeticEveryTypeFetch) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
@@ -87,7 +87,7 @@ std::vector<AtomicCase> bitwise_logical_cases(Call call) {
     return cases;
 }
 
-// Item 53 (§3.15.4): LOR, LAND, LXOR (results 0 or 1) and BOR, BAND, BXOR on every integer type.
+// §3.15.4: LOR, LAND, LXOR (results 0 or 1) and BOR, BAND, BXOR on every integer type.
 TEST_F(Atomics, BitwiseAndLogicalEveryIntegerType) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
@@ -96,14 +96,14 @@ TEST_F(Atomics, BitwiseAndLogicalEveryIntegerType) {
     run_cases(ni, cases, kPt);
 }
 
-// Items 53, 54: the same through PtlFetchAtomic.
+// The same through PtlFetchAtomic.
 TEST_F(Atomics, BitwiseAndLogicalEveryIntegerTypeFetch) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
     run_cases(ni, bitwise_logical_cases(Call::FetchAtomic), kPt);
 }
 
-// Item 54 (§3.15.7): PtlSwap with PTL_SWAP on every datatype, several items per call (SWAP is not
+// §3.15.7: PtlSwap with PTL_SWAP on every datatype, several items per call (SWAP is not
 // limited to one item): the target takes the initiator's values, the old ones come back.
 TEST_F(Atomics, SwapEveryTypeReturnsOldValue) {
     REQUIRE_RANKS(2);
@@ -117,7 +117,7 @@ TEST_F(Atomics, SwapEveryTypeReturnsOldValue) {
     run_cases(ni, cases, kPt);
 }
 
-// Item 55 (§3.15.4): every CSWAP variant swaps when "operand OP target" holds, for every integer
+// §3.15.4: every CSWAP variant swaps when "operand OP target" holds, for every integer
 // and floating type (complex: CSWAP and CSWAP_NE only), with the operand below, equal to and above
 // the target (complex: equal, or differing in one part), so each variant is seen with both
 // outcomes; the old value comes back every time.
@@ -165,7 +165,7 @@ TEST_F(Atomics, ConditionalSwapsEveryVariant) {
     run_cases(ni, cases, kPt);
 }
 
-// Item 56 (§3.15.4): MSWAP replaces the target bits selected by the operand (mask) with the
+// §3.15.4: MSWAP replaces the target bits selected by the operand (mask) with the
 // initiator's, on every integer type; an empty mask changes nothing, a full mask swaps all.
 TEST_F(Atomics, MaskedSwapEveryIntegerType) {
     REQUIRE_RANKS(2);
@@ -183,7 +183,7 @@ TEST_F(Atomics, MaskedSwapEveryIntegerType) {
     run_cases(ni, cases, kPt);
 }
 
-// Item 54 (§3.15.6, §3.15.7, §2.6): a chain of fetching operations on one word, each waiting for
+// §3.15.6, §3.15.7, §2.6: a chain of fetching operations on one word, each waiting for
 // the previous reply, returns every intermediate value; the same chain issued back to back (one
 // initiator, same offset, below max_waw_ordered_size, so applied in order) returns the same
 // values. Both ranks run both chains on each other at the same time.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Completion conformance: bundles (spec §3.17; the bundle part of conformance item 63).
+// Completion conformance: bundles (spec §3.17).
 //
 // "Delivered by EndBundle" is checked strictly (phase()): the receiver is already blocked in
 // PtlEQWait, in a thread started before an out-of-band job barrier (so most likely asleep, past any

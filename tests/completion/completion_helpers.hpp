@@ -111,7 +111,7 @@ const char *op_name(int op);
 // ---- Table 3-4 ---------------------------------------------------------------------------------
 enum class Call { Atomic, FetchAtomic, Swap };
 const char *call_name(Call c);
-// Is (op, datatype, call) a legal combination (Table 3-4, portals-4.3.md §2)?
+// Is (op, datatype, call) a legal combination (Table 3-4)?
 bool legal(ptl_op_t op, ptl_datatype_t d, Call call);
 bool takes_operand(ptl_op_t op); // CSWAP family and MSWAP: one item, with an operand
 

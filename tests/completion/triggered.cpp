@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Completion conformance: triggered operations (spec §3.14.3, §3.14.4, §3.16, Note 16;
-// conformance items 47-51, triggers fired by incoming traffic).
+// triggers fired by incoming traffic).
 //
 // Rank 0 is usually the target: every message lands in one "log" ME whose EQ shows the arrival
 // order, which for one initiator is the order the operations fired (§2.6: matching order per
@@ -104,7 +104,7 @@ int tcp_connection_to(const ptl_process_t &to) {
 std::atomic<int> g_continued{0};
 void on_continue(int) { g_continued.store(1); }
 
-// Item 47 (§3.16): a trigger fires when the counter's success field reaches the threshold;
+// §3.16: a trigger fires when the counter's success field reaches the threshold;
 // failures never count (success 1 + failure 1 does not reach threshold 2), and the buffer is read
 // when the operation fires, not when it is posted.
 TEST_F(Triggered, FiresOnSuccessOnlyWithFireTimeData) {
@@ -147,7 +147,7 @@ TEST_F(Triggered, FiresOnSuccessOnlyWithFireTimeData) {
     }
 }
 
-// Item 47 (§3.16): an operation whose threshold is already met when it is posted fires at once,
+// §3.16: an operation whose threshold is already met when it is posted fires at once,
 // with no further counter update: threshold equal to, below the count, and 0 on a fresh counter;
 // for puts and for a TriggeredCTInc.
 TEST_F(Triggered, FiresImmediatelyWhenThresholdAlreadyMet) {
@@ -183,7 +183,7 @@ TEST_F(Triggered, FiresImmediatelyWhenThresholdAlreadyMet) {
     }
 }
 
-// Item 47 (§3.16): every triggered data movement call reads its data at fire time: a triggered
+// §3.16: every triggered data movement call reads its data at fire time: a triggered
 // atomic and fetch-atomic use the initiator's values as they are when they fire, a triggered swap
 // too, and a triggered get reads the target as it is when it fires (changed after posting).
 TEST_F(Triggered, EveryKindUsesStateAtFireTime) {
@@ -269,7 +269,7 @@ TEST_F(Triggered, EveryKindUsesStateAtFireTime) {
     }
 }
 
-// Item 48 (§3.16, Note 16): one PtlCTInc(+5) fires thresholds 1..5 in threshold order, whatever
+// §3.16, Note 16: one PtlCTInc(+5) fires thresholds 1..5 in threshold order, whatever
 // the posting order, ties in posting order, across puts and atomics; threshold 6 waits for the
 // next increment (a witness posted after the +5 arrives before it).
 TEST_F(Triggered, OneIncrementFiresInThresholdOrder) {
@@ -322,7 +322,7 @@ TEST_F(Triggered, OneIncrementFiresInThresholdOrder) {
     }
 }
 
-// Item 49 (§3.16.6, §3.16.7): TriggeredCTInc chains counters (the spec's example: a put and a
+// §3.16.6, §3.16.7: TriggeredCTInc chains counters (the spec's example: a put and a
 // CTInc of B on A, a put on B: the second put follows the first); a failure increment chained
 // into a counter fires nothing there; TriggeredCTSet resets a counter (both fields), and a
 // TriggeredCTSet that raises a counter fires that counter's triggers.
@@ -379,7 +379,7 @@ TEST_F(Triggered, CounterChainsAndResets) {
     }
 }
 
-// Item 50 (§3.14.3, §3.14.4): PtlCTCancelTriggered deletes every pending trigger of the counter
+// §3.14.3, §3.14.4: PtlCTCancelTriggered deletes every pending trigger of the counter
 // and changes nothing else (the counter keeps its value; other counters' triggers still fire);
 // PtlCTFree drops the freed counter's pending triggers. Dropped operations never fire (a witness
 // arrives alone) and release their MDs (PTL_IN_USE before, PTL_OK after).
@@ -441,7 +441,7 @@ TEST_F(Triggered, CancelAndFreeDropPendingTriggers) {
     }
 }
 
-// Item 51 (§3.16, 4.3: NO_SPACE): with max_triggered_ops = 4 (desired at PtlNIInit), a fifth
+// §3.16.1-7 (PTL_NO_SPACE, new in 4.3): with max_triggered_ops = 4 (desired at PtlNIInit), a fifth
 // pending operation of any triggered kind is PTL_NO_SPACE, whatever its counter; slots come back
 // when operations fire, are cancelled, or their counter is freed.
 TEST_F(Triggered, NoSpaceBeyondMaxTriggeredOps) {
@@ -514,7 +514,7 @@ TEST_F(Triggered, NoSpaceBeyondMaxTriggeredOps) {
     }
 }
 
-// Item 51 with traffic (§3.16, §3.6.1): two ranks each fill their triggered-op table with puts
+// PTL_NO_SPACE with traffic (§3.16, §3.6.1): two ranks each fill their triggered-op table with puts
 // to the other (PTL_NO_SPACE beyond it), then fire them all at once, both directions at the same
 // moment, on a fresh NI each round (so links are set up while the puts fire). Every put must
 // succeed: the MD's counter reaches max_triggered_ops successes and no failure.

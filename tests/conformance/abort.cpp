@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Conformance: PtlAbort (spec §3.5.3, §3.13.6, §3.14.3; conformance item 40).
+// Conformance: PtlAbort (spec §3.5.3, §3.13.6, §3.14.3).
 //
 // PtlAbort is permanent for the process, so this is the only test of its binary.
 #include <atomic>
@@ -13,7 +13,7 @@ namespace {
 
 class Abort : public PtlTest {};
 
-// Item 40: threads blocked in PtlEQWait, PtlEQPoll, PtlCTWait and PtlCTPoll return PTL_ABORTED;
+// Threads blocked in PtlEQWait, PtlEQPoll, PtlCTWait and PtlCTPoll return PTL_ABORTED;
 // every later wait or poll returns PTL_ABORTED at once; PtlEQGet and PtlCTGet are unaffected;
 // PtlEQFree and PtlCTFree then succeed.
 TEST_F(Abort, WaitersAndLaterWaitsReturnAborted) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Conformance: AUTO_UNLINK of a locally managed ME that several initiators fill at once (spec
 // §3.12.1 min_free, §3.13.1 "A PTL_EVENT_AUTO_UNLINK must be delivered after all PTL_EVENT_GET,
-// PTL_EVENT_PUT, ... events associated with the list entry", §2.7 message order; conformance
-// items 19 and 27 with several initiators).
+// PTL_EVENT_PUT, ... events associated with the list entry", §2.7 message order), with several
+// initiators.
 //
 // Runs with three or more ranks: rank 0 is the target, every other rank an initiator. The
 // initiators' large puts are in flight together, so on a transport that streams a message in
@@ -52,7 +52,7 @@ struct Placed {
     ptl_size_t offset, length;
 };
 
-// Items 19 and 27, several initiators (§3.12.1 min_free, §3.13.1): a locally managed ME with
+// Several initiators (§3.12.1 min_free, §3.13.1): a locally managed ME with
 // min_free = the largest message takes whole messages, packed back to back from offset 0 in the
 // order they matched, until its free space falls below min_free; then it unlinks itself and the
 // rest go to the next ME. Exactly one AUTO_UNLINK, and it comes after the PUT event of every

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Conformance: counting events (spec §3.10.1, §3.12.1 CT options, §3.14, §3.15.1, §4.3;
-// conformance items 42, 43, 45, 46).
+// Conformance: counting events (spec §3.10.1, §3.12.1 CT options, §3.14, §3.15.1, §4.3).
 #include <atomic>
 #include <sched.h>
 #include <thread>
@@ -14,7 +13,7 @@ namespace {
 class Counting : public PtlTest {};
 constexpr ptl_pt_index_t kPt = 70;
 
-// Item 42 (§3.10.1, §3.12.1 CT_BYTES): CTs count operations, or bytes (the mlength of the would-be
+// §3.10.1, §3.12.1 CT_BYTES: CTs count operations, or bytes (the mlength of the would-be
 // full event: bytes sent for SEND, bytes delivered for ACK/REPLY/PUT/GET); a failure adds 1 to
 // the failure count even with CT_BYTES.
 TEST_F(Counting, CountsOperationsAndBytes) {
@@ -74,7 +73,7 @@ TEST_F(Counting, CountsOperationsAndBytes) {
     }
 }
 
-// Item 43 (§3.15.1, §4.3): CT_ACK_REQ and ACK_REQ count on an MD without an EQ; OC_ACK_REQ counts
+// §3.15.1, §4.3: CT_ACK_REQ and ACK_REQ count on an MD without an EQ; OC_ACK_REQ counts
 // success even when the target dropped the message (no match, permission violation), while
 // CT_ACK_REQ counts a permission violation as a failure.
 TEST_F(Counting, AckRequestTypes) {
@@ -126,7 +125,7 @@ TEST_F(Counting, AckRequestTypes) {
     }
 }
 
-// Item 45 (§3.14.6, §3.14.7): PtlCTWait returns at once when failure != 0; PtlCTPoll returns the
+// §3.14.6, §3.14.7: PtlCTWait returns at once when failure != 0; PtlCTPoll returns the
 // first satisfied counter of the array (or one with a failure), PTL_CT_NONE_REACHED on timeout;
 // every thread waiting on a counter wakes when it reaches the test.
 TEST_F(Counting, WaitAndPoll) {
@@ -188,7 +187,7 @@ TEST_F(Counting, WaitAndPoll) {
     }
 }
 
-// Item 46 (§3.14, §3.14.8, §3.14.9): CTSet/CTInc give exact values, per field, modulo 2^64.
+// §3.14, §3.14.8, §3.14.9: CTSet/CTInc give exact values, per field, modulo 2^64.
 TEST_F(Counting, SetAndIncAreExactAndWrap) {
     Ni ni = open_ni(kMatchingPhysical);
     ptl_handle_ct_t ct = make_ct(ni);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Conformance: event queues (spec §2.8, §3.13.5-9; conformance items 37, 38, 39).
+// Conformance: event queues (spec §2.8, §3.13.5-9).
 #include <atomic>
 #include <fstream>
 #include <mutex>
@@ -21,7 +21,7 @@ namespace {
 class EventQueue : public PtlTest {};
 constexpr ptl_pt_index_t kPt = 60;
 
-// Item 37 (§2.8, §3.13.5, §3.13.7): without flow control a full EQ still delivers and acknowledges
+// §2.8, §3.13.5, §3.13.7: without flow control a full EQ still delivers and acknowledges
 // every message; the target events that do not fit are lost (the oldest are overwritten) and the
 // next read returns PTL_EQ_DROPPED together with an event.
 TEST_F(EventQueue, OverflowWithoutFlowControlDropsOldestEvents) {
@@ -88,7 +88,7 @@ TEST_F(EventQueue, OverflowWithoutFlowControlDropsOldestEvents) {
     }
 }
 
-// Item 38 (§3.13.9): PtlEQPoll with timeout 0 (or a short one) on empty EQs returns PTL_EQ_EMPTY;
+// §3.13.9: PtlEQPoll with timeout 0 (or a short one) on empty EQs returns PTL_EQ_EMPTY;
 // with events in several EQs it returns one from the first non-empty EQ of the array and its index
 // in `which`; EQs may belong to different logical NIs of one physical NI.
 TEST_F(EventQueue, PollReturnsFirstNonEmptyEqAndWhich) {
@@ -165,7 +165,7 @@ TEST_F(EventQueue, PollReturnsFirstNonEmptyEqAndWhich) {
     }
 }
 
-// Item 39 (§3.13.8): with two threads in PtlEQWait on one EQ, one event wakes exactly one of them
+// §3.13.8: with two threads in PtlEQWait on one EQ, one event wakes exactly one of them
 // (each event goes to exactly one caller).
 TEST_F(EventQueue, TwoWaitersOneEventWakeExactlyOne) {
     Ni ni = open_ni(kMatchingPhysical);

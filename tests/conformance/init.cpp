@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Conformance: initialization and finalization (spec §3.5, §3.6.2; conformance item 1).
+// Conformance: initialization and finalization (spec §3.5, §3.6.2).
 //
 // The only test of its binary: it must run before anything initialized Portals in the process, and
 // it finalizes the library (after which §3.5.1 forbids PtlInit).
@@ -9,7 +9,7 @@ using namespace ptltest;
 
 namespace {
 
-// Item 1 (§3.5.1, §3.5.2, §3.6.2). Runs without the fixture: it manages PtlInit/PtlFini itself.
+// §3.5.1, §3.5.2, §3.6.2. Runs without the fixture: it manages PtlInit/PtlFini itself.
 TEST(Init, NoInitBeforePtlInitAndNesting) {
     // Never initialized in this process: every call reports PTL_NO_INIT.
     ptl_handle_ni_t ni = PTL_INVALID_HANDLE;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Conformance: matching, truncation, use-once, locally managed offsets, min_free and drops
-// (spec §2.5, §3.11, §3.12, §4.2.2; conformance items 12, 13, 15, 16, 17, 18, 19, 20, 27).
+// (spec §2.5, §3.11, §3.12, §4.2.2).
 //
 // Runs with three ranks: rank 0 is the target, rank 1 (and, for match_id, rank 2) the initiators.
 // Every barrier is executed by every rank.
@@ -16,7 +16,7 @@ namespace {
 class Match : public PtlTest {};
 constexpr ptl_pt_index_t kPt = 30;
 
-// Item 12 (§3.12.1, §2.5.2): ((in ^ match_bits) & ~ignore_bits) == 0 selects the first matching
+// §3.12.1, §2.5.2: ((in ^ match_bits) & ~ignore_bits) == 0 selects the first matching
 // ME in list order.
 TEST_F(Match, MatchAndIgnoreBitsInListOrder) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -73,7 +73,7 @@ TEST_F(Match, MatchAndIgnoreBitsInListOrder) {
     run(phase2, std::size(phase2), 200);
 }
 
-// Item 13 (§3.12.1 match_id): nid/pid with PTL_NID_ANY/PTL_PID_ANY wildcards on a physical NI,
+// §3.12.1 match_id: nid/pid with PTL_NID_ANY/PTL_PID_ANY wildcards on a physical NI,
 // rank with PTL_RANK_ANY on a logical NI.
 TEST_F(Match, MatchIdFiltersInitiators) {
     REQUIRE_RANKS(3);
@@ -162,7 +162,7 @@ TEST_F(Match, MatchIdFiltersInitiators) {
     }
 }
 
-// Item 15 (§3.12.1 PTL_ME_NO_TRUNCATE): a message that does not fit moves on to the next ME; a
+// §3.12.1 PTL_ME_NO_TRUNCATE: a message that does not fit moves on to the next ME; a
 // 0-byte message always fits.
 TEST_F(Match, NoTruncateMovesToNextEntry) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -208,7 +208,7 @@ TEST_F(Match, NoTruncateMovesToNextEntry) {
     barrier();
 }
 
-// Item 16 (§3.11, §3.12, §3.15.3): a truncating entry delivers min(rlength, length - offset)
+// §3.11, §3.12, §3.15.3: a truncating entry delivers min(rlength, length - offset)
 // bytes; an offset past the end gives mlength 0 and no fault; replies are truncated as well.
 TEST_F(Match, TruncationOnMeLeAndZeroLengthEntry) {
     Ni m = open_ni(kMatchingPhysical);
@@ -286,7 +286,7 @@ TEST_F(Match, TruncationOnMeLeAndZeroLengthEntry) {
     barrier();
 }
 
-// Items 17 and 27 (§3.11.1/§3.12.1 USE_ONCE, §3.11.3/§3.12.3, §3.13.1 AUTO_UNLINK): a use-once
+// §3.11.1/§3.12.1 USE_ONCE, §3.11.3/§3.12.3, §3.13.1 AUTO_UNLINK: a use-once
 // entry takes one message, AUTO_UNLINK follows its PUT, the next message goes to the next entry,
 // and unlinking the auto-unlinked entry returns PTL_ARG_INVALID (its handle is stale).
 TEST_F(Match, UseOnceAutoUnlinkAndLateUnlink) {
@@ -339,7 +339,7 @@ TEST_F(Match, UseOnceAutoUnlinkAndLateUnlink) {
     }
 }
 
-// Item 18 (§3.12.1 MANAGE_LOCAL, Table 3-3): a locally managed offset packs puts and gets one after
+// §3.12.1 MANAGE_LOCAL, Table 3-3: a locally managed offset packs puts and gets one after
 // another; the target event reports the requested offset, the ACK/REPLY the offset used.
 TEST_F(Match, ManageLocalPacksMessages) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -416,7 +416,7 @@ TEST_F(Match, ManageLocalPacksMessages) {
     barrier();
 }
 
-// Item 19 (§3.12.1 min_free): once length - local offset < min_free the ME unlinks itself
+// §3.12.1 min_free: once length - local offset < min_free the ME unlinks itself
 // (AUTO_UNLINK after its PUTs) and later messages go to the next entry.
 TEST_F(Match, MinFreeAutoUnlinks) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -543,7 +543,7 @@ TEST_F(Match, UnlinkOfConsumedUseOnceEntryIsStale) {
     }
 }
 
-// Item 20 (§3.13.3 PTL_NI_DROPPED, §3.15.1, §4.2.2): without flow control, a message that matches
+// §3.13.3 PTL_NI_DROPPED, §3.15.1, §4.2.2: without flow control, a message that matches
 // nothing, or goes to a PT that does not exist, is dropped: DROP_COUNT + 1 each and no other
 // register, and the initiator hears of it: an ACK (PTL_ACK_REQ, PTL_CT_ACK_REQ) or REPLY with
 // PTL_NI_DROPPED, counted as a failure; a PTL_OC_ACK_REQ ack still reports success, because a drop

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Conformance: network interfaces, identifiers, handles and the logical map
-// (spec §3.6, §3.8, §3.9, §3.18; conformance items 2, 3, 5, 6).
+// (spec §3.6, §3.8, §3.9, §3.18).
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,7 +25,7 @@ bool limits_equal(const ptl_ni_limits_t &a, const ptl_ni_limits_t &b) {
 
 class NiTest : public PtlTest {};
 
-// Item 2 (§3.6, §3.6.2, §3.9): the four logical NIs of one physical NI share one nid/pid; a
+// §3.6, §3.6.2, §3.9: the four logical NIs of one physical NI share one nid/pid; a
 // repeated PtlNIInit returns the first handle and limits, ignores pid, and needs two PtlNIFini.
 TEST_F(NiTest, FourKindsShareOnePhysIdAndInitIsRefCounted) {
     const unsigned kinds[4] = {kMatchingPhysical, kNonMatchingPhysical, kMatchingLogical, kNonMatchingLogical};
@@ -99,7 +99,7 @@ TEST_F(NiTest, FourKindsShareOnePhysIdAndInitIsRefCounted) {
     for (int i = 0; i < 4; ++i) EXPECT_PTL(PtlNIFini(h[i])) << ni_kind_name(kinds[i]);
 }
 
-// Item 3 (§3.6.1, §3.6.2): a requested pid is honoured, a pid in use is refused with
+// §3.6.1, §3.6.2: a requested pid is honoured, a pid in use is refused with
 // PTL_PID_IN_USE, and the actual limits meet the spec minimums.
 TEST_F(NiTest, PidRequestAndLimits) {
     REQUIRE_RANKS(2);
@@ -293,7 +293,7 @@ TEST_F(NiTest, DesiredLimitsAreHonouredAndEnforced) {
     EXPECT_PTL(PtlNIFini(ni));
 }
 
-// Issue 29 item 2 (§3.6.1, README "Limits"): max_msg_size is 2^62, or PORTICO_MAX_MSG_SIZE when
+// §3.6.1, README's *Limits*: max_msg_size is 2^62, or PORTICO_MAX_MSG_SIZE when
 // set: larger than any address space, yet a client's rounding up on it ((len + max - 1) / max, the
 // fragment count of Open MPI's mtl and coll) cannot wrap for any len up to it, as it did when
 // Portico reported PTL_SIZE_MAX (0 fragments: no get was issued and the receive hung). A desired
@@ -360,7 +360,7 @@ TEST_F(NiTest, MaxMsgSizeLeavesClientsHeadroomAndIsEnforced) {
     barrier();
 }
 
-// Item 5 (§3.6.5, §3.18.1): PtlNIHandle on every object kind; PtlHandleIsEqual.
+// §3.6.5, §3.18.1: PtlNIHandle on every object kind; PtlHandleIsEqual.
 TEST_F(NiTest, NIHandleAndHandleIsEqual) {
     Ni m = open_ni(kMatchingPhysical);
     Ni n = open_ni(kNonMatchingPhysical);
@@ -412,7 +412,7 @@ TEST_F(NiTest, MapCallsOnPhysicalNiAreInvalid) {
     }
 }
 
-// Item 6 (§3.6.6, §3.6.7, §3.9.2, Portico: static map from the launcher).
+// §3.6.6, §3.6.7, §3.9.2 (Portico: a static map from the launcher).
 TEST_F(NiTest, LogicalMapAndRanks) {
     REQUIRE_RANKS(2);
     for (unsigned kind : {kMatchingLogical, kNonMatchingLogical}) {

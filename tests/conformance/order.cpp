@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Conformance: message and data ordering, I/O vectors, volatile MDs (spec §2.7, §3.10.1-2,
-// §3.12.1 PTL_IOVEC; conformance items 59, 60, 61).
+// §3.12.1 PTL_IOVEC).
 //
 // Rank 0 is the target, rank 1 the initiator.
 #include <map>
@@ -17,7 +17,7 @@ namespace {
 class Ordering : public PtlTest {};
 constexpr ptl_pt_index_t kPt = 80;
 
-// Item 59, message order (§2.7, §2.7.2): messages of any size from one initiator are matched in the
+// Message order (§2.7, §2.7.2): messages of any size from one initiator are matched in the
 // order they were sent, so a series of use-once MEs takes them one by one in order. With
 // PTL_MD_UNORDERED every message still arrives exactly once.
 TEST_F(Ordering, MatchingOrderIsKeptForAllSizesUnlessUnordered) {
@@ -83,7 +83,7 @@ TEST_F(Ordering, MatchingOrderIsKeptForAllSizesUnlessUnordered) {
     }
 }
 
-// Item 59, data order (§2.7.1): for messages shorter than max_waw_ordered_size (write after write,
+// Data order (§2.7.1): for messages shorter than max_waw_ordered_size (write after write,
 // read after write) and max_war_ordered_size (write after read) between one pair, the bytes at one
 // offset of one ME are accessed in message order. A chain get, put, get, put, ... of 4-byte
 // messages on one word must read 0, 1, 2, ...; a burst of 32-byte puts at one offset leaves the
@@ -268,7 +268,7 @@ struct Segments {
     void *address(size_t i) { return &at(i); }
 };
 
-// Item 60 (§3.10.1-2, §3.11.1, §3.12.1 PTL_IOVEC): I/O vector MDs, MEs and LEs behave as one
+// §3.10.1-2, §3.11.1, §3.12.1 PTL_IOVEC: I/O vector MDs, MEs and LEs behave as one
 // contiguous region: offsets count across segments, data crosses segment boundaries, truncation
 // applies to the total length, and the event start is the address of the first byte used.
 TEST_F(Ordering, IovecRegionsActContiguous) {
@@ -372,7 +372,7 @@ TEST_F(Ordering, IovecRegionsActContiguous) {
     barrier();
 }
 
-// Item 61 (§3.10.1 PTL_MD_VOLATILE): with a volatile MD the buffer may be reused as soon as PtlPut
+// §3.10.1 PTL_MD_VOLATILE: with a volatile MD the buffer may be reused as soon as PtlPut
 // returns, for lengths up to max_volatile_size; the target receives what the buffer held at the
 // call.
 TEST_F(Ordering, VolatileMdBufferIsReusableOnReturn) {

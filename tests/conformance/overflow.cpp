@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Conformance: overflow list, unexpected headers, search, AUTO_UNLINK/AUTO_FREE (spec §2.5,
-// §3.11.2-4, §3.12.1-4, §3.13.1; conformance items 21-32).
+// §3.11.2-4, §3.12.1-4, §3.13.1).
 //
 // Rank 0 is the target, rank 1 the initiator. Portico decisions used here: a use-once append served
 // from the unexpected list raises AUTO_UNLINK but no LINK; a search's CT counts without CT_COMM.
@@ -88,7 +88,7 @@ struct Target {
     }
 };
 
-// Items 21 and 32 (§3.12.2, §3.13.1, Table 3-3 ptl_list): delivery into an overflow ME raises PUT
+// §3.12.2, §3.13.1, Table 3-3 ptl_list: delivery into an overflow ME raises PUT
 // and an ACK with ptl_list = OVERFLOW; a later use-once priority append consumes the header with
 // PUT_OVERFLOW (start in the overflow buffer, original lengths, requested offset) and AUTO_UNLINK,
 // is not linked (no LINK, later messages still go to the overflow list), and its handle is stale:
@@ -124,7 +124,7 @@ TEST_F(Overflow, UseOnceAppendConsumesUnexpectedHeader) {
     }
 }
 
-// Item 22 (§3.12.2): a persistent append consumes every matching header, one overflow event each in
+// §3.12.2: a persistent append consumes every matching header, one overflow event each in
 // arrival order, then links (LINK) and takes later messages in the priority list.
 TEST_F(Overflow, PersistentAppendConsumesAllMatchingHeaders) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -175,7 +175,7 @@ TEST_F(Overflow, PersistentAppendConsumesAllMatchingHeaders) {
     }
 }
 
-// Item 23 (§3.12.1 PTL_ME_LOCAL_INC_UH_RLENGTH): the local offset advances by each consumed
+// §3.12.1 PTL_ME_LOCAL_INC_UH_RLENGTH: the local offset advances by each consumed
 // header's rlength; when that breaks min_free the ME is not linked and raises AUTO_UNLINK.
 TEST_F(Overflow, IncUhRlengthAdvancesOffsetAndMinFreeUnlinks) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -250,7 +250,7 @@ TEST_F(Overflow, IncUhRlengthAdvancesOffsetAndMinFreeUnlinks) {
     }
 }
 
-// Item 24 (§3.12.1 UNEXPECTED_HDR_DISABLE, §3.13.1 AUTO_FREE): an overflow entry with this option
+// §3.12.1 UNEXPECTED_HDR_DISABLE, §3.13.1 AUTO_FREE: an overflow entry with this option
 // keeps no header (no overflow event for a later append, searches find nothing) and raises no
 // AUTO_FREE after its AUTO_UNLINK.
 TEST_F(Overflow, UnexpectedHdrDisableKeepsNoHeader) {
@@ -287,7 +287,7 @@ TEST_F(Overflow, UnexpectedHdrDisableKeepsNoHeader) {
     }
 }
 
-// Item 25 (§3.11, §3.12, §3.13.1 AUTO_FREE): an overflow ME that unlinked itself (min_free) raises
+// §3.11, §3.12, §3.13.1 AUTO_FREE: an overflow ME that unlinked itself (min_free) raises
 // AUTO_FREE only once every header it holds has been consumed, after the last of their events and
 // with its counting events complete; unlinking it meanwhile returns PTL_IN_USE, and after AUTO_FREE
 // its handle is stale (PTL_ARG_INVALID, README decision 21).
@@ -338,7 +338,7 @@ TEST_F(Overflow, AutoFreeAfterAllHeadersConsumed) {
     }
 }
 
-// Item 26 (§3.11.3, §3.12.3): PtlMEUnlink of an overflow ME that still has unexpected headers
+// §3.11.3, §3.12.3: PtlMEUnlink of an overflow ME that still has unexpected headers
 // returns PTL_IN_USE; after the headers are consumed it succeeds (and raises no event).
 TEST_F(Overflow, UnlinkOverflowEntryWithHeadersIsInUse) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -360,7 +360,7 @@ TEST_F(Overflow, UnlinkOverflowEntryWithHeadersIsInUse) {
     }
 }
 
-// Item 28 (§3.12.4 PTL_SEARCH_ONLY): SEARCH with PTL_NI_OK and every field of the message, the
+// §3.12.4 PTL_SEARCH_ONLY: SEARCH with PTL_NI_OK and every field of the message, the
 // header stays (the search is repeatable and a later append still finds it); a persistent search
 // reports every match then NO_MATCH; a use-once search without a match reports NO_MATCH.
 TEST_F(Overflow, SearchOnlyKeepsHeaders) {
@@ -395,7 +395,7 @@ TEST_F(Overflow, SearchOnlyKeepsHeaders) {
     }
 }
 
-// Item 29 (§3.12.4 PTL_SEARCH_DELETE): overflow events for the matches, headers removed; a
+// §3.12.4 PTL_SEARCH_DELETE: overflow events for the matches, headers removed; a
 // persistent search ends with SEARCH/NO_MATCH, a use-once one stops at its first match.
 TEST_F(Overflow, SearchDeleteRemovesHeaders) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -425,7 +425,7 @@ TEST_F(Overflow, SearchDeleteRemovesHeaders) {
     }
 }
 
-// Items 30 and 31 (§3.11.4/§3.12.4 counting, Portico: no CT_COMM needed): a use-once search adds 1
+// §3.11.4/§3.12.4 counting (Portico: no CT_COMM needed): a use-once search adds 1
 // success on a hit, 1 failure without; a persistent search adds 1 success per hit and 1 failure at
 // the end. Searches never touch status registers.
 TEST_F(Overflow, SearchCountingEventsAndStatusRegisters) {
@@ -475,7 +475,7 @@ TEST_F(Overflow, SearchCountingEventsAndStatusRegisters) {
     }
 }
 
-// Item 31 (§2.5, §3.12.2, §3.12.4): neither a search nor an append that matches an unexpected header
+// §2.5, §3.12.2, §3.12.4: neither a search nor an append that matches an unexpected header
 // checks permissions (the entries here allow no operation and another uid), and neither touches
 // the status registers.
 TEST_F(Overflow, UnexpectedMatchingSkipsPermissionChecks) {
@@ -510,7 +510,7 @@ TEST_F(Overflow, UnexpectedMatchingSkipsPermissionChecks) {
     }
 }
 
-// Item 32, get side (§3.15.3, Table 3-3): a get matched in the overflow list replies from the
+// The get side (§3.15.3, Table 3-3): a get matched in the overflow list replies from the
 // overflow buffer with ptl_list = OVERFLOW; a later append raises GET_OVERFLOW.
 TEST_F(Overflow, GetMatchedInOverflowList) {
     Ni ni = open_ni(kMatchingPhysical);
@@ -543,8 +543,8 @@ TEST_F(Overflow, GetMatchedInOverflowList) {
     }
 }
 
-// Items 21, 22, 28 on a non-matching NI (§3.11.2, §3.11.4): every header matches an LE; a use-once
-// append takes the oldest, a persistent one the rest and links.
+// Unexpected headers on a non-matching NI (§3.11.2, §3.11.4): every header matches an LE; a
+// use-once append takes the oldest, a persistent one the rest and links.
 TEST_F(Overflow, NonMatchingLeUnexpectedHeaders) {
     Ni ni = open_ni(kNonMatchingPhysical);
     std::vector<uint8_t> obuf(64, 0), p1(64, 0), p2(64, 0);

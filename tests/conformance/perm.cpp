@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Conformance: permission (uid) and operation (OP_PUT/OP_GET) checks (spec §2.5, §3.3.7, §3.11.1,
-// §3.12.1, §3.13.3; conformance items 10, 11, 14).
+// §3.12.1, §3.13.3).
 //
 // Rank 0 is the target, rank 1 the initiator. A violation drops the message without changing any
 // list, bumps PERMISSION_VIOLATIONS or OPERATION_VIOLATIONS (never DROP_COUNT, §3.3.7) and is
@@ -32,7 +32,7 @@ void get_expect(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t eq, ptl_pt_ind
     check_init_event(wait_event(eq), {.type = PTL_EVENT_REPLY, .user_ptr = tag(id), .fail = fail});
 }
 
-// Item 10: a put to an entry without OP_PUT and a get from one without OP_GET.
+// A put to an entry without OP_PUT and a get from one without OP_GET.
 TEST_P(Perm, OperationViolation) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(GetParam());
@@ -82,7 +82,7 @@ TEST_P(Perm, OperationViolation) {
     }
 }
 
-// Item 11: uid mismatch gives PERM_VIOLATION; a matching uid and PTL_UID_ANY pass.
+// A uid mismatch gives PERM_VIOLATION; a matching uid and PTL_UID_ANY pass.
 TEST_P(Perm, UidCheck) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(GetParam());
@@ -134,7 +134,7 @@ TEST_P(Perm, UidCheck) {
 INSTANTIATE_TEST_SUITE_P(NiKinds, Perm, ::testing::Values(kMatchingPhysical, kNonMatchingPhysical),
                          [](const ::testing::TestParamInfo<unsigned> &param) { return ni_kind_name(param.param); });
 
-// Item 14 (§2.5.2, §4.2.2): once an ME matched, a failed permission or operation check drops the
+// §2.5.2, §4.2.2: once an ME matched, a failed permission or operation check drops the
 // message: matching does not continue with the next ME, and no list changes (a use-once ME that
 // refused a message is still linked).
 TEST_F(PermMatching, FailedCheckDoesNotFallThrough) {

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Conformance: portal table entries and flow control (spec §2.8, §3.7, §3.13.3, §3.13.5;
-// conformance items 4, 33, 34, 35, 36).
+// Conformance: portal table entries and flow control (spec §2.8, §3.7, §3.13.3, §3.13.5).
 //
 // In the two-rank tests rank 0 is the target and rank 1 the initiator.
 #include <set>
@@ -22,7 +21,7 @@ void check_pt_disabled(const ptl_event_t &ev, ptl_pt_index_t pt) {
     EXPECT_TRUE(ev.ni_fail_type == PTL_NI_OK || ev.ni_fail_type == PTL_NI_PT_DISABLED) << describe(ev);
 }
 
-// Item 4 (§3.7.1, §3.7.2).
+// §3.7.1, §3.7.2.
 TEST_F(PtTest, AllocFreeAndErrors) {
     Ni ni = open_ni(kMatchingPhysical);
     ptl_handle_eq_t eq = make_eq(ni);
@@ -81,7 +80,7 @@ TEST_F(PtTest, AllocFreeAndErrors) {
     EXPECT_RC(PTL_PT_FULL, PtlPTAlloc(ni.h, 0, eq, PTL_PT_ANY, &got));
 }
 
-// Item 33 (§2.8): no match on a flow-controlled PT disables it (PT_DISABLED event, ACK/REPLY with
+// §2.8: no match on a flow-controlled PT disables it (PT_DISABLED event, ACK/REPLY with
 // PTL_NI_PT_DISABLED); later messages are dropped without touching buffers; PtlPTEnable restores.
 TEST_F(FlowControl, NoMatchDisablesPtUntilEnabled) {
     REQUIRE_RANKS(2);
@@ -164,7 +163,7 @@ size_t puts_until_disabled(const Ni &ni, ptl_handle_md_t md, ptl_handle_eq_t ieq
     return kMax;
 }
 
-// Items 34 and 35 (§2.8, §3.11.1/§3.12.1 EVENT_FLOWCTRL_DISABLE, Implementation Note 13): a full EQ
+// §2.8, §3.11.1/§3.12.1 EVENT_FLOWCTRL_DISABLE, Implementation Note 13: a full EQ
 // on a flow-controlled PT disables it; PT_DISABLED is still delivered (reserved slot) unless the
 // entry that caused it has EVENT_FLOWCTRL_DISABLE, and a no-match always raises PT_DISABLED.
 void full_eq_test(bool flowctrl_event_disabled) {
@@ -244,7 +243,7 @@ TEST_F(FlowControl, EventFlowctrlDisableHidesOnlyEntryCausedPtDisabled) {
     full_eq_test(true);
 }
 
-// Item 36 (§3.7.1 PT_ALLOC_DISABLED, §3.7.3, §3.7.4): a PT allocated disabled refuses messages until
+// §3.7.1 PT_ALLOC_DISABLED, §3.7.3, §3.7.4: a PT allocated disabled refuses messages until
 // enabled; PtlPTDisable raises no event; appends keep working on a disabled PT.
 TEST_F(PtTest, AllocDisabledAndPtDisable) {
     REQUIRE_RANKS(2);

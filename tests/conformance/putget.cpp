@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Conformance: put, get, memory descriptors and event fields (spec §3.10, §3.11, §3.13, §3.15.1-3;
-// conformance items 7, 8, 9, 41, 44, 62, 63 (unreliable put), and Portico's PTL_NI_SEGV decision).
+// §2.2 unreliable puts, and Portico's PTL_NI_SEGV decision).
 #include <dirent.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -25,7 +25,7 @@ class PutGetMd : public PtlTest {};
 constexpr ptl_pt_index_t kPt = 20;
 constexpr ptl_match_bits_t kBits = 0xABCDEF0123456789ull;
 
-// Item 7 (§3.15.2, Table 3-3): a put, both ranks at once: data, every PUT field, SEND and ACK.
+// §3.15.2, Table 3-3: a put, both ranks at once: data, every PUT field, SEND and ACK.
 TEST_P(PutGet, PutAllFieldsBothDirections) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(GetParam());
@@ -68,7 +68,7 @@ TEST_P(PutGet, PutAllFieldsBothDirections) {
     }
 }
 
-// Item 8 (§3.15.3, Table 3-3): a get, both ranks at once: REPLY data and fields, GET fields, and
+// §3.15.3, Table 3-3: a get, both ranks at once: REPLY data and fields, GET fields, and
 // no SEND event for a get.
 TEST_P(PutGet, GetAllFieldsBothDirections) {
     REQUIRE_RANKS(2);
@@ -230,7 +230,7 @@ INSTANTIATE_TEST_SUITE_P(AllNiKinds, PutGet,
                                            kNonMatchingLogical),
                          [](const ::testing::TestParamInfo<unsigned> &param) { return ni_kind_name(param.param); });
 
-// Item 9 (§2.5.1, §4.2.2): a non-matching NI always delivers into the first LE of the list,
+// §2.5.1, §4.2.2: a non-matching NI always delivers into the first LE of the list,
 // whatever the match bits; a use-once first LE hands over to the next one.
 // Portico extension (portico_ext.h): a put whose source and a get whose destination lie in a
 // shared segment. On one machine the target copies through its own mapping of the initiator's
@@ -363,8 +363,8 @@ TEST_F(PutGetMd, NonMatchingNiUsesFirstLe) {
     }
 }
 
-// Item 41, initiator side (§3.10.1): SEND_DISABLE and SUCCESS_DISABLE suppress successful full
-// events (counting events are unaffected) but never failures.
+// Event-disable flags, initiator side (§3.10.1): SEND_DISABLE and SUCCESS_DISABLE suppress
+// successful full events (counting events are unaffected) but never failures.
 TEST_F(PutGetMd, MdEventDisableFlags) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
@@ -411,8 +411,8 @@ TEST_F(PutGetMd, MdEventDisableFlags) {
     }
 }
 
-// Item 41, target side (§3.11.1, §3.12.1): LINK/COMM/SUCCESS/UNLINK_DISABLE suppress their events;
-// counting events still count.
+// Event-disable flags, target side (§3.11.1, §3.12.1): LINK/COMM/SUCCESS/UNLINK_DISABLE suppress
+// their events; counting events still count.
 TEST_F(PutGetMd, EntryEventDisableFlags) {
     REQUIRE_RANKS(2);
     Ni ni = open_ni(kMatchingPhysical);
@@ -465,7 +465,7 @@ TEST_F(PutGetMd, EntryEventDisableFlags) {
     if (rank() == 0) expect_eq_empty(teq, "(COMM/SUCCESS/UNLINK disabled)");
 }
 
-// Item 44 (§3.15.1, §3.15.2): NO_ACK_REQ gives no ACK; an MD without EQ and CT gets no ACK;
+// §3.15.1, §3.15.2: NO_ACK_REQ gives no ACK; an MD without EQ and CT gets no ACK;
 // a CT-only MD counts SEND and ACK but no ACK for NO_ACK_REQ.
 TEST_F(PutGetMd, NoAckReqAndMdWithoutEqOrCt) {
     REQUIRE_RANKS(2);
@@ -534,7 +534,7 @@ TEST_F(PutGetMd, NoAckReqAndMdWithoutEqOrCt) {
     }
 }
 
-// Item 62 and Portico's decision on §3.10.4: PtlMDRelease is refused with PTL_IN_USE while a get
+// Portico's decision on §3.10.4: PtlMDRelease is refused with PTL_IN_USE while a get
 // awaits its REPLY; it is allowed once a put's SEND has arrived, and the late ACK is then discarded
 // (DROP_COUNT + 1 at the initiator, no event). The target is held with SIGSTOP so that the REPLY
 // and the ACK are certainly late; a put's SEND is local (§3.13.1) and must not need the target.
@@ -682,8 +682,8 @@ TEST_F(PutGetMd, SegvOnUnmappedSource) {
 
 // Portico decision on §3.12 (PTL_TARGET_BIND_INACCESSIBLE): a put into a whole-address-space ME at an
 // unmapped address gives the target event PTL_NI_SEGV and a failed ACK; a 0-byte message never
-// faults (§3.12); SUCCESS_DISABLE does not hide the failure (item 41) and a CT_BYTES counter adds 1
-// for it (item 42).
+// faults (§3.12); SUCCESS_DISABLE does not hide the failure (§3.12.1) and a CT_BYTES counter adds
+// 1 for it (§3.14).
 // A put from, and a get into, a shared segment whose target entry covers unmapped memory: the
 // target copies through its mapping of the initiator's segment, and that copy is guarded like
 // every other — PTL_NI_SEGV at the target, a failed ACK or REPLY at the initiator, and the target
@@ -841,7 +841,7 @@ TEST_F(PutGetMd, SegvOnUnmappedTarget) {
     }
 }
 
-// Item 63, first part (§2.2, §3.10.1 PTL_MD_UNRELIABLE): an unreliable put with NO_ACK_REQ
+// §2.2, §3.10.1 PTL_MD_UNRELIABLE: an unreliable put with NO_ACK_REQ
 // completes locally; whatever arrives is intact (the network may drop unreliable messages).
 TEST_F(PutGetMd, UnreliablePut) {
     REQUIRE_RANKS(2);

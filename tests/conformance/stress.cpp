@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Stress: all-to-all traffic between every rank (8 under ctest), a bounded number of rounds, every
-// byte checked and every event counted (conformance item 63, "no events lost under stress").
+// byte checked and every event counted: no event is lost under stress.
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -277,13 +277,14 @@ TEST_F(Stress, ThreadedPutsLoseNoEvents) {
     expect_eq_empty(teq);
 }
 
-// Four threads of one process put into four targets at once while each target's application
-// appends and unlinks entries of the same portal table entry (issue 13, item 2's proof of the send
-// and match paths under TSan). Every put must match: two persistent MEs with the put's match bits
-// take turns (one is unlinked and appended again at the end of the list while the other stays), and
-// transient MEs with other bits come and go between them, so matching walks a list that changes.
-// Every ACK and every byte is checked; the targets stop when the initiator says it is done. Two of
-// the threads put from an MD without EQ or CT, which takes no engine lock at all.
+// Four threads of one process put into four targets at once while each target's application appends
+// and unlinks entries of the same portal table entry (the send path without the engine lock,
+// docs/ARCHITECTURE.md's *Sending without the lock*, and matching, under TSan). Every put must
+// match: two persistent MEs with the put's match bits take turns (one is unlinked and appended
+// again at the end of the list while the other stays), and transient MEs with other bits come and
+// go between them, so matching walks a list that changes. Every ACK and every byte is checked; the
+// targets stop when the initiator says it is done. Two of the threads put from an MD without EQ or
+// CT, which takes no engine lock at all.
 TEST_F(Stress, FourThreadsPutIntoFourTargetsWhileTheirListsChange) {
     constexpr int kTargets = 4, kPerThread = 1000;
     constexpr ptl_match_bits_t kBits = 0x10, kOtherBits = 0x20;
@@ -332,7 +333,7 @@ TEST_F(Stress, FourThreadsPutIntoFourTargetsWhileTheirListsChange) {
                 ptl_handle_ct_t acks = make_ct(ni);
                 ptl_handle_md_t md =
                     bind_md(ni, src.data(), src.size() * sizeof(uint64_t), PTL_EQ_NONE, acks, PTL_MD_EVENT_CT_ACK);
-                // Without EQ or CT: puts from it take no engine lock (issue 13, item 2).
+                // Without EQ or CT: puts from it take no engine lock.
                 ptl_handle_md_t silent = bind_md(ni, src.data(), src.size() * sizeof(uint64_t), PTL_EQ_NONE);
                 const ptl_process_t to = ni.id_of(1 + t);
                 // Threads 0 and 1 ask for every ack; 2 and 3 put quietly and ask for the last one

@@ -1017,7 +1017,8 @@ TEST_F(EngineLoopback, AtomicSumFetchAndCompareSwap) {
     }
 }
 
-// A put from an MD without EQ or CT takes no engine lock (issue 13, item 2): it carries what a
+// A put from an MD without EQ or CT takes no engine lock (docs/ARCHITECTURE.md, *Sending without
+// the lock*): it carries what a
 // locked put carries, and threads putting through MDs that another thread releases and binds
 // again either send (PTL_OK, and the message arrives) or are told the handle is stale
 // (PTL_ARG_INVALID), never reach a recycled MD's fields. Under TSan, the race detector's case for

@@ -6,10 +6,11 @@
  * constants, and the values of gasnett_checksum, gasnett_count0s*, gasnett_setenv/unsetenv,
  * gasnett_performance_warning_str and the backtrace functions (with a client mechanism through
  * gasnett_backtrace_user). And the rest of GASNet-1's tools interface that GASNet 1.28's test
- * programs use (issue 29 item 7): the tools spec version and thread model, reader-writer locks
- * (readers together, a writer alone, from threads), weak barriers, strong 32/64-bit atomics,
- * gasnett_verboseenv and the environment reports, gasnett_format_number (exact strings and round
- * trips through gasnett_parse_int), signal handlers, resource limits, aligned memory, and the
+ * programs use (docs/GASNET.md, *GASNet 1.28's own test programs*): the tools spec version and
+ * thread model, reader-writer locks (readers together, a writer alone, from threads), weak
+ * barriers, strong 32/64-bit atomics, gasnett_verboseenv and the environment reports,
+ * gasnett_format_number (exact strings and round trips through gasnett_parse_int), signal handlers,
+ * resource limits, aligned memory, and the
  * GASNETT_ALWAYS_INLINE/HOT/COLD/DEPRECATED/TENTATIVE_EXTERN/FAST_*_MEMCPY forms. Compiled as C (GASNET_SEQ) and, through tools_test_cxx.cpp, as C++
  * (GASNET_PAR), both with -Wall -Wextra -Werror. One process; no gasnet_init needed.
  */

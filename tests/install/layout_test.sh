@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # layout_test.sh BUILD_DIR | --prefix PREFIX
-# Portico's client headers must not shadow the real ones (test install.layout, issue 29 item 8).
+# Portico's client headers must not shadow the real ones (test install.layout).
 # GASNet's own portals4-conduit is built with -I<PORTALS4HOME>/include ahead of its own headers,
 # and a UPC compiler's upc.h sits in the compiler's directory, which every -I precedes: so
 # <prefix>/include holds Portals and Portico's own headers only (portals4.h, portals.h,

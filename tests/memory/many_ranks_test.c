@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A GASNet job with many ranks on one machine (issue 30 item 6): every node talks to every other
+/* A GASNet job with many ranks on one machine (docs/PERFORMANCE.md, *Memory per rank*): every
+ * node talks to every other
  * one (an AM request and reply, a 2 KiB Medium, an 8-byte put into its segment) and sends the
  * largest Medium to its two neighbours, every value checked; then, with a budget, the job's memory
  * per rank must fit in it.

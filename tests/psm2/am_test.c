@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * am_test.c — PSM2 active messages between two processes (psm2.am, psm2.am.tcp). Rank 0 ("A")
- * requests, rank 1 ("B") runs the handlers and replies. Notes/psm2.md §6 case 36: the parameters'
- * minimums (and the limits beyond them refused); request -> reply with every argument count 0..10
- * and payloads 0..8128 bytes, checked byte for byte both ways; completion callbacks;
- * psm2_am_get_source; reply rules (once, never from a reply handler or for NOREPLY); 10000
- * NOREPLY requests handled in order; ASYNC payloads; requests to itself; a full handler table
+ * requests, rank 1 ("B") runs the handlers and replies. docs/PSM2.md's conformance case 36: the
+ * parameters' minimums (and the limits beyond them refused); request -> reply with every argument
+ * count 0..10 and payloads 0..8128 bytes, checked byte for byte both ways; completion callbacks;
+ * psm2_am_get_source; reply rules (once, never from a reply handler or for NOREPLY); 10000 NOREPLY
+ * requests handled in order; ASYNC payloads; requests to itself; a full handler table
  * (PSM2_EP_NO_RESOURCES). Also case 37's point for AM: B sends requests back to A through the
- * epaddr get_source gave it, without connecting. A flood of requests while the target is away
- * from PSM2 (none lost, order kept).
+ * epaddr get_source gave it, without connecting. A flood of requests while the target is away from
+ * PSM2 (none lost, order kept).
  */
 #include "psm2_test.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * core_test.c — PSM2 conformance, one process (psm2.core): the library's lifetime, errors and
- * error handlers, endpoints, connections to itself and to endpoints that do not exist, options,
- * queries. Notes/psm2.md §6 cases 1–4, 5 (values), 6, 7 (without PSM2_MULTI_EP), 8, 9, 10 (dead
+ * core_test.c — PSM2 conformance, one process (psm2.core): the library's lifetime, errors and error
+ * handlers, endpoints, connections to itself and to endpoints that do not exist, options, queries.
+ * docs/PSM2.md's conformance cases 1–4, 5 (values), 6, 7 (without PSM2_MULTI_EP), 8, 9, 10 (dead
  * epid), 11, 12, 14, 33 (idle), 34, 35, 37, 38.
  *
  * psm2_finalize is final for a process (a later psm2_init is PSM2_IS_FINALIZED), and
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* §2.1: the values clients are compiled with (psm2.abi compares every one with Debian's headers). */
+/* The values and sizes clients are compiled with (psm2.abi compares each with Debian's headers). */
 _Static_assert(PSM2_OK == 0 && PSM2_OK_NO_PROGRESS == 1 && PSM2_PARAM_ERR == 3 && PSM2_NO_MEMORY == 4, "general");
 _Static_assert(PSM2_INIT_NOT_INIT == 5 && PSM2_INIT_BAD_API_VERSION == 6 && PSM2_INTERNAL_ERR == 8, "general");
 _Static_assert(PSM2_OPT_READONLY == 10 && PSM2_TIMEOUT == 11 && PSM2_TOO_MANY_ENDPOINTS == 12, "general");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dead_peer_test.c — a peer that dies gives errors, never a hang (issue 15, "Protocols"): two
+ * dead_peer_test.c — a peer that dies gives errors, never a hang: two
  * processes started without a launcher (a parent and the child it forks, as PSM2 clients start
  * theirs), the child killed with SIGKILL once connected. Then, at the parent:
  *   - a rendezvous send to it ends (psm2_mq_wait returns) with an error status;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * demo_test.c — the PSM2 guide's psm2-demo flow (notes/psm2.md §4 item 10), as two processes of
+ * demo_test.c — the PSM2 guide's psm2-demo program, as two processes of
  * one job (psm2.demo.*): rank 0 is the server, rank 1 the client; their only exchange is the
- * server's epid in a file, as in the demo. Notes/psm2.md §6 cases 15 and 13.
+ * server's epid in a file, as in the demo. docs/PSM2.md's conformance cases 15 and 13.
  *   server: init, defaults, ep_open (all-zero job key), writes its epid ("0x%lx") to the file,
  *           mq_init, irecv(tag 0xABCD, selector ~0, 80 bytes), wait, checks "Hello world",
  *           removes the file

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * devices_test.c — PSM2_DEVICES (notes/psm2.md §2.3): "self", "shm" (peers reached through shared
- * memory) and "hfi" (Portico's network transport) are the paths an endpoint may use. Two ranks,
- * run under several settings (tests/psm2/CMakeLists.txt):
+ * devices_test.c — PSM2_DEVICES (docs/PSM2.md, *Environment*): "self", "shm" (peers reached through
+ * shared memory) and "hfi" (Portico's network transport) are the paths an endpoint may use. Two
+ * ranks, run under several settings (tests/psm2/CMakeLists.txt):
  *   psm2_devices_test reach SHM    the peer is reachable; psm2_ep_epid_share_memory says SHM (0/1);
  *                                  a message each way and an active message arrive intact
  *   psm2_devices_test unreachable  connect fails for the peer with PSM2_EPID_UNREACHABLE, and

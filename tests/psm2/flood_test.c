@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * flood_test.c — a flood of unexpected messages while the receiver makes no PSM2 call (notes/
- * psm2.md §3.5 and §6 case 21: unexpected messages are buffered until a receive takes them, and
- * none is lost). Rank 1 starts nonblocking sends of `MiB` mebibytes in messages of `len` bytes
- * (default: the largest eager size that applies to the peer) while rank 0 waits in a launcher
- * barrier; then rank 0 takes them all, in order, every other one with improbe + imrecv, and checks
- * every byte and length, and rank 1 checks that every send completed.
+ * flood_test.c — a flood of unexpected messages while the receiver makes no PSM2 call
+ * (docs/PSM2.md, *Settled questions* 3, and conformance case 21: unexpected messages are buffered
+ * until a receive takes them, and none is lost). Rank 1 starts nonblocking sends of `MiB` mebibytes
+ * in messages of `len` bytes (default: the largest eager size that applies to the peer) while rank
+ * 0 waits in a launcher barrier; then rank 0 takes them all, in order, every other one with improbe
+ * + imrecv, and checks every byte and length, and rank 1 checks that every send completed.
  *
- * What it passes through (src/psm2/mq.cpp, docs/PSM2.md "Unexpected messages"): the receiver's
+ * What it passes through (src/psm2/mq.cpp, docs/PSM2.md, *Settled questions* 3): the receiver's
  * slabs (7.5 MiB), then messages whose header alone lands and whose data the receiver gets from the
  * sender's retain ring (16 MiB), then, the ring full of those, rendezvous sends that complete when
  * the receiver gets their data. Many small messages (131072 of 16 bytes) are more arrivals than

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * isolation_test.c — PSM2 jobs of one user on one machine do not see each other's messages
- * (issue 30, item 4): the job key is checked on every message's path, not only by psm2_ep_connect.
+ * (docs/PSM2.md, *Connections*): the job key is checked on every message's path, not only by
+ * psm2_ep_connect.
  * Processes started without a launcher (this program forks them, as PSM2 clients start theirs),
  * whose job key is all they share, so that it is the job secret their shared-memory links prove:
  *   - job A (key A): A1 sends A0 20 messages, which A0 takes with any-source, any-tag receives;

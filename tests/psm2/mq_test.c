@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mq_test.c — PSM2 conformance between two processes (psm2.mq, psm2.mq.tcp): connections and
- * matched queues. Rank 0 ("A") mostly receives, rank 1 ("B") mostly sends. Notes/psm2.md §6:
+ * matched queues. Rank 0 ("A") mostly receives, rank 1 ("B") mostly sends. docs/PSM2.md's
+ * conformance cases:
  *   8, 9, 11   connect to the peer, idempotence, share_memory and lookups of a peer
  *   10         an epid whose endpoint is closed fails (2 s), timeout 0 waits until it reopens
  *   16, 17     64-bit matching (the guide's MPI selectors among decoys), 96-bit and 64<->96 interop

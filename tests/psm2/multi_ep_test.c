@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * multi_ep_test.c — PSM2_MULTI_EP=1 between two processes (psm2.multi_ep, psm2.multi_ep.tcp).
- * Each process opens four endpoints with one job key and a fifth with another. Notes/psm2.md §6:
+ * multi_ep_test.c — PSM2_MULTI_EP=1 between two processes (psm2.multi_ep, psm2.multi_ep.tcp). Each
+ * process opens four endpoints with one job key and a fifth with another. docs/PSM2.md's
+ * conformance cases:
  *   7    with PSM2_MULTI_EP several endpoints open, distinct epids, ep_query lists them
  *   39   four threads, each with its own endpoint and MQ, exchange eager and rendezvous messages
  *        with the peer's endpoint of the same index at the same time (isend/irecv/test/poll),

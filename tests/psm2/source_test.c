@@ -3,7 +3,7 @@
  * source_test.c — PSM2 conformance with two senders (psm2.source, psm2.source.tcp; 3 processes):
  * rank 0 receives from ranks 1 and 2. It connects to rank 1 only: rank 2 is known from its
  * messages (an implicit epaddr), which serves as a source filter and a destination before rank 0
- * ever connects to it. Notes/psm2.md §6:
+ * ever connects to it. docs/PSM2.md's conformance cases:
  *   18   irecv2(src = rank 1) ignores rank 2's message; ANY_ADDR and irecv take both
  *   20   two senders interleaving 300 messages each (eager and rendezvous): each one's arrive in
  *        its order

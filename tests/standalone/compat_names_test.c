@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Issue 29 item 4: the Portals 4.0/4.1 names that 4.3 deprecated and dropped from its tables, as
+/* The Portals 4.0/4.1 names that 4.3 deprecated and dropped from its tables, as
  * clients of that era use them (Open MPI 4.1's mtl/portals4 maps PTL_INTERRUPTED among the other
  * codes in one switch and appends its flow-control entries with PTL_ME_ACK_DISABLE; GASNet's
  * portals4-conduit does alike). They compile, PTL_INTERRUPTED differs from every code Portico

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A rank of a job that opens all its links late, for outsiders_test's flood (issue 30, item 1):
+// A rank of a job that opens all its links late, for outsiders_test's flood (docs/ARCHITECTURE.md,
+// *Connections that have not authenticated*):
 // it opens a logical NI (the job's map, exchanged through the launcher: no link yet), prints
 // "ID <rank> <nid> <pid>", and waits until rank 0 hears "GO" on its stdin (the test has set a
 // flood of outsiders' connections on every rank's port by then). Then every rank puts to every

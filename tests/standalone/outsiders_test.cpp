@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// What outsiders cannot do to Portico's processes (issue 30; the trust model in
-// tools/portico-run/README.md, "Trust model: transports", names these tests beside its sentences).
+// What outsiders cannot do to Portico's processes (the trust model in tools/portico-run/README.md,
+// *Trust model: transports*, names these tests beside its sentences).
 // The outsiders are real processes (outsider.cpp): another user where the point is another user
 // (those tests need root to become uid 65534, and are skipped with that reason without it), or a
 // stranger process of the same user.
@@ -211,8 +211,8 @@ TEST(SharedMemoryNames, APidAnotherEndpointHoldsNamesItsProcess) {
 
 // A flood of unauthenticated connections — silent, slow, garbage and half-open ones, from the
 // machine's own address and from 150 others, 420 on each rank's port, every one the rank closes
-// opened again — never stops a job's own links (issue 30, item 1: 300 silent connections per
-// port used to keep the 256 "waiting to authenticate" slots full, every new link of the job was
+// opened again — never stops a job's own links (300 silent connections per port used
+// to keep the 256 "waiting to authenticate" slots full, every new link of the job was
 // refused, and each refusal was logged). A 4-rank TCP job opens all its links during the flood;
 // every put, ack and event is checked by the ranks (flood_rank.cpp). The flooder is another user
 // when the test runs as root; the flood does not depend on the uid, so without root it is a

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The rules that keep memory per rank bounded when many processes of a job share a machine (issue
-// 30 item 6): shared-memory rings sized by the processes on the machine (transport/shm/sizing.hpp),
-// GASNet's active-message credits sized by the number of nodes (gasnet/sizing.hpp), and what the
-// launchers say about the machine's share of the job (bootstrap/local_hint.hpp).
+// The rules that keep memory per rank bounded when many processes of a job share a machine
+// (docs/PERFORMANCE.md, *Memory per rank*): shared-memory rings sized by the processes on the
+// machine (transport/shm/sizing.hpp), GASNet's active-message credits sized by the number of nodes
+// (gasnet/sizing.hpp), and what the launchers say about the machine's share of the job
+// (bootstrap/local_hint.hpp).
 #include <gtest/gtest.h>
 
 #include <cstdlib>

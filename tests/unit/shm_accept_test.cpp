@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // How a shared-memory endpoint takes its connections (transport/shm): the hello of a connection
 // is read without waiting, and a connection whose hello is already there is never dropped for
-// being late — however long the acceptor itself was kept from looking (issue 30, item 8: 42 of a
-// 256-rank job's own connections were refused "no hello in time" by descheduled acceptors). A
+// being late — however long the acceptor itself was kept from looking (42 of a 256-rank job's
+// own connections were refused "no hello in time" by descheduled acceptors). A
 // process with a job secret proves it in every hello, and takes only links proven with its own
-// (issue 30, item 4): links of another job are refused, counted, and both sides say why.
+// (docs/ARCHITECTURE.md, *The job secret on every link*): links of another job are refused,
+// counted, and both sides say why.
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// How a TCP endpoint takes connections that have not authenticated yet (issue 30, item 1): the
+// How a TCP endpoint takes connections that have not authenticated yet (docs/ARCHITECTURE.md,
+// *Connections that have not authenticated*): the
 // slots they may hold are shared out (per stranger's address; the oldest silent one goes first,
 // strangers before the job's peers), a dropped connection is told why, and a connector that is
 // dropped while the acceptor is busy or waited too long connects again instead of failing. Both
@@ -90,7 +91,7 @@ int refusal_on(int fd) {
 
 // The acceptor gives up on a connection whose hello has not come (here: at once, before the
 // connector has even written it), and says why; the connector connects again and its message
-// arrives. Until issue 30 the connector's link failed, blamed on the job secret.
+// arrives. (Until 2026-11 the connector's link failed, blamed on the job secret.)
 TEST(TcpAccept, AConnectorDroppedForLatenessConnectsAgain) {
     tcp::TcpConfig cfg;
     cfg.secret = "tcp-accept-test";

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Barrier stress (notes §5 cases 15 and 20): 10^4 barriers in a row on any number of threads,
+/* Barrier stress (docs/UPC.md's cases 15 and 20): 10^4 barriers in a row on any number of threads,
  * whole and split phase, with uneven work between them so that fast threads enter barrier k+1
  * while their parent is still in wait k; every thread's count of completed barriers is checked
  * by its neighbour after every hundredth. */

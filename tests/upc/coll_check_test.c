@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Non-single-valued collective arguments (notes §5 case 54), run with UPC_COLL_CHECK=1. argv[1]:
+/* Non-single-valued collective arguments (docs/UPC.md's case 54), run with UPC_COLL_CHECK=1.
+ * argv[1]:
  *   ok        valid calls of several collectives: the checks pass, the job ends with 0
  *   nbytes    thread THREADS-1 passes another nbytes to upc_all_broadcast
  *   function  thread THREADS-1 calls upc_all_scatter while the others call upc_all_broadcast

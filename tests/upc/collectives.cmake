@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# The collectives (upc_collective.h): notes §5 cases 45-53 under every configuration.
+# The collectives (upc_collective.h): docs/UPC.md's cases 45-53 under every configuration.
 upc_c_test(upc_collectives_test collectives_test.c)
 upc_mp_tests(coll upc_collectives_test)
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The UPC collectives (upc_collective.h; notes §5 cases 45-53) as generated code uses them: shared
- * arrays from upc_all_alloc, pointers-to-shared as upc_shared_ptr_t, every result checked against a
- * serial oracle that each thread computes on its own.
+/* The UPC collectives (upc_collective.h; docs/UPC.md's cases 45-53) as generated code uses them:
+ * shared arrays from upc_all_alloc, pointers-to-shared as upc_shared_ptr_t, every result checked
+ * against a serial oracle that each thread computes on its own.
  *   45 broadcast from thread 0 and THREADS-1, 1 B, 4 KiB, 1 MiB
  *   46 scatter, gather, gather_all
- *   47 exchange (a transpose: catches the design's §16.8 copy)
+ *   47 exchange (a transpose, not gather_all's pattern)
  *   48 permute with random permutations
  *   49 reduce: 11 types x ADD, MULT, MIN, MAX, FUNC (+ AND, OR, XOR, LOGAND, LOGOR on integers and
  *      LOGAND, LOGOR on floating types)

@@ -22,8 +22,8 @@ upc_mp_tests(statics upc_statics_test THREADS 1 2 4)
 upc_c_test(upc_barrier_stress_test barrier_stress_test.c)
 upc_mp_tests(barrier_stress upc_barrier_stress_test THREADS 2 7 16 TIMEOUT 240)
 
-# Random strict/relaxed accesses of every size and kind against a shadow copy (notes §5 case 56),
-# also on 16 threads.
+# Random strict/relaxed accesses of every size and kind against a shadow copy (docs/UPC.md's case
+# 56), also on 16 threads.
 upc_c_test(upc_memory_model_test memory_model_test.c)
 upc_mp_tests(memory_model upc_memory_model_test THREADS 1 2 4 8 16 TIMEOUT 240)
 portico_add_mp_test(upc.memory_model.n64 upc_memory_model_test 64 TIMEOUT 240 ARGS 500 ENV UPC_SHARED_HEAP_SIZE=16M)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The UPC runtime's core as generated code uses it (notes §5 cases 1-16, 18, 20, 21, 40-44):
+/* The UPC runtime's core as generated code uses it (docs/UPC.md's cases 1-16, 18, 20, 21, 40-44):
  * every typed access, block transfers, the bounce buffer, memcpy/memset in every locality,
  * unaligned transfers, the memory model (same-address order, strict puts and gets, a strict flag,
  * Dekker), barriers (split phase, named and anonymous, 10^4 in a row with uneven work), and the

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// How a C++ front-end job ends (notes §5 cases 39 and 40 in the C++ face): upc::global_exit while
-// the other threads wait in a barrier, an exception that escapes one thread's main, an error the
-// runtime reports (a lock taken twice), and a normal return through the runtime guard. Run by
+// How a C++ front-end job ends (docs/UPC.md's cases 39 and 40 in the C++ face): upc::global_exit
+// while the other threads wait in a barrier, an exception that escapes one thread's main, an error
+// the runtime reports (a lock taken twice), and a normal return through the runtime guard. Run by
 // run_exit_test.sh, which checks the job's exit code, the message and that no process is left.
 #include <portico/upc.hpp>
 

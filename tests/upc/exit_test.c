@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* How a UPC job ends (notes §5 cases 17, 19, 39, 40, 55): upc_global_exit while the others sit in
- * a barrier, a crash, a normal return, and the errors that end a job: mismatched barrier ids,
+/* How a UPC job ends (docs/UPC.md's cases 17, 19, 39, 40, 55): upc_global_exit while the others sit
+ * in a barrier, a crash, a normal return, and the errors that end a job: mismatched barrier ids,
  * notify twice, wait without notify, an access outside a segment. Run by run_exit_test.sh, which
  * checks the job's exit code, the message, and that no process is left. */
 #include <signal.h>

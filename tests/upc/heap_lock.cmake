@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# The shared heap and locks (notes §5 cases 22-38): heap_test.c, lock_test.c.
+# The shared heap and locks (docs/UPC.md's cases 22-38): heap_test.c, lock_test.c.
 upc_c_test(upc_heap_test heap_test.c)
 upc_mp_tests(heap upc_heap_test)
 # Case 28 with a small heap, so that it runs out.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The shared heap as generated code uses it (notes §5 cases 22-30): upc_all_alloc, concurrent
+/* The shared heap as generated code uses it (docs/UPC.md's cases 22-30): upc_all_alloc, concurrent
  * upc_global_alloc, upc_alloc, size 0 and NULL, cross-thread frees, random allocate/free cycles
  * whose coalescing gives the largest block back, every thread extending the heaps at once, a large
  * local extension, and (mode "exhaust", run with a small heap) running out of memory with the
@@ -426,7 +426,8 @@ static void exhaust(void) {
     for (unsigned i = 0; i < nglobal; i++) __putdi2(bword(ME, 2 + MAXB + i), globals[i].bits);
     UPC_BARRIER();
 
-    /* With the heap full, locks still work: their queue links are preallocated (§4.7). */
+    /* With the heap full, locks still work: their queue links are preallocated (docs/UPC.md,
+     * *Locks*). */
     for (unsigned i = 0; i < 20; i++) {
         upc_lock(lock);
         __putdi2(bword(0, 2 * MAXB + 10), __getdi2(bword(0, 2 * MAXB + 10)) + 1);

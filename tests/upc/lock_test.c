@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* UPC locks as generated code uses them (notes §5 cases 31-38): distinct and collective locks,
+/* UPC locks as generated code uses them (docs/UPC.md's cases 31-38): distinct and collective locks,
  * upc_lock_attempt, N threads x 1000 locked increments, the critical section's writes reaching
  * the next holder, FIFO hand-off in queueing order, unlock with and without waiters, more locks
  * held at once than there are preallocated queue links, a lock freed while held, 10^4 cycles of

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Memory-model stress (notes §5 case 56): every thread issues a random mix of relaxed and strict
- * puts, gets, block copies and memsets of 1 B to 3 KiB (bounced and waited puts, typed and block
- * entries) to regions it owns on every thread, and checks each read against a shadow copy: a read
- * sees this thread's last write of every byte (same-location RAW, and WAW between its own writes
- * of different sizes and kinds). After a barrier each owner checks, in its own memory, that every
- * region holds what its writer last wrote (WAW as the other threads see it), by checksum. */
+/* Memory-model stress (docs/UPC.md's case 56): every thread issues a random mix of relaxed and
+ * strict puts, gets, block copies and memsets of 1 B to 3 KiB (bounced and waited puts, typed and
+ * block entries) to regions it owns on every thread, and checks each read against a shadow copy: a
+ * read sees this thread's last write of every byte (same-location RAW, and WAW between its own
+ * writes of different sizes and kinds). After a barrier each owner checks, in its own memory, that
+ * every region holds what its writer last wrote (WAW as the other threads see it), by checksum. */
 #include <string.h>
 
 #include "upc_test.h"
