@@ -12,7 +12,7 @@ src=$1
 info=$2
 cd "$src"
 
-declared_all=$("$info" --json | grep -oE '"name":"(PORTICO|GASNET|UPC|PSM2)_[A-Z0-9_]*"' | sed 's/"name":"\(.*\)"/\1/' | sort -u)
+declared_all=$("$info" --json | grep -oE '"name":"[A-Z][A-Z0-9_]*"' | sed 's/"name":"\(.*\)"/\1/' | sort -u)
 declared=$(printf '%s\n' "$declared_all" | grep '^PORTICO_' || true)
 if [ -z "$declared" ]; then
     echo "portico-info --json listed no PORTICO_* variable" >&2
@@ -58,6 +58,17 @@ for name in $client_declared; do
     if ! printf '%s\n' "$declared_all" | grep -qx "$name"; then
         echo "$name is declared but its table is not registered (portico_settings_table) or not listed by" \
              "portico-info" >&2
+        status=1
+    fi
+done
+
+# The launchers' variables the bootstrap and libpmi read (src/bootstrap/launcher_env.hpp), so that
+# portico-info lists every variable Portico reads.
+launcher_used=$(grep -rhoE --include='*.cpp' --include='*.hpp' '"(PMI|PMIX|SLURM|OMPI|MPI)_[A-Z0-9_]+"' \
+                    src/bootstrap src/capi | tr -d '"' | sort -u)
+for name in $launcher_used; do
+    if ! printf '%s\n' "$declared_all" | grep -qx "$name"; then
+        echo "the launchers' variable $name is read but not declared (src/bootstrap/launcher_env.hpp)" >&2
         status=1
     fi
 done

@@ -167,6 +167,7 @@ std::string prefix_of_layer(const std::string &layer) {
     if (layer == "gasnet") return "GASNET_";
     if (layer == "upc") return "UPC_";
     if (layer == "psm2") return "PSM2_";
+    if (layer == "bootstrap.launchers") return ""; // the launchers' own: PMI_*, SLURM_*, ...
     return "PORTICO_";
 }
 
@@ -202,7 +203,7 @@ TEST(SettingsCatalog, EveryDeclarationIsSound) {
     // Every layer that reads settings registered its table (the registry is filled by the layers'
     // portico_settings_table() calls, not by a list here: these are the ones of this tree).
     for (const char *l : {"common", "bootstrap", "transport", "transport.shm", "transport.tcp", "engine", "launcher",
-                          "bench", "gasnet", "upc", "psm2"})
+                          "bench", "gasnet", "upc", "psm2", "bootstrap.launchers"})
         EXPECT_EQ(layers.count(l), 1u) << l;
 }
 
