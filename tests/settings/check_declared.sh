@@ -53,25 +53,28 @@ if [ -n "$client_reads" ]; then
     echo "$client_reads" >&2
     status=1
 fi
+# listed NAMES... WHY: each name must be among portico-info's, else WHY is said about it.
+listed() {
+    why=$1
+    shift
+    for name in "$@"; do
+        if ! printf '%s\n' "$declared_all" | grep -qx "$name"; then
+            echo "$name: $why" >&2
+            status=1
+        fi
+    done
+}
 client_declared=$(grep -rhoE --include='*_settings.hpp' '"(GASNET|UPC|PSM2)_[A-Z0-9_]+"' src | tr -d '"' | sort -u)
-for name in $client_declared; do
-    if ! printf '%s\n' "$declared_all" | grep -qx "$name"; then
-        echo "$name is declared but its table is not registered (portico_settings_table) or not listed by" \
-             "portico-info" >&2
-        status=1
-    fi
-done
+# shellcheck disable=SC2086 # one word per name
+listed "declared, but its table is not registered (portico_settings_table) or not listed by portico-info" \
+    $client_declared
 
 # The launchers' variables the bootstrap and libpmi read (src/bootstrap/launcher_env.hpp), so that
 # portico-info lists every variable Portico reads.
 launcher_used=$(grep -rhoE --include='*.cpp' --include='*.hpp' '"(PMI|PMIX|SLURM|OMPI|MPI)_[A-Z0-9_]+"' \
                     src/bootstrap src/capi | tr -d '"' | sort -u)
-for name in $launcher_used; do
-    if ! printf '%s\n' "$declared_all" | grep -qx "$name"; then
-        echo "the launchers' variable $name is read but not declared (src/bootstrap/launcher_env.hpp)" >&2
-        status=1
-    fi
-done
+# shellcheck disable=SC2086 # one word per name
+listed "a launcher's variable read but not declared (src/bootstrap/launcher_env.hpp)" $launcher_used
 
 # A library that sets a PORTICO_* variable changes it for every other Portals client of the process
 # and for its children, and races their getenv: clients ask through portico_ext.h instead.
