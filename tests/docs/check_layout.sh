@@ -16,6 +16,7 @@ for path in include $(find src src/transport tools tests bench examples -mindept
         status=1
     fi
 done
+# shellcheck disable=SC2016 # the backquotes are Markdown's, not the shell's
 for named in $(printf '%s\n' "$layout" | grep -oE '`(include|src|tools|tests|bench|examples|docs|scripts|cmake)(/[A-Za-z0-9_.+-]+)*/?`' |
                tr -d '`'); do
     if [ ! -e "$named" ]; then
