@@ -23,8 +23,9 @@ inline constexpr Text kPmixNamespace{"PMIX_NAMESPACE", kLaunchers, nullptr,
 inline constexpr Text kPmixRank{"PMIX_RANK", kLaunchers, nullptr, "PMIx launchers: this rank"};
 inline constexpr Text kPmixServerUri{"PMIX_SERVER_URI", kLaunchers, nullptr,
                                      "PMIx launchers: the server's address (any PMIX_SERVER_URI* variable)"};
-inline constexpr Text kSlurmStepId{"SLURM_STEP_ID", kLaunchers, nullptr,
-                                   "Slurm: inside a job step (a rank without a PMI is an error then, not a job of one)"};
+inline constexpr Text kSlurmStepId{
+    "SLURM_STEP_ID", kLaunchers, nullptr,
+    "Slurm: inside a job step (a rank without a PMI is an error then, not a job of one)"};
 inline constexpr Text kSlurmStepNumTasks{"SLURM_STEP_NUM_TASKS", kLaunchers, nullptr, "Slurm: the step's tasks"};
 inline constexpr Text kSlurmNtasks{"SLURM_NTASKS", kLaunchers, nullptr, "Slurm: the job's tasks"};
 inline constexpr Text kSlurmNodeId{"SLURM_NODEID", kLaunchers, nullptr,
@@ -43,9 +44,9 @@ inline constexpr Text kMpiLocalRankId{"MPI_LOCALRANKID", kLaunchers, nullptr,
                                       "MPICH's hydra: this rank's index on this machine"};
 
 inline constexpr const Setting *kLauncherEnvSettings[] = {
-    &kPmiRank,         &kPmiSize,          &kPmiId,         &kPmiFd,           &kPmiPort,
-    &kPmiSpawned,      &kPmixNamespace,    &kPmixRank,      &kPmixServerUri,   &kSlurmStepId,
-    &kSlurmStepNumTasks, &kSlurmNtasks,    &kSlurmNodeId,   &kSlurmLocalId,    &kSlurmTasksPerNode,
-    &kOmpiWorldSize,   &kOmpiLocalSize,    &kOmpiLocalRank, &kMpiLocalNranks,  &kMpiLocalRankId};
+    &kPmiRank,           &kPmiSize,       &kPmiId,         &kPmiFd,          &kPmiPort,
+    &kPmiSpawned,        &kPmixNamespace, &kPmixRank,      &kPmixServerUri,  &kSlurmStepId,
+    &kSlurmStepNumTasks, &kSlurmNtasks,   &kSlurmNodeId,   &kSlurmLocalId,   &kSlurmTasksPerNode,
+    &kOmpiWorldSize,     &kOmpiLocalSize, &kOmpiLocalRank, &kMpiLocalNranks, &kMpiLocalRankId};
 
 } // namespace portico::settings
